@@ -1,0 +1,254 @@
+//===- ModelOps.td - ModelIR: what the workload means ------*- tablegen -*-===//
+//
+// The `model` dialect states a workload's meaning: tensor values with state
+// roles, typed operations over them, explicit dataflow and typed effects.
+// It never names placement (TP/PP/DP, meshes, ranks), devices, kernels,
+// durations, queues or addresses; the Rust verifier rejects such attributes.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef BLUEPRINT_MODEL_OPS_TD
+#define BLUEPRINT_MODEL_OPS_TD
+
+include "BlueprintBase.td"
+
+def Model_Dialect : Dialect {
+  let name = "model";
+  let cppNamespace = "::blueprint::model";
+  let summary = "ModelIR: target-neutral workload semantics";
+  let description = [{
+    ModelIR represents tensor values, typed operations, explicit dataflow,
+    state roles and effects. Values are ordinary SSA tensors; `model.value`
+    introduces one with a state role (parameter, activation, gradient,
+    optimizer state, KV cache, input), and every other op names its operands
+    and results explicitly. Effects such as a parameter update or consuming
+    random state are typed (`effects` attribute), never inferred from names.
+
+    A module holding ModelIR carries exactly one `model.header` with the
+    schema name and version. Every op except the header has an `id` that is
+    unique in the module; lower layers refer to it as their lineage.
+
+    ModelIR must never contain tensor/pipeline/data-parallel placement,
+    logical or physical devices, kernels, durations, queues or addresses.
+  }];
+}
+
+def Model_Role : Blueprint_StrEnumAttr<"state role",
+    ["parameter", "activation", "activation_gradient", "weight_gradient",
+     "optimizer_state", "kv_cache", "input"]>;
+
+def Model_Effects : Blueprint_StrEnumArrayAttr<"typed effects",
+    ["parameter_update", "random_state", "mutation", "allocation",
+     "external_call"]>;
+
+def Model_InferencePhase : Blueprint_StrEnumAttr<"inference phase",
+    ["prefill", "decode"]>;
+
+class Model_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Model_Dialect, mnemonic, traits>;
+
+// Every op but the header carries a module-unique id and optional effects.
+defvar Model_CommonAttrs = (ins StrAttr:$id, OptionalAttr<Model_Effects>:$effects);
+
+//===----------------------------------------------------------------------===//
+// Module header, values and outputs
+//===----------------------------------------------------------------------===//
+
+def Model_HeaderOp : Model_Op<"header"> {
+  let summary = "Schema name and version of the ModelIR in this module";
+  let description = [{
+    Exactly one per module that holds `model` ops.
+
+    ```mlir
+    "model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+    ```
+  }];
+  let arguments = (ins StrAttr:$schema_name, StrAttr:$schema_version);
+}
+
+def Model_ValueOp : Model_Op<"value"> {
+  let summary = "Introduce a tensor value with a state role";
+  let description = [{
+    Declares a named workload value (a parameter, the block input, optimizer
+    state, a KV cache, ...) with its state role. The result type is the
+    logical (unsharded) tensor type; dimensions may be dynamic (`?`) when
+    they are symbolic.
+
+    ```mlir
+    %w = "model.value"() {id = "attn.qkv.weight", role = "parameter"} : () -> tensor<6144x18432xf16>
+    ```
+  }];
+  let arguments = !con(Model_CommonAttrs, (ins Model_Role:$role));
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Model_OutputOp : Model_Op<"output"> {
+  let summary = "Mark a value as an output of the workload";
+  let description = [{
+    ```mlir
+    "model.output"(%y) {id = "block.out"} : (tensor<4x2048x6144xf16>) -> ()
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$value), Model_CommonAttrs);
+}
+
+//===----------------------------------------------------------------------===//
+// Coarse Transformer operations
+//===----------------------------------------------------------------------===//
+
+def Model_DecoderTrainingOp : Model_Op<"decoder_training"> {
+  let summary = "One decoder block trained on one microbatch (coarse)";
+  let description = [{
+    The coarse operation the Transformer importer emits: forward, backward
+    and optimizer step of one decoder block over one microbatch. `state`
+    holds the block's parameters and optimizer state (their roles come from
+    their `model.value` definitions). Carries the model dimensions only; the
+    parallel strategy lives outside ModelIR.
+
+    ```mlir
+    %y = "model.decoder_training"(%x, %w0, %w1) {id = "block", hidden = 6144 : i64,
+           ffn_hidden = 24576 : i64, seq_len = 2048 : i64, heads = 64 : i64,
+           head_dim = 96 : i64, microbatch = 4 : i64, datatype = "float16",
+           effects = ["parameter_update", "random_state"]}
+         : (tensor<4x2048x6144xf16>, tensor<6144x18432xf16>, tensor<6144x6144xf16>)
+           -> tensor<4x2048x6144xf16>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state),
+                       Model_CommonAttrs,
+                       (ins Blueprint_PositiveCount:$hidden,
+                            Blueprint_PositiveCount:$ffn_hidden,
+                            Blueprint_PositiveCount:$seq_len,
+                            Blueprint_PositiveCount:$heads,
+                            Blueprint_PositiveCount:$head_dim,
+                            Blueprint_PositiveCount:$microbatch,
+                            Blueprint_Datatype:$datatype));
+  let results = (outs AnyRankedTensor:$output);
+}
+
+def Model_DecoderInferenceOp : Model_Op<"decoder_inference"> {
+  let summary = "One decoder block run for one inference phase (coarse)";
+  let description = [{
+    A prefill over `query_tokens` prompt tokens, or one decode step whose
+    query attends over `context_tokens` cached tokens. `state` holds the
+    parameters and the KV cache; `kv_cache` results are the cache after the
+    phase (the prefill writes it; a decode step reads it and appends one
+    token), so the dataflow on the cache is explicit.
+
+    ```mlir
+    %y, %kv1 = "model.decoder_inference"(%x, %w, %kv0) {id = "decode", phase = "decode",
+           hidden = 4096 : i64, ffn_hidden = 11008 : i64, heads = 32 : i64,
+           kv_heads = 32 : i64, head_dim = 128 : i64, batch = 1 : i64,
+           query_tokens = 1 : i64, context_tokens = 576 : i64,
+           datatype = "float16", kv_datatype = "float16", effects = ["mutation"]}
+         : (tensor<1x1x4096xf16>, tensor<4096x12288xf16>, tensor<2x1x576x4096xf16>)
+           -> (tensor<1x1x4096xf16>, tensor<2x1x576x4096xf16>)
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state),
+                       Model_CommonAttrs,
+                       (ins Model_InferencePhase:$phase,
+                            Blueprint_PositiveCount:$hidden,
+                            Blueprint_PositiveCount:$ffn_hidden,
+                            Blueprint_PositiveCount:$heads,
+                            Blueprint_PositiveCount:$kv_heads,
+                            Blueprint_PositiveCount:$head_dim,
+                            Blueprint_PositiveCount:$batch,
+                            Blueprint_PositiveCount:$query_tokens,
+                            Blueprint_PositiveCount:$context_tokens,
+                            Blueprint_Datatype:$datatype,
+                            Blueprint_Datatype:$kv_datatype));
+  let results = (outs AnyRankedTensor:$output, Variadic<AnyRankedTensor>:$kv_cache);
+}
+
+//===----------------------------------------------------------------------===//
+// Primitive operations
+//===----------------------------------------------------------------------===//
+
+class Model_BinaryOp<string mnemonic, string summary_, string example>
+    : Model_Op<mnemonic> {
+  let summary = summary_;
+  let description = "```mlir\n" # example # "\n```";
+  let arguments = !con((ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs), Model_CommonAttrs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+class Model_UnaryOp<string mnemonic, string summary_, string example, dag extra = (ins)>
+    : Model_Op<mnemonic> {
+  let summary = summary_;
+  let description = "```mlir\n" # example # "\n```";
+  let arguments = !con((ins AnyRankedTensor:$input), Model_CommonAttrs, extra);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Model_MatmulOp : Model_BinaryOp<"matmul",
+    "Linear layer / matrix multiplication `Y[M,K] = X[M,N] x W[N,K]`",
+    "%y = \"model.matmul\"(%x, %w) {id = \"mlp.fc1\"} : (tensor<8192x6144xf16>, tensor<6144x24576xf16>) -> tensor<8192x24576xf16>">;
+
+def Model_BatchMatmulOp : Model_BinaryOp<"batch_matmul",
+    "Batched matrix multiplication over the leading dimensions",
+    "%s = \"model.batch_matmul\"(%q, %k) {id = \"attn.scores\"} : (tensor<256x2048x96xf16>, tensor<256x96x2048xf16>) -> tensor<256x2048x2048xf16>">;
+
+def Model_AddOp : Model_BinaryOp<"add",
+    "Element-wise (residual) addition",
+    "%r = \"model.add\"(%x, %y) {id = \"attn.residual\"} : (tensor<8192x6144xf16>, tensor<8192x6144xf16>) -> tensor<8192x6144xf16>">;
+
+def Model_LayerNormOp : Model_Op<"layer_norm"> {
+  let summary = "Layer normalisation over the last dimension";
+  let description = [{
+    ```mlir
+    %n = "model.layer_norm"(%x, %gamma, %beta) {id = "ln1"}
+         : (tensor<8192x6144xf16>, tensor<6144xf16>, tensor<6144xf16>) -> tensor<8192x6144xf16>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input, AnyRankedTensor:$scale,
+                            AnyRankedTensor:$bias), Model_CommonAttrs);
+  let results = (outs AnyRankedTensor:$result);
+}
+
+def Model_SoftmaxOp : Model_UnaryOp<"softmax",
+    "Softmax along one dimension",
+    "%p = \"model.softmax\"(%s) {id = \"attn.softmax\", dim = 2 : i64} : (tensor<256x2048x2048xf16>) -> tensor<256x2048x2048xf16>",
+    (ins Blueprint_Count:$dim)>;
+
+def Model_GeluOp : Model_UnaryOp<"gelu",
+    "GeLU activation",
+    "%a = \"model.gelu\"(%h) {id = \"mlp.gelu\"} : (tensor<8192x24576xf16>) -> tensor<8192x24576xf16>">;
+
+def Model_DropoutOp : Model_UnaryOp<"dropout",
+    "Dropout; consumes random state (its `effects` must say so)",
+    "%d = \"model.dropout\"(%x) {id = \"attn.dropout\", effects = [\"random_state\"]} : (tensor<8192x6144xf16>) -> tensor<8192x6144xf16>">;
+
+def Model_ForkOp : Model_Op<"fork"> {
+  let summary = "Use one value in several places (explicit fan-out)";
+  let description = [{
+    Makes fan-out explicit so each consumer has its own edge; every result
+    has the input's type.
+
+    ```mlir
+    %a, %b = "model.fork"(%x) {id = "ln1.fork"} : (tensor<8192x6144xf16>) -> (tensor<8192x6144xf16>, tensor<8192x6144xf16>)
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input), Model_CommonAttrs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+def Model_OptimizerStepOp : Model_Op<"optimizer_step"> {
+  let summary = "Update a parameter and its optimizer state from a gradient";
+  let description = [{
+    Has the `parameter_update` effect. `state` is the optimizer state (for
+    Adam, the two moments); `new_state` has the same types.
+
+    ```mlir
+    %w1, %m1, %v1 = "model.optimizer_step"(%w, %g, %m, %v) {id = "adam.qkv",
+        effects = ["parameter_update"]}
+        : (tensor<6144x18432xf16>, tensor<6144x18432xf16>, tensor<6144x18432xf32>, tensor<6144x18432xf32>)
+          -> (tensor<6144x18432xf16>, tensor<6144x18432xf32>, tensor<6144x18432xf32>)
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
+                            Variadic<AnyRankedTensor>:$state), Model_CommonAttrs);
+  let results = (outs AnyRankedTensor:$new_param, Variadic<AnyRankedTensor>:$new_state);
+}
+
+#endif // BLUEPRINT_MODEL_OPS_TD

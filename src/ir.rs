@@ -1,0 +1,184 @@
+//! Small read-only helpers over melior's IR handles.
+
+use melior::ir::{
+    attribute::{
+        ArrayAttribute, DenseI64ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute,
+        IntegerAttribute, StringAttribute,
+    },
+    operation::{OperationLike, WalkOrder, WalkResult},
+    r#type::{DimSize, RankedTensorType, ShapedTypeLike},
+    Attribute, AttributeLike, OperationRef, Type, TypeLike, Value, ValueLike,
+};
+
+/// Every op under `root` (itself included) in pre-order. The walk's
+/// callback lifetimes forbid keeping refs, so raw handles are collected and
+/// rebuilt; they stay valid while `root` is not mutated.
+#[must_use]
+pub fn collect_ops<'c, 'a>(root: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    let mut raw = Vec::new();
+    root.walk(WalkOrder::PreOrder, |op| {
+        raw.push(op.to_raw());
+        WalkResult::Advance
+    });
+    raw.into_iter()
+        .map(|r| unsafe { OperationRef::from_raw(r) })
+        .collect()
+}
+
+/// The op's full name, `dialect.mnemonic`.
+#[must_use]
+pub fn op_name<'c>(op: &impl OperationLike<'c, 'c>) -> String {
+    op.name().as_string_ref().as_str().unwrap_or("<invalid>").to_string()
+}
+
+/// Full name of an op given by ref.
+#[must_use]
+pub fn name_of(op: OperationRef) -> String {
+    op.name().as_string_ref().as_str().unwrap_or("<invalid>").to_string()
+}
+
+#[must_use]
+pub fn dialect_of(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+#[must_use]
+pub fn str_attr<'c>(op: OperationRef<'c, '_>, name: &str) -> Option<&'c str> {
+    StringAttribute::try_from(op.attribute(name).ok()?).ok().map(|a| a.value())
+}
+
+#[must_use]
+pub fn int_attr(op: OperationRef, name: &str) -> Option<i64> {
+    int_value(op.attribute(name).ok()?)
+}
+
+#[must_use]
+pub fn int_value(attribute: Attribute) -> Option<i64> {
+    if !attribute.is_integer() {
+        return None;
+    }
+    IntegerAttribute::try_from(attribute).ok().map(|a| a.value())
+}
+
+#[must_use]
+pub fn i64_array_attr(op: OperationRef, name: &str) -> Option<Vec<i64>> {
+    i64_array_value(op.attribute(name).ok()?)
+}
+
+#[must_use]
+pub fn i64_array_value(attribute: Attribute) -> Option<Vec<i64>> {
+    let array = DenseI64ArrayAttribute::try_from(attribute).ok()?;
+    (0..array.len()).map(|i| array.element(i).ok()).collect()
+}
+
+#[must_use]
+pub fn symbol_attr<'c>(op: OperationRef<'c, '_>, name: &str) -> Option<&'c str> {
+    FlatSymbolRefAttribute::try_from(op.attribute(name).ok()?).ok().map(|a| a.value())
+}
+
+/// A list of strings, if `attribute` is an array of string attributes.
+#[must_use]
+pub fn string_list(attribute: Attribute) -> Option<Vec<String>> {
+    let array = ArrayAttribute::try_from(attribute).ok()?;
+    (0..array.len())
+        .map(|i| {
+            let element = array.element(i).ok()?;
+            StringAttribute::try_from(element).ok().map(|s| s.value().to_string())
+        })
+        .collect()
+}
+
+/// A list of lists of strings (`split_axes`), if `attribute` is one.
+#[must_use]
+pub fn string_list_list(attribute: Attribute) -> Option<Vec<Vec<String>>> {
+    let array = ArrayAttribute::try_from(attribute).ok()?;
+    (0..array.len())
+        .map(|i| string_list(array.element(i).ok()?))
+        .collect()
+}
+
+/// Attribute names and string values nested in `attribute` (through arrays
+/// and dictionaries), for the forbidden-field checks.
+pub fn visit_nested(attribute: Attribute, visit: &mut dyn FnMut(Nested)) {
+    if let Ok(dictionary) = DictionaryAttribute::try_from(attribute) {
+        for i in 0..dictionary.len() {
+            if let Ok((key, value)) = dictionary.element(i) {
+                if let Ok(key) = key.as_string_ref().as_str() {
+                    visit(Nested::Key(key));
+                }
+                visit_nested(value, visit);
+            }
+        }
+    } else if let Ok(array) = ArrayAttribute::try_from(attribute) {
+        for i in 0..array.len() {
+            if let Ok(element) = array.element(i) {
+                visit_nested(element, visit);
+            }
+        }
+    } else if let Ok(string) = StringAttribute::try_from(attribute) {
+        visit(Nested::String(string.value()));
+    }
+}
+
+pub enum Nested<'s> {
+    Key(&'s str),
+    String(&'s str),
+}
+
+/// Shape of a ranked tensor type (`None` for dynamic dims), or `None`.
+#[must_use]
+pub fn tensor_shape(ty: Type) -> Option<Vec<Option<i64>>> {
+    let tensor = RankedTensorType::try_from(ty).ok()?;
+    Some(
+        (0..tensor.rank())
+            .map(|i| match tensor.dim_size(i) {
+                Ok(DimSize::Static(d)) => i64::try_from(d).ok(),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// Element type of a ranked tensor type.
+#[must_use]
+pub fn tensor_element<'c>(ty: Type<'c>) -> Option<Type<'c>> {
+    RankedTensorType::try_from(ty).ok().map(|t| t.element())
+}
+
+/// The op that defines `value`, if it is an op result.
+#[must_use]
+pub fn defining_op<'c, 'a>(value: Value<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
+    let result = melior::ir::operation::OperationResult::try_from(value).ok()?;
+    Some(result.owner())
+}
+
+/// Every op that uses `value` as an operand, in use-list order.
+#[must_use]
+pub fn users<'c, 'a>(value: impl ValueLike<'c>) -> Vec<OperationRef<'c, 'a>> {
+    let mut out = Vec::new();
+    unsafe {
+        let mut operand = mlir_sys::mlirValueGetFirstUse(value.to_raw());
+        while !mlir_sys::mlirOpOperandIsNull(operand) {
+            out.push(OperationRef::from_raw(mlir_sys::mlirOpOperandGetOwner(operand)));
+            operand = mlir_sys::mlirOpOperandGetNextUse(operand);
+        }
+    }
+    out
+}
+
+/// Printed form of a type, for messages.
+#[must_use]
+pub fn type_string(ty: Type) -> String {
+    ty.to_string()
+}
+
+#[must_use]
+pub fn is_same_type(a: Type, b: Type) -> bool {
+    a == b && a.context() == b.context()
+}
+
+/// A string-list attribute of an op by name.
+#[must_use]
+pub fn attr_string_list(op: OperationRef, name: &str) -> Option<Vec<String>> {
+    string_list(op.attribute(name).ok()?)
+}

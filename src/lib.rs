@@ -1,0 +1,19 @@
+//! Blueprint: MLIR dialects, verifiers and passes that turn a Transformer
+//! workload into a target-neutral distributed plan (`model` -> `dist` ->
+//! `plan`) and then into runtime calls.
+//!
+//! The dialects are defined in ODS (`dialects/*.td`); `build.rs` turns them
+//! into IRDL that [`context::create_context`] loads into every context, so
+//! they are real registered dialects. What IRDL cannot say is checked by the
+//! Rust verifiers in [`verify`], which run after parsing and after every pass.
+
+pub mod context;
+pub mod diagnostics;
+pub mod error;
+pub mod ir;
+pub mod ods;
+pub mod opt;
+pub mod passes;
+pub mod verify;
+
+pub use error::{Error, Result};

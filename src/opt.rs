@@ -1,0 +1,458 @@
+//! `blueprint-opt`: the `mlir-opt` of Blueprint.
+//!
+//! Reads `.mlir` from a file or stdin, verifies it (MLIR's verifier with the
+//! IRDL dialects, then Blueprint's Rust verifiers), runs a pipeline mixing
+//! Blueprint's Rust passes with upstream passes, verifies after every pass
+//! and prints the result. Diagnostics are `file:line:col: error: ...`; any
+//! error makes the exit code 1 and nothing is written.
+
+mod diagnostics_check;
+mod pipeline;
+
+use std::{
+    ffi::c_void,
+    io::{Read, Write},
+};
+
+use melior::{
+    ir::{operation::OperationLike, operation::OperationPrintingFlags, BlockLike, Location, Module},
+    pass::{PassIrPrintingOptions, PassManager},
+    Context,
+};
+
+use crate::{
+    context::create_context,
+    diagnostics::{Diagnostic, DiagnosticSink, Severity},
+    error::{Error, Result},
+    ods, passes,
+    verify::verify_blueprint,
+};
+
+pub use pipeline::{parse_pipeline, PipelineElement};
+
+/// Command-line options, as `mlir-opt` spells them.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    pub input: Option<String>,
+    pub output: Option<String>,
+    pub split_input_file: bool,
+    pub verify_diagnostics: bool,
+    pub pipeline: Vec<PipelineElement>,
+    pub print_generic: bool,
+    pub print_debug_info: bool,
+    pub print_ir_after_all: bool,
+    pub print_ir_before_all: bool,
+    pub timing: bool,
+    pub allow_unregistered: bool,
+    pub print_irdl: bool,
+    pub help: bool,
+    pub version: bool,
+}
+
+const SPLIT_MARKER: &str = "// -----";
+
+/// Parses `args` (without the program name).
+pub fn parse_args(args: &[String]) -> Result<Options> {
+    let mut options = Options::default();
+    let mut pipeline_text: Option<String> = None;
+    let mut pass_flags: Vec<PipelineElement> = Vec::new();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let (flag, value) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        let flag_name = flag.trim_start_matches('-');
+        match flag {
+            "-h" | "--help" | "-help" => options.help = true,
+            "--version" => options.version = true,
+            "-o" => {
+                let path = iter.next().ok_or_else(|| Error::Usage("-o needs a file name".into()))?;
+                options.output = Some(path.clone());
+            }
+            "--split-input-file" | "-split-input-file" => options.split_input_file = true,
+            "--verify-diagnostics" | "-verify-diagnostics" => options.verify_diagnostics = true,
+            "--mlir-print-op-generic" | "-mlir-print-op-generic" => options.print_generic = true,
+            "--mlir-print-debuginfo" | "-mlir-print-debuginfo" => options.print_debug_info = true,
+            "--mlir-print-ir-after-all" | "-mlir-print-ir-after-all" => options.print_ir_after_all = true,
+            "--mlir-print-ir-before-all" | "-mlir-print-ir-before-all" => options.print_ir_before_all = true,
+            "--mlir-timing" | "-mlir-timing" => options.timing = true,
+            "--allow-unregistered-dialect" | "-allow-unregistered-dialect" => options.allow_unregistered = true,
+            "--print-irdl" => options.print_irdl = true,
+            "--pass-pipeline" | "-pass-pipeline" => {
+                let text = match value {
+                    Some(v) => v,
+                    None => iter
+                        .next()
+                        .cloned()
+                        .ok_or_else(|| Error::Usage("--pass-pipeline needs a pipeline".into()))?,
+                };
+                pipeline_text = Some(text);
+            }
+            "-" => set_input(&mut options, "-")?,
+            _ if flag.starts_with('-') && flag.len() > 1 => {
+                // One flag per pass, Blueprint's or upstream's, as in mlir-opt:
+                // `--canonicalize`, `--cse`, `--name=option=value`.
+                if flag_name.is_empty() {
+                    return Err(Error::Usage(format!("unknown option '{arg}'")));
+                }
+                if passes::find(flag_name).is_some() {
+                    if value.is_some() {
+                        return Err(Error::Usage(format!("pass '{flag_name}' takes no options")));
+                    }
+                    pass_flags.push(PipelineElement::Blueprint(flag_name.to_string()));
+                } else {
+                    let element = match value {
+                        Some(v) => format!("{flag_name}{{{}}}", v.trim_matches('"')),
+                        None => flag_name.to_string(),
+                    };
+                    pass_flags.push(PipelineElement::Upstream(element));
+                }
+            }
+            _ => set_input(&mut options, arg)?,
+        }
+    }
+    match (pipeline_text, pass_flags.is_empty()) {
+        (Some(_), false) => {
+            return Err(Error::Usage(
+                "'--pass-pipeline' cannot be combined with individual pass flags".into(),
+            ))
+        }
+        (Some(text), true) => options.pipeline = parse_pipeline(&text)?,
+        (None, _) => options.pipeline = pass_flags,
+    }
+    Ok(options)
+}
+
+fn set_input(options: &mut Options, path: &str) -> Result<()> {
+    if let Some(existing) = &options.input {
+        return Err(Error::Usage(format!(
+            "only one input file is accepted, got '{existing}' and '{path}'"
+        )));
+    }
+    options.input = Some(path.to_string());
+    Ok(())
+}
+
+#[must_use]
+pub fn help_text() -> String {
+    let mut text = String::from(
+        "OVERVIEW: Blueprint modular optimizer driver (model / dist / plan dialects)\n\n\
+         USAGE: blueprint-opt [options] <input file | - >\n\n\
+         OPTIONS:\n\
+         \x20 -o <file>                        Output file (default: stdout)\n\
+         \x20 --split-input-file               Split the input on '// -----' and process each chunk\n\
+         \x20 --verify-diagnostics             Check diagnostics against expected-* comments\n\
+         \x20 --pass-pipeline=<pipeline>       e.g. 'builtin.module(blueprint-verify,canonicalize)'\n\
+         \x20 --<pass>[=<options>]             Add one pass (Blueprint's or any upstream pass)\n\
+         \x20 --mlir-print-op-generic          Print the generic op form\n\
+         \x20 --mlir-print-debuginfo           Print locations\n\
+         \x20 --mlir-print-ir-before-all       Print the IR before every pass (to stderr)\n\
+         \x20 --mlir-print-ir-after-all        Print the IR after every pass (to stderr)\n\
+         \x20 --mlir-timing                    Report the time of each pass (to stderr)\n\
+         \x20 --allow-unregistered-dialect     Accept ops of unknown dialects\n\
+         \x20 --print-irdl                     Print the IRDL of Blueprint's dialects and exit\n\
+         \x20 --version                        Print the version and exit\n\n\
+         BLUEPRINT PASSES:\n",
+    );
+    for pass in passes::PASSES {
+        text.push_str(&format!("  --{:<32} {}\n", pass.name, pass.summary));
+    }
+    text.push_str("\nDIALECTS:\n");
+    for dialect in ods::DIALECTS {
+        text.push_str(&format!("  {:<34} {}\n", dialect.name, dialect.summary));
+    }
+    text.push_str("\nUpstream MLIR passes are accepted by name in --pass-pipeline and as flags.\n");
+    text
+}
+
+/// Runs the driver; returns the process exit code.
+#[must_use]
+pub fn main_with_args(args: &[String]) -> i32 {
+    let options = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("blueprint-opt: {e}");
+            eprintln!("Try 'blueprint-opt --help'.");
+            return 1;
+        }
+    };
+    if options.help {
+        print!("{}", help_text());
+        return 0;
+    }
+    if options.version {
+        println!("blueprint-opt {} (MLIR 22)", env!("CARGO_PKG_VERSION"));
+        return 0;
+    }
+    if options.print_irdl {
+        print!("{}", ods::IRDL);
+        return 0;
+    }
+    match run(&options) {
+        Ok(true) => 0,
+        Ok(false) => 1,
+        Err(e) => {
+            eprintln!("blueprint-opt: {e}");
+            1
+        }
+    }
+}
+
+fn read_input(options: &Options) -> Result<(String, Vec<u8>)> {
+    match options.input.as_deref() {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|source| Error::ReadInput { path: "<stdin>".into(), source })?;
+            Ok(("<stdin>".into(), bytes))
+        }
+        Some(path) => std::fs::read(path)
+            .map(|bytes| (path.to_string(), bytes))
+            .map_err(|source| Error::ReadInput { path: path.to_string(), source }),
+    }
+}
+
+/// One chunk of the input: its text padded with newlines so that line
+/// numbers in diagnostics are those of the whole file.
+struct Chunk {
+    text: Vec<u8>,
+}
+
+fn split_chunks(bytes: &[u8], split: bool) -> Vec<Chunk> {
+    if !split {
+        return vec![Chunk { text: bytes.to_vec() }];
+    }
+    let mut chunks = Vec::new();
+    let mut current: Vec<u8> = Vec::new();
+    let mut lines_before = 0usize;
+    let mut line_no = 0usize;
+    for line in bytes.split_inclusive(|b| *b == b'\n') {
+        let trimmed = String::from_utf8_lossy(line);
+        if trimmed.trim_end().starts_with(SPLIT_MARKER) && trimmed.trim() == SPLIT_MARKER {
+            let mut text = vec![b'\n'; lines_before];
+            text.extend_from_slice(&current);
+            chunks.push(Chunk { text });
+            current.clear();
+            line_no += 1;
+            lines_before = line_no;
+            continue;
+        }
+        current.extend_from_slice(line);
+        line_no += 1;
+    }
+    let mut text = vec![b'\n'; lines_before];
+    text.extend_from_slice(&current);
+    chunks.push(Chunk { text });
+    chunks
+}
+
+/// Processes every chunk; returns whether all succeeded (or, under
+/// `--verify-diagnostics`, whether all diagnostics matched).
+pub fn run(options: &Options) -> Result<bool> {
+    let (name, bytes) = read_input(options)?;
+    let chunks = split_chunks(&bytes, options.split_input_file);
+    let mut outputs = Vec::new();
+    let mut all_ok = true;
+    for chunk in &chunks {
+        let context = create_context();
+        context.set_allow_unregistered_dialects(options.allow_unregistered);
+        let sink = DiagnosticSink::attach(&context);
+        let printed = process_chunk(&context, &sink, options, &name, &chunk.text)?;
+        let diagnostics = sink.take();
+        if options.verify_diagnostics {
+            let text = String::from_utf8_lossy(&chunk.text);
+            let problems = diagnostics_check::check(&name, &text, &diagnostics);
+            for problem in &problems {
+                eprintln!("{problem}");
+            }
+            all_ok &= problems.is_empty();
+        } else {
+            report(&diagnostics);
+            all_ok &= printed.is_some() && !diagnostics.iter().any(|d| d.severity == Severity::Error);
+        }
+        if let Some(text) = printed {
+            outputs.push(text);
+        }
+    }
+    if !all_ok {
+        return Ok(false);
+    }
+    let mut text = outputs.join(&format!("{SPLIT_MARKER}\n"));
+    if options.verify_diagnostics && outputs.is_empty() {
+        text.clear();
+    }
+    write_output(options, &text)?;
+    Ok(true)
+}
+
+fn report(diagnostics: &[Diagnostic]) {
+    for diagnostic in diagnostics {
+        eprintln!("{diagnostic}");
+    }
+}
+
+fn write_output(options: &Options, text: &str) -> Result<()> {
+    match options.output.as_deref() {
+        None | Some("-") => {
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(text.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|source| Error::WriteOutput { path: "<stdout>".into(), source })
+        }
+        Some(path) => {
+            // Write beside the target and rename, so a failure never leaves
+            // a half-written file.
+            let temporary = format!("{path}.tmp-blueprint-opt");
+            std::fs::write(&temporary, text)
+                .and_then(|()| std::fs::rename(&temporary, path))
+                .map_err(|source| {
+                    let _ = std::fs::remove_file(&temporary);
+                    Error::WriteOutput { path: path.to_string(), source }
+                })
+        }
+    }
+}
+
+/// Parses `source` as a module whose locations name `name`, or `None`
+/// after emitting diagnostics. A lone top-level `builtin.module` is the
+/// module itself; anything else is wrapped in one, like `mlir-opt` does.
+pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u8], name: &str) -> Option<Module<'c>> {
+    const SINGLE_OP: &str = "source must contain a single top-level operation";
+    if let Some(operation) = parse_operation(context, source, name) {
+        if crate::ir::op_name(&operation) == "builtin.module" {
+            return Module::from_operation(operation);
+        }
+        let module = Module::new(Location::new(context, name, 1, 1));
+        module.body().append_operation(operation);
+        return Some(module);
+    }
+    // The C API parses exactly one top-level op. When that was the only
+    // complaint, parse again inside a module opened on the first line, which
+    // keeps every line number (only columns on line 1 move).
+    let diagnostics = sink.take();
+    let only_single_op = diagnostics.len() == 1 && diagnostics[0].message.starts_with(SINGLE_OP);
+    if !only_single_op {
+        sink.extend(diagnostics);
+        return None;
+    }
+    let mut wrapped = b"module {".to_vec();
+    wrapped.extend_from_slice(source);
+    wrapped.extend_from_slice(b"\n}\n");
+    Module::from_operation(parse_operation(context, &wrapped, name)?)
+}
+
+fn parse_operation<'c>(context: &'c Context, source: &[u8], name: &str) -> Option<melior::ir::Operation<'c>> {
+    let raw = unsafe {
+        mlir_sys::mlirOperationCreateParse(
+            context.to_raw(),
+            mlir_sys::MlirStringRef { data: source.as_ptr().cast(), length: source.len() },
+            mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },
+        )
+    };
+    (!raw.ptr.is_null()).then(|| unsafe { melior::ir::Operation::from_raw(raw) })
+}
+
+/// Parses, verifies, runs the pipeline and prints one chunk. `Ok(None)`
+/// means the chunk failed with diagnostics already emitted.
+fn process_chunk(
+    context: &Context,
+    sink: &DiagnosticSink,
+    options: &Options,
+    name: &str,
+    source: &[u8],
+) -> Result<Option<String>> {
+    let Some(mut module) = parse_module(context, sink, source, name) else {
+        return Ok(None);
+    };
+    if !module.as_operation().verify() || !verify_blueprint(module.as_operation()) {
+        return Ok(None);
+    }
+    if !options.pipeline.is_empty() {
+        let pass_manager = build_pass_manager(context, options)?;
+        if pass_manager.run(&mut module).is_err() {
+            return Ok(None);
+        }
+    }
+    let mut flags = OperationPrintingFlags::new();
+    if options.print_generic {
+        flags = flags.print_generic_operation_form();
+    }
+    if options.print_debug_info {
+        flags = flags.enable_debug_info(true, false);
+    }
+    let printed = module
+        .as_operation()
+        .to_string_with_flags(flags)
+        .map_err(|e| Error::Usage(format!("printing failed: {e}")))?;
+    Ok(Some(format!("{printed}\n")))
+}
+
+fn build_pass_manager<'c>(context: &'c Context, options: &Options) -> Result<PassManager<'c>> {
+    let pass_manager = PassManager::new(context);
+    pass_manager.enable_verifier(true);
+    if options.timing {
+        unsafe { mlir_sys::mlirPassManagerEnableTiming(pass_manager.to_raw()) };
+    }
+    if options.print_ir_after_all || options.print_ir_before_all {
+        let mut flags = OperationPrintingFlags::new();
+        if options.print_generic {
+            flags = flags.print_generic_operation_form();
+        }
+        pass_manager.enable_ir_printing(&PassIrPrintingOptions {
+            before_all: options.print_ir_before_all,
+            after_all: options.print_ir_after_all,
+            module_scope: true,
+            on_change: false,
+            on_failure: false,
+            flags,
+            tree_printing_path: std::path::PathBuf::new(),
+        });
+    }
+    let top = pass_manager.as_operation_pass_manager();
+    for element in &options.pipeline {
+        match element {
+            PipelineElement::Blueprint(name) => {
+                let info = passes::find(name).ok_or_else(|| Error::Pipeline {
+                    pipeline: name.clone(),
+                    reason: "unknown Blueprint pass".into(),
+                })?;
+                top.add_pass((info.create)());
+                if info.name == "blueprint-verify" {
+                    continue;
+                }
+            }
+            PipelineElement::Upstream(text) => add_upstream(&top, text)?,
+        }
+        // Blueprint's verifiers run after every pass, like MLIR's own.
+        top.add_pass(passes::find("blueprint-verify").map_or_else(
+            || unreachable!("blueprint-verify is always registered"),
+            |p| (p.create)(),
+        ));
+    }
+    Ok(pass_manager)
+}
+
+fn add_upstream(top: &melior::pass::OperationPassManager, text: &str) -> Result<()> {
+    unsafe extern "C" fn collect(message: mlir_sys::MlirStringRef, user_data: *mut c_void) {
+        let out = unsafe { &mut *(user_data as *mut String) };
+        let bytes = unsafe { std::slice::from_raw_parts(message.data.cast::<u8>(), message.length) };
+        out.push_str(&String::from_utf8_lossy(bytes));
+    }
+    let mut message = String::new();
+    let result = unsafe {
+        mlir_sys::mlirOpPassManagerAddPipeline(
+            top.to_raw(),
+            mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() },
+            Some(collect),
+            (&mut message as *mut String).cast(),
+        )
+    };
+    if result.value == 0 {
+        let reason = if message.is_empty() { "unknown pass or bad options".into() } else { message.trim().to_string() };
+        return Err(Error::Pipeline { pipeline: text.to_string(), reason });
+    }
+    Ok(())
+}

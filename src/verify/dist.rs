@@ -1,0 +1,351 @@
+//! DistributedTaskIR rules: meshes, rank membership, shardings, collective
+//! legality, redistribution copies and async waits.
+
+use std::collections::HashMap;
+
+use melior::ir::{operation::OperationLike, OperationRef, Type, ValueLike};
+
+use super::Checker;
+use crate::ir::{
+    dialect_of, i64_array_attr, int_attr, name_of, str_attr, string_list_list, symbol_attr,
+    tensor_element, tensor_shape, type_string, users,
+};
+
+/// A `dist.mesh` as the rules need it.
+struct Mesh {
+    axes: Vec<String>,
+    shape: Vec<i64>,
+}
+
+impl Mesh {
+    fn size(&self) -> i64 {
+        self.shape.iter().product()
+    }
+
+    fn axis_size(&self, axis: &str) -> Option<i64> {
+        self.axes.iter().position(|a| a == axis).map(|i| self.shape[i])
+    }
+}
+
+pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
+    let dist_ops: Vec<OperationRef> =
+        ops.iter().copied().filter(|op| dialect_of(&name_of(*op)) == "dist").collect();
+    if dist_ops.is_empty() {
+        return;
+    }
+    let meshes = collect_meshes(checker, &dist_ops);
+    for &op in &dist_ops {
+        let name = name_of(op);
+        let mesh = mesh_of(checker, op, &meshes, "mesh");
+        if let Some(lineage) = str_attr(op, "lineage") {
+            if lineage.is_empty() {
+                checker.error(op, "lineage must name the ModelIR op or value this comes from");
+            }
+        }
+        let base = name.strip_suffix("_start").unwrap_or(&name);
+        match base {
+            "dist.value" | "dist.output" => {
+                let ty = if base == "dist.value" { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
+                if let (Some(mesh), Some(ty)) = (mesh, ty) {
+                    check_sharding(checker, op, mesh, "split_axes", ty);
+                    if let Some(owners) = i64_array_attr(op, "owners") {
+                        check_rank_set(checker, op, mesh, "owners", &owners);
+                    }
+                }
+            }
+            "dist.compute" => {
+                if let (Some(mesh), Some(ranks)) = (mesh, i64_array_attr(op, "ranks")) {
+                    check_rank_set(checker, op, mesh, "ranks", &ranks);
+                }
+            }
+            "dist.reshard" => check_reshard(checker, op, mesh),
+            "dist.all_reduce" | "dist.reduce_scatter" | "dist.all_gather" | "dist.all_to_all"
+            | "dist.broadcast" => check_collective(checker, op, base, mesh),
+            "dist.p2p" => check_p2p(checker, op, mesh),
+            "dist.copy_reshape" | "dist.copy_permute" => check_copy(checker, op, base, &meshes),
+            _ => {}
+        }
+        if is_async(&name) {
+            check_async(checker, op);
+        }
+    }
+}
+
+fn collect_meshes<'a>(checker: &mut Checker, ops: &[OperationRef]) -> HashMap<String, Mesh> {
+    let mut meshes = HashMap::new();
+    for &op in ops {
+        if name_of(op) != "dist.mesh" {
+            continue;
+        }
+        let (Some(name), Some(axes), Some(shape)) = (
+            str_attr(op, "sym_name"),
+            op.attribute("axes").ok().and_then(crate::ir::string_list),
+            i64_array_attr(op, "shape"),
+        ) else {
+            continue;
+        };
+        let mut ok = true;
+        if axes.is_empty() {
+            checker.error(op, "must have at least one axis");
+            ok = false;
+        }
+        if shape.len() != axes.len() {
+            checker.error(op, format!("expected {} axis sizes (one per axis), but got {}", axes.len(), shape.len()));
+            ok = false;
+        }
+        for (i, axis) in axes.iter().enumerate() {
+            if axis.is_empty() {
+                checker.error(op, format!("axis #{i} has an empty name"));
+                ok = false;
+            } else if axes[..i].contains(axis) {
+                checker.error(op, format!("axis '{axis}' is named twice"));
+                ok = false;
+            }
+        }
+        for (i, size) in shape.iter().enumerate() {
+            if *size <= 0 {
+                checker.error(op, format!("axis #{i} must have a positive size, but got {size}"));
+                ok = false;
+            }
+        }
+        if shape.iter().try_fold(1i64, |acc, s| acc.checked_mul(*s)).is_none() {
+            checker.error(op, "has more ranks than fit in 64 bits");
+            ok = false;
+        }
+        if ok {
+            meshes.insert(name.to_string(), Mesh { axes, shape });
+        }
+    }
+    meshes
+}
+
+fn mesh_of<'m>(checker: &mut Checker, op: OperationRef, meshes: &'m HashMap<String, Mesh>, attribute: &str) -> Option<&'m Mesh> {
+    let symbol = symbol_attr(op, attribute)?;
+    let mesh = meshes.get(symbol);
+    if mesh.is_none() {
+        checker.error(op, format!("'{attribute}' @{symbol} does not name a valid 'dist.mesh' in this module"));
+    }
+    mesh
+}
+
+fn describe_ranks(mesh: &Mesh) -> String {
+    format!("ranks 0..{}", mesh.size() - 1)
+}
+
+fn check_rank(checker: &mut Checker, op: OperationRef, mesh: &Mesh, what: &str, rank: i64) -> bool {
+    if rank < 0 || rank >= mesh.size() {
+        checker.error(op, format!("{what} {rank} is outside the mesh ({})", describe_ranks(mesh)));
+        return false;
+    }
+    true
+}
+
+fn check_rank_set(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribute: &str, ranks: &[i64]) {
+    if ranks.is_empty() {
+        checker.error(op, format!("'{attribute}' must not be empty"));
+    }
+    let singular = attribute.trim_end_matches('s');
+    for (i, &rank) in ranks.iter().enumerate() {
+        if check_rank(checker, op, mesh, singular, rank) && ranks[..i].contains(&rank) {
+            checker.error(op, format!("{singular} {rank} appears more than once in '{attribute}'"));
+        }
+    }
+}
+
+/// `split_axes` has one entry per tensor dimension, names only axes of the
+/// mesh, uses each axis once, and splits static dims evenly.
+fn check_sharding(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribute: &str, ty: Type) {
+    let Some(split) = op.attribute(attribute).ok().and_then(string_list_list) else {
+        checker.error(op, format!("'{attribute}' must be an array of arrays of mesh axis names"));
+        return;
+    };
+    let Some(shape) = tensor_shape(ty) else { return };
+    if split.len() != shape.len() {
+        checker.error(op, format!("'{attribute}' has {} entries, but the value has rank {}", split.len(), shape.len()));
+        return;
+    }
+    let mut used: Vec<&str> = Vec::new();
+    for (dim, axes) in split.iter().enumerate() {
+        let mut factor = 1i64;
+        for axis in axes {
+            match mesh.axis_size(axis) {
+                None => checker.error(op, format!("'{attribute}' names '{axis}', which is not an axis of the mesh")),
+                Some(size) => factor = factor.saturating_mul(size),
+            }
+            if used.contains(&axis.as_str()) {
+                checker.error(op, format!("'{attribute}' uses mesh axis '{axis}' more than once"));
+            }
+            used.push(axis);
+        }
+        if let Some(Some(extent)) = shape.get(dim) {
+            if factor > 1 && extent % factor != 0 {
+                checker.error(op, format!("dimension {dim} of size {extent} cannot be split evenly over {factor} ranks ('{attribute}' = {axes:?})"));
+            }
+        }
+    }
+}
+
+fn check_reshard(checker: &mut Checker, op: OperationRef, mesh: Option<&Mesh>) {
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(0)) else { return };
+    if input.r#type() != result.r#type() {
+        checker.error(op, format!("must keep the logical type, but {} becomes {}", type_string(input.r#type()), type_string(result.r#type())));
+    }
+    if let Some(mesh) = mesh {
+        check_sharding(checker, op, mesh, "from_split_axes", input.r#type());
+        check_sharding(checker, op, mesh, "to_split_axes", result.r#type());
+    }
+}
+
+fn check_collective(checker: &mut Checker, op: OperationRef, kind: &str, mesh: Option<&Mesh>) {
+    let Some(participants) = i64_array_attr(op, "participants") else { return };
+    if let Some(mesh) = mesh {
+        check_rank_set(checker, op, mesh, "participants", &participants);
+    } else if participants.is_empty() {
+        checker.error(op, "'participants' must not be empty");
+    }
+    if kind == "dist.broadcast" {
+        if let Some(root) = int_attr(op, "root") {
+            if !participants.contains(&root) {
+                checker.error(op, format!("root {root} is not one of the participants"));
+            }
+        }
+    }
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(if is_async(&name_of(op)) { 1 } else { 0 })) else { return };
+    let (input_ty, result_ty) = (input.r#type(), result.r#type());
+    let n = participants.len() as i64;
+    match (kind, tensor_shape(input_ty), tensor_shape(result_ty)) {
+        ("dist.reduce_scatter" | "dist.all_gather", Some(x), Some(y)) => {
+            if tensor_element(input_ty) != tensor_element(result_ty) {
+                checker.error(op, "result element type must match the input's");
+            }
+            let axis = int_attr(op, "axis").unwrap_or(0);
+            if axis < 0 || axis as usize >= x.len() || x.len() != y.len() {
+                checker.error(op, format!("axis {axis} is not a dimension of both input ({}) and result ({})", type_string(input_ty), type_string(result_ty)));
+                return;
+            }
+            let axis = axis as usize;
+            for d in 0..x.len() {
+                let (Some(a), Some(b)) = (x[d], y[d]) else { continue };
+                let expected = match (d == axis, kind) {
+                    (false, _) => a,
+                    (true, "dist.all_gather") => a * n,
+                    (true, _) => {
+                        if a % n != 0 {
+                            checker.error(op, format!("dimension {d} of size {a} cannot be scattered over {n} participants"));
+                            return;
+                        }
+                        a / n
+                    }
+                };
+                if b != expected {
+                    checker.error(op, format!("expected result dimension {d} to be {expected}, but got {b}"));
+                }
+            }
+        }
+        _ => {
+            if input_ty != result_ty {
+                checker.error(op, format!("result type {} must equal the input type {}", type_string(result_ty), type_string(input_ty)));
+            }
+        }
+    }
+}
+
+fn check_p2p(checker: &mut Checker, op: OperationRef, mesh: Option<&Mesh>) {
+    let (Some(source), Some(dest)) = (int_attr(op, "source"), int_attr(op, "dest")) else { return };
+    if let Some(mesh) = mesh {
+        check_rank(checker, op, mesh, "source", source);
+        check_rank(checker, op, mesh, "dest", dest);
+    }
+    if source == dest {
+        checker.error(op, format!("source and dest must differ, but both are {source}"));
+    }
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(if is_async(&name_of(op)) { 1 } else { 0 })) else { return };
+    if input.r#type() != result.r#type() {
+        checker.error(op, format!("result type {} must equal the input type {}", type_string(result.r#type()), type_string(input.r#type())));
+    }
+}
+
+/// Operand segment lengths of the two redistribution copies agree with the
+/// ranks of input and result; `axes` is a permutation.
+fn check_copy(checker: &mut Checker, op: OperationRef, kind: &str, meshes: &HashMap<String, Mesh>) {
+    if symbol_attr(op, "team").is_some() {
+        let _ = mesh_of(checker, op, meshes, "team");
+    }
+    let Some(segments) = i64_array_attr(op, "operandSegmentSizes") else { return };
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(1)) else { return };
+    let (Some(in_shape), Some(out_shape)) = (tensor_shape(input.r#type()), tensor_shape(result.r#type())) else { return };
+    if tensor_element(input.r#type()) != tensor_element(result.r#type()) {
+        checker.error(op, "result element type must match the input's");
+    }
+    let (in_rank, out_rank) = (in_shape.len() as i64, out_shape.len() as i64);
+    let names: &[(&str, bool)] = if kind == "dist.copy_reshape" {
+        &[("g_shape", true), ("l_offsets", true), ("ng_shape", false), ("nl_offsets", false), ("nl_shape", false)]
+    } else {
+        &[("g_shape", true), ("l_offsets", true), ("nl_offsets", false), ("nl_shape", false)]
+    };
+    for (i, (segment, of_input)) in names.iter().enumerate() {
+        let Some(&len) = segments.get(i + 1) else { continue };
+        let expected = if *of_input { in_rank } else { out_rank };
+        let which = if *of_input { "input" } else { "result" };
+        if len != expected {
+            checker.error(op, format!("expected {expected} '{segment}' operands (the {which} rank), but got {len}"));
+        }
+    }
+    if kind == "dist.copy_permute" {
+        if in_rank != out_rank {
+            checker.error(op, format!("a permutation keeps the rank, but input has rank {in_rank} and result {out_rank}"));
+        }
+        if let Some(axes) = i64_array_attr(op, "axes") {
+            let mut sorted = axes.clone();
+            sorted.sort_unstable();
+            if sorted != (0..in_rank).collect::<Vec<_>>() {
+                checker.error(op, format!("'axes' {axes:?} must be a permutation of 0..{in_rank}"));
+            }
+        }
+    }
+}
+
+#[must_use]
+pub fn is_async(name: &str) -> bool {
+    name.ends_with("_start") || name == "dist.copy_reshape" || name == "dist.copy_permute"
+}
+
+/// The handle is used only by waits and waited exactly once; every use of
+/// the data result comes after that wait in the wait's block (so the wait
+/// dominates it).
+fn check_async(checker: &mut Checker, op: OperationRef) {
+    let (Ok(handle), Ok(data)) = (op.result(0), op.result(1)) else { return };
+    let mut waits = Vec::new();
+    for user in users(handle) {
+        if name_of(user) == "dist.wait" {
+            waits.push(user);
+        } else {
+            checker.error(op, format!("async handle may only be used by 'dist.wait', but is used by '{}'", name_of(user)));
+        }
+    }
+    let wait = match waits.as_slice() {
+        [] => {
+            checker.error(op, "async handle is never waited on ('dist.wait' missing)");
+            return;
+        }
+        [wait] => *wait,
+        more => {
+            checker.error(op, format!("async handle is waited {} times; it must be waited exactly once", more.len()));
+            return;
+        }
+    };
+    let Some(wait_block) = wait.block() else { return };
+    for user in users(data) {
+        let mut ancestor = Some(user);
+        while let Some(candidate) = ancestor {
+            if candidate.block().is_some_and(|b| b.to_raw().ptr == wait_block.to_raw().ptr) {
+                break;
+            }
+            ancestor = candidate.parent_operation();
+        }
+        let after_wait = ancestor.is_some_and(|a| wait.is_before_in_block(a));
+        if !after_wait {
+            checker.error(user, format!("uses the result of '{}' before the 'dist.wait' on its handle", name_of(op)));
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Rules about what each layer may contain: headers, unique ids and
+//! symbols, forbidden fields per layer, target names and target dialects.
+
+use std::collections::HashMap;
+
+use melior::ir::{operation::OperationLike, OperationRef};
+
+use super::{position_of, Checker};
+use crate::ir::{dialect_of, name_of, str_attr, visit_nested, Nested};
+
+/// Attribute names that state placement or target facts, which ModelIR must
+/// never contain.
+const MODEL_FORBIDDEN: &[&str] = &[
+    "tp", "pp", "dp", "tensor_parallel", "pipeline_parallel", "data_parallel", "placement",
+    "mesh", "rank", "ranks", "sharding", "split_axes", "device", "device_id", "physical_device",
+    "kernel", "kernel_id", "implementation_id", "duration", "latency", "queue", "stream",
+    "address", "memory_address", "start_time", "end_time", "bandwidth",
+];
+
+/// The reserved names of the distributed layer (seed 003,
+/// `_DISTRIBUTED_RESERVED`): semantic fields of other layers and target facts.
+const DIST_FORBIDDEN: &[&str] = &[
+    "model_spec", "workload_spec", "mapping_spec", "inference_mapping_spec", "inference_phase",
+    "batch_size", "query_tokens", "context_tokens", "datatype", "invocation", "block_memory",
+    "scope", "physical_device", "device_id", "route", "queue", "stream", "kernel",
+    "implementation_id", "start", "start_time", "end", "end_time", "duration", "latency",
+    "bandwidth",
+];
+
+/// Target fields a portable plan must not contain.
+const PLAN_FORBIDDEN: &[&str] = &[
+    "kernel", "kernel_id", "implementation_id", "physical_device", "device_id", "memory_bank",
+    "bank", "queue", "stream", "route", "duration", "latency", "start", "start_time", "end",
+    "end_time", "timestamp", "address",
+];
+
+/// Names of target libraries and runtimes; no target-neutral layer may
+/// mention them in any string.
+const TARGET_NAMES: &[&str] = &[
+    "cuda", "rocm", "hip", "nccl", "rccl", "cublas", "cudnn", "cutlass", "miopen", "oneccl",
+    "lpu", "ptx", "sass", "hsaco",
+];
+
+/// Dialects that bind a target; none may appear beside Blueprint IR.
+const TARGET_DIALECTS: &[&str] = &[
+    "gpu", "nvvm", "rocdl", "nvgpu", "amdgpu", "xegpu", "xevm", "spirv", "amx", "x86vector",
+    "arm_neon", "arm_sve", "arm_sme",
+];
+
+struct Layer {
+    dialect: &'static str,
+    schema: &'static str,
+    forbidden: &'static [&'static str],
+    digest_attribute: Option<&'static str>,
+}
+
+const LAYERS: [Layer; 3] = [
+    Layer { dialect: "model", schema: "blueprint.model", forbidden: MODEL_FORBIDDEN, digest_attribute: None },
+    Layer { dialect: "dist", schema: "blueprint.dist", forbidden: DIST_FORBIDDEN, digest_attribute: Some("model_digest") },
+    Layer { dialect: "plan", schema: "blueprint.plan", forbidden: PLAN_FORBIDDEN, digest_attribute: Some("source_digest") },
+];
+
+/// Major version of the schemas this build reads.
+const SCHEMA_MAJOR: &str = "1";
+
+pub fn check(checker: &mut Checker, root: OperationRef, all: &[OperationRef], ops: &[OperationRef]) {
+    for &op in all {
+        let name = name_of(op);
+        let dialect = dialect_of(&name);
+        if TARGET_DIALECTS.contains(&dialect) {
+            checker.error(op, format!("belongs to target dialect '{dialect}', which is not allowed beside target-neutral Blueprint IR"));
+        }
+    }
+    for layer in &LAYERS {
+        let layer_ops: Vec<OperationRef> =
+            ops.iter().copied().filter(|op| dialect_of(&name_of(*op)) == layer.dialect).collect();
+        if layer_ops.is_empty() {
+            continue;
+        }
+        check_header(checker, root, layer, &layer_ops);
+        check_unique(checker, &layer_ops, "id", "id");
+        check_unique(checker, &layer_ops, "sym_name", "symbol");
+        for &op in &layer_ops {
+            check_forbidden(checker, op, layer);
+        }
+    }
+}
+
+fn check_header(checker: &mut Checker, root: OperationRef, layer: &Layer, ops: &[OperationRef]) {
+    let header_name = format!("{}.header", layer.dialect);
+    let headers: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == header_name).collect();
+    let Some(&first) = headers.first() else {
+        checker.error(root, format!("holds '{}' ops but no '{header_name}'", layer.dialect));
+        return;
+    };
+    for &extra in &headers[1..] {
+        checker.error(extra, format!("is a second header; the first is at {}", position_of(first)));
+    }
+    for &header in &headers {
+        let at_module_scope = header
+            .parent_operation()
+            .is_some_and(|parent| name_of(parent) == "builtin.module");
+        if !at_module_scope {
+            checker.error(header, "must be at module scope");
+        }
+        if let Some(schema) = str_attr(header, "schema_name") {
+            if schema != layer.schema {
+                checker.error(header, format!("expected schema_name '{}', but got '{schema}'", layer.schema));
+            }
+        }
+        if let Some(version) = str_attr(header, "schema_version") {
+            let mut parts = version.split('.');
+            let major = parts.next().unwrap_or("");
+            let well_formed = parts.next().is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
+                && parts.next().is_none();
+            if major != SCHEMA_MAJOR || !well_formed {
+                checker.error(header, format!("unsupported schema_version '{version}' (this build reads {SCHEMA_MAJOR}.x)"));
+            }
+        }
+        if let Some(attribute) = layer.digest_attribute {
+            if let Some(digest) = str_attr(header, attribute) {
+                if !is_content_digest(digest) {
+                    checker.error(header, format!("attribute '{attribute}' must be 'sha256:' followed by 64 lowercase hex digits, but got '{digest}'"));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `digest` has the form of a Blueprint content digest.
+#[must_use]
+pub fn is_content_digest(digest: &str) -> bool {
+    digest
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+fn check_unique(checker: &mut Checker, ops: &[OperationRef], attribute: &str, what: &str) {
+    let mut seen: HashMap<&str, OperationRef> = HashMap::new();
+    for &op in ops {
+        let Some(value) = str_attr(op, attribute) else { continue };
+        if value.is_empty() {
+            checker.error(op, format!("{what} must not be empty"));
+            continue;
+        }
+        match seen.get(value) {
+            Some(&first) => checker.error(
+                op,
+                format!("redefines {what} '{value}' (first defined at {})", position_of(first)),
+            ),
+            None => {
+                seen.insert(value, op);
+            }
+        }
+    }
+}
+
+fn check_forbidden(checker: &mut Checker, op: OperationRef, layer: &Layer) {
+    let mut problems = Vec::new();
+    for (name, value) in op.attributes() {
+        let Ok(name) = name.as_string_ref().as_str() else { continue };
+        let bare = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+        if layer.forbidden.contains(&bare.as_str()) {
+            problems.push(format!("attribute '{name}' is a placement or target field, illegal in the '{}' layer", layer.dialect));
+        }
+        visit_nested(value, &mut |nested| match nested {
+            Nested::Key(key) => {
+                if layer.forbidden.contains(&key.to_ascii_lowercase().as_str()) {
+                    problems.push(format!("attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer", layer.dialect));
+                }
+            }
+            Nested::String(text) => {
+                if let Some(target) = target_name_in(text) {
+                    problems.push(format!("attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral", layer.dialect));
+                }
+            }
+        });
+    }
+    for problem in problems {
+        checker.error(op, problem);
+    }
+}
+
+/// The first target library or runtime name that appears as a word in `text`.
+fn target_name_in(text: &str) -> Option<&'static str> {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .find_map(|word| TARGET_NAMES.iter().copied().find(|t| word.eq_ignore_ascii_case(t)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_names_match_whole_words_only() {
+        assert_eq!(target_name_in("nccl_allreduce"), Some("nccl"));
+        assert_eq!(target_name_in("use CUDA graphs"), Some("cuda"));
+        assert_eq!(target_name_in("relationship.hipster"), None);
+        assert_eq!(target_name_in("attn.qkv"), None);
+    }
+
+    #[test]
+    fn digests_need_the_full_form() {
+        let hex = "0".repeat(64);
+        assert!(is_content_digest(&format!("sha256:{hex}")));
+        assert!(!is_content_digest(&hex));
+        assert!(!is_content_digest(&format!("sha256:{}", "A".repeat(64))));
+        assert!(!is_content_digest("sha256:abc"));
+    }
+}

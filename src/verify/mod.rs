@@ -1,0 +1,72 @@
+//! Rust verifiers for what IRDL cannot say.
+//!
+//! IRDL (loaded from the ODS) checks operand and result types and required
+//! attributes when IR is parsed or built. The rules here need more than one
+//! op or more than one attribute at a time: unique ids, headers, forbidden
+//! fields per layer, mesh and rank membership, sharding, collective
+//! legality, async waits, effects. They run after parsing and after every
+//! pass, and report MLIR diagnostics at the offending op's location.
+
+mod dist;
+mod layering;
+mod model;
+mod ods_rules;
+mod plan;
+
+use melior::ir::{operation::OperationLike, OperationRef};
+
+use crate::{
+    diagnostics::{emit_error, source_position},
+    ir::{collect_ops, name_of},
+};
+
+/// Records whether any rule failed; every failure is emitted as an MLIR
+/// error at the op it is about.
+#[derive(Default)]
+pub struct Checker {
+    failed: bool,
+}
+
+impl Checker {
+    /// Emits `'<op name>' op <message>` at the op's location.
+    pub fn error(&mut self, op: OperationRef, message: impl AsRef<str>) {
+        emit_error(op.location(), &format!("'{}' op {}", name_of(op), message.as_ref()));
+        self.failed = true;
+    }
+
+    #[must_use]
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+}
+
+/// `file:line:col` of an op, for messages that point at a second op.
+#[must_use]
+pub fn position_of(op: OperationRef) -> String {
+    match source_position(op.location()) {
+        Some(p) => format!("{}:{}:{}", p.file, p.line, p.column),
+        None => "an unknown location".to_string(),
+    }
+}
+
+/// Runs every Blueprint rule over `root` (normally a `builtin.module`).
+/// Returns `true` when the IR is valid; errors have been emitted otherwise.
+#[must_use]
+pub fn verify_blueprint(root: OperationRef) -> bool {
+    let ops = collect_ops(root);
+    let mut checker = Checker::default();
+    let blueprint: Vec<OperationRef> = ops
+        .iter()
+        .copied()
+        .filter(|op| crate::ods::op_spec(&name_of(*op)).is_some())
+        .collect();
+    if blueprint.is_empty() {
+        return true;
+    }
+    ods_rules::check(&mut checker, &blueprint);
+    layering::check(&mut checker, root, &ops, &blueprint);
+    model::check(&mut checker, &blueprint);
+    dist::check(&mut checker, &blueprint);
+    plan::check(&mut checker, &blueprint);
+    !checker.failed()
+}

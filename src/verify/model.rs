@@ -1,0 +1,131 @@
+//! ModelIR rules: dataflow closure, required effects, phase consistency and
+//! the shape relations of primitives that are cheap to state exactly.
+
+use melior::ir::{operation::OperationLike, OperationRef, ValueLike};
+
+use super::Checker;
+use crate::ir::{
+    attr_string_list, defining_op, dialect_of, int_attr, name_of, str_attr, tensor_shape,
+    type_string,
+};
+
+/// Effects an op must declare because its meaning implies them.
+const REQUIRED_EFFECTS: &[(&str, &str)] = &[
+    ("model.dropout", "random_state"),
+    ("model.optimizer_step", "parameter_update"),
+    ("model.decoder_training", "parameter_update"),
+];
+
+pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
+    for &op in ops {
+        let name = name_of(op);
+        if dialect_of(&name) != "model" {
+            continue;
+        }
+        check_operands_are_model_values(checker, op);
+        let effects = attr_string_list(op, "effects").unwrap_or_default();
+        for &(op_name, effect) in REQUIRED_EFFECTS {
+            if name == op_name && !effects.iter().any(|e| e == effect) {
+                checker.error(op, format!("must declare effect '{effect}' in 'effects'"));
+            }
+        }
+        match name.as_str() {
+            "model.decoder_inference" => check_inference(checker, op, &effects),
+            "model.fork" => check_fork(checker, op),
+            "model.matmul" => check_matmul(checker, op),
+            "model.optimizer_step" => check_optimizer_step(checker, op),
+            _ => {}
+        }
+    }
+}
+
+/// Values enter ModelIR only through `model.value`; every operand must be
+/// produced by a ModelIR op, so the graph is closed over its own values.
+fn check_operands_are_model_values(checker: &mut Checker, op: OperationRef) {
+    for (index, operand) in op.operands().enumerate() {
+        let from_model = defining_op(operand).is_some_and(|def| dialect_of(&name_of(def)) == "model");
+        if !from_model {
+            checker.error(
+                op,
+                format!("operand #{index} is not defined by a ModelIR op (values enter ModelIR through 'model.value')"),
+            );
+        }
+    }
+}
+
+fn check_inference(checker: &mut Checker, op: OperationRef, effects: &[String]) {
+    let (Some(phase), Some(query), Some(context)) = (
+        str_attr(op, "phase"),
+        int_attr(op, "query_tokens"),
+        int_attr(op, "context_tokens"),
+    ) else {
+        return;
+    };
+    if phase == "prefill" && context != query {
+        checker.error(op, format!("prefill must have context_tokens equal to query_tokens ({query}), but got {context}"));
+    }
+    if phase == "decode" && context < query {
+        checker.error(op, format!("decode must attend over at least its query_tokens ({query}), but context_tokens is {context}"));
+    }
+    if let (Some(heads), Some(kv_heads)) = (int_attr(op, "heads"), int_attr(op, "kv_heads")) {
+        if kv_heads > heads || heads % kv_heads != 0 {
+            checker.error(op, format!("kv_heads ({kv_heads}) must divide heads ({heads})"));
+        }
+    }
+    if op.result_count() > 1 && !effects.iter().any(|e| e == "mutation") {
+        checker.error(op, "writes the KV cache, so it must declare effect 'mutation' in 'effects'");
+    }
+}
+
+fn check_fork(checker: &mut Checker, op: OperationRef) {
+    let Ok(input) = op.operand(0) else { return };
+    for (index, result) in op.results().enumerate() {
+        if result.r#type() != input.r#type() {
+            checker.error(
+                op,
+                format!("result #{index} has type {}, but the input has type {}", type_string(result.r#type()), type_string(input.r#type())),
+            );
+        }
+    }
+}
+
+/// `Y[..., K] = X[..., N] x W[N, K]` with static dims checked exactly.
+fn check_matmul(checker: &mut Checker, op: OperationRef) {
+    let (Ok(lhs), Ok(rhs), Ok(result)) = (op.operand(0), op.operand(1), op.result(0)) else { return };
+    let (Some(x), Some(w), Some(y)) = (
+        tensor_shape(lhs.r#type()),
+        tensor_shape(rhs.r#type()),
+        tensor_shape(result.r#type()),
+    ) else {
+        return;
+    };
+    if x.is_empty() || w.len() != 2 {
+        checker.error(op, format!("expects a weight of rank 2 and an input of rank at least 1, but got ranks {} and {}", x.len(), w.len()));
+        return;
+    }
+    if let (Some(n), Some(wn)) = (x[x.len() - 1], w[0]) {
+        if n != wn {
+            checker.error(op, format!("contraction dimension mismatch: input has {n}, weight has {wn}"));
+        }
+    }
+    let mut expected = x[..x.len() - 1].to_vec();
+    expected.push(w[1]);
+    let compatible = expected.len() == y.len()
+        && expected.iter().zip(&y).all(|(e, r)| e.is_none() || r.is_none() || e == r);
+    if !compatible {
+        checker.error(op, format!("result type {} does not match input and weight shapes", type_string(result.r#type())));
+    }
+}
+
+fn check_optimizer_step(checker: &mut Checker, op: OperationRef) {
+    // param, grad, state... -> new_param, new_state...
+    let (Ok(param), Ok(new_param)) = (op.operand(0), op.result(0)) else { return };
+    if param.r#type() != new_param.r#type() {
+        checker.error(op, "new_param must have the parameter's type");
+    }
+    let states = op.operand_count().saturating_sub(2);
+    let new_states = op.result_count().saturating_sub(1);
+    if states != new_states {
+        checker.error(op, format!("expected {states} new_state results (one per state operand), but got {new_states}"));
+    }
+}

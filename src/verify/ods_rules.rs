@@ -1,0 +1,122 @@
+//! Rules that follow from the ODS table alone: attribute presence and kind
+//! (also for optional attributes, which IRDL does not see), enum cases,
+//! numeric confinement, and no undeclared inherent attributes.
+
+use melior::ir::{
+    attribute::StringAttribute, operation::OperationLike, Attribute, AttributeLike, OperationRef,
+};
+
+use super::Checker;
+use crate::{
+    ir::{i64_array_value, int_value, name_of, string_list},
+    ods::{op_spec, AttrKind},
+};
+
+/// Attributes MLIR itself may put on an op with variadic operand groups.
+const STRUCTURAL_ATTRIBUTES: [&str; 2] = ["operandSegmentSizes", "resultSegmentSizes"];
+
+pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
+    for &op in ops {
+        let Some(spec) = op_spec(&name_of(op)) else { continue };
+        for attr in spec.attributes {
+            match op.attribute(attr.name) {
+                Ok(value) => check_kind(checker, op, attr.name, attr.kind, value),
+                Err(_) if !attr.optional => {
+                    checker.error(op, format!("requires attribute '{}'", attr.name));
+                }
+                Err(_) => {}
+            }
+        }
+        for (name, _) in op.attributes() {
+            let Ok(name) = name.as_string_ref().as_str() else { continue };
+            // Dialect-prefixed names are discardable annotations; the
+            // forbidden-field rules still apply to them (layering.rs).
+            if name.contains('.') || STRUCTURAL_ATTRIBUTES.contains(&name) {
+                continue;
+            }
+            if spec.attribute(name).is_none() {
+                checker.error(op, unknown_attribute_message(spec.name, name));
+            }
+        }
+    }
+}
+
+fn unknown_attribute_message(op: &str, name: &str) -> String {
+    match name {
+        "reduction" => "does not take a reduction (only all_reduce and reduce_scatter do)".into(),
+        "root" => "does not take a root (only broadcast does)".into(),
+        _ => format!("has unknown attribute '{name}' (not declared by '{op}')"),
+    }
+}
+
+fn check_kind(checker: &mut Checker, op: OperationRef, name: &str, kind: AttrKind, value: Attribute) {
+    let integer = || int_value(value);
+    match kind {
+        AttrKind::String if !value.is_string() => {
+            checker.error(op, format!("attribute '{name}' must be a string, but got {value}"));
+        }
+        AttrKind::Integer | AttrKind::NonNegativeInteger | AttrKind::PositiveInteger
+        | AttrKind::PowerOfTwoInteger => {
+            let Some(v) = integer() else {
+                checker.error(op, format!("attribute '{name}' must be an integer, but got {value}"));
+                return;
+            };
+            let bad = match kind {
+                AttrKind::NonNegativeInteger if v < 0 => Some("non-negative"),
+                AttrKind::PositiveInteger if v <= 0 => Some("positive"),
+                AttrKind::PowerOfTwoInteger if v <= 0 || (v & (v - 1)) != 0 => {
+                    Some("a positive power of two")
+                }
+                _ => None,
+            };
+            if let Some(rule) = bad {
+                checker.error(op, format!("attribute '{name}' must be {rule}, but got {v}"));
+            }
+        }
+        AttrKind::DenseI64Array if i64_array_value(value).is_none() => {
+            checker.error(op, format!("attribute '{name}' must be an array<i64: ...>, but got {value}"));
+        }
+        AttrKind::SymbolRef if !value.is_flat_symbol_ref() => {
+            checker.error(op, format!("attribute '{name}' must be a flat symbol reference, but got {value}"));
+        }
+        AttrKind::Array if !value.is_array() => {
+            checker.error(op, format!("attribute '{name}' must be an array, but got {value}"));
+        }
+        AttrKind::Unit if !value.is_unit() => {
+            checker.error(op, format!("attribute '{name}' must be a unit attribute, but got {value}"));
+        }
+        AttrKind::Float if !value.is_float() => {
+            checker.error(op, format!("attribute '{name}' must be a float, but got {value}"));
+        }
+        AttrKind::IntegerOrSymbolRef if integer().is_none() && !value.is_flat_symbol_ref() => {
+            checker.error(op, format!("attribute '{name}' must be an integer team or a mesh symbol, but got {value}"));
+        }
+        AttrKind::StringEnum(cases) => match StringAttribute::try_from(value) {
+            Ok(s) if cases.contains(&s.value()) => {}
+            _ => checker.error(
+                op,
+                format!("attribute '{name}' must be one of {}, but got {value}", quoted(cases)),
+            ),
+        },
+        AttrKind::StringEnumArray(cases) => match string_list(value) {
+            Some(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    if !cases.contains(&item.as_str()) {
+                        checker.error(
+                            op,
+                            format!("attribute '{name}' element '{item}' must be one of {}", quoted(cases)),
+                        );
+                    } else if items[..i].contains(item) {
+                        checker.error(op, format!("attribute '{name}' lists '{item}' more than once"));
+                    }
+                }
+            }
+            None => checker.error(op, format!("attribute '{name}' must be an array of strings, but got {value}")),
+        },
+        _ => {}
+    }
+}
+
+fn quoted(cases: &[&str]) -> String {
+    cases.iter().map(|c| format!("'{c}'")).collect::<Vec<_>>().join(", ")
+}
