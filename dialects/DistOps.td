@@ -23,7 +23,10 @@ def Dist_Dialect : Dialect {
     symbols. Tasks are ops whose kinds are mutually exclusive: local compute
     (`dist.compute`), the five collectives, point-to-point (`dist.p2p`),
     reshard and control. Dependencies are SSA operands (tensors or
-    `!dist.token`s), so the task graph is a DAG by construction. Every task
+    `!dist.token`s), so the task graph is a DAG by construction. IRDL binds
+    one type per variadic group, so the `deps` of one compute or control
+    task share one type: a `dist.control` over one tensor turns it into a
+    token to mix with others. Every task
     carries `lineage`: the id of the ModelIR op or value it came from.
 
     Communication can be asynchronous in the manner of IMEX's distruntime:
@@ -139,7 +142,7 @@ def Dist_ComputeOp : Dist_Op<"compute"> {
     One primitive invocation on every rank of the mesh (or the `ranks`
     subset), with its exact per-rank work: `ops` operations, `read_bytes`
     and `write_bytes`. `engine` is the abstract engine class, `primitive`
-    names the primitive.
+    names the primitive. The task's completion is its token.
 
     ```mlir
     %t = "dist.compute"(%x) {id = "fw.qkv", mesh = @tp, phase = "forward",
@@ -153,7 +156,7 @@ def Dist_ComputeOp : Dist_Op<"compute"> {
                             Blueprint_Count:$ops, Blueprint_Count:$read_bytes,
                             Blueprint_Count:$write_bytes,
                             OptionalAttr<DenseI64ArrayAttr>:$ranks));
-  let results = (outs Variadic<AnyType>:$results);
+  let results = (outs Dist_Token:$token);
 }
 
 def Dist_ReshardOp : Dist_Op<"reshard"> {
@@ -178,6 +181,7 @@ def Dist_ControlOp : Dist_Op<"control"> {
   let summary = "Dependency-only coordination task";
   let description = [{
     Joins its dependencies into one token; does no work and moves no data.
+    Over a single tensor it turns that value into a token.
 
     ```mlir
     %t = "dist.control"(%a, %b) {id = "stage.fw_done", mesh = @tp,
@@ -196,7 +200,7 @@ def Dist_ControlOp : Dist_Op<"control"> {
 // programs); `deps` are extra ordering dependencies.
 class Dist_CommOp<string mnemonic, dag extra, bit isAsync>
     : Dist_Op<!if(isAsync, mnemonic # "_start", mnemonic)> {
-  let arguments = !con((ins AnyType:$input, Variadic<AnyType>:$deps),
+  let arguments = !con((ins AnyType:$input, Variadic<Dist_Token>:$deps),
                        Dist_TaskAttrs, (ins Blueprint_Count:$message_bytes), extra);
   let results = !if(isAsync, (outs Dist_AsyncHandle:$handle, AnyType:$result),
                              (outs AnyType:$result));

@@ -28,6 +28,9 @@ def Model_Dialect : Dialect {
     schema name and version. Every op except the header has an `id` that is
     unique in the module; lower layers refer to it as their lineage.
 
+    Variadic operand and result groups are homogeneous: IRDL binds one type
+    per group, so ops with differently shaped state name each operand.
+
     ModelIR must never contain tensor/pipeline/data-parallel placement,
     logical or physical devices, kernels, durations, queues or addresses.
   }];
@@ -96,25 +99,38 @@ def Model_OutputOp : Model_Op<"output"> {
 // Coarse Transformer operations
 //===----------------------------------------------------------------------===//
 
+// The parameters of one pre-norm decoder block, as named operands (IRDL
+// binds one type per variadic group, and every parameter has its own shape).
+defvar Model_BlockParams = (ins AnyRankedTensor:$ln1_scale, AnyRankedTensor:$ln1_bias,
+                                AnyRankedTensor:$qkv_weight, AnyRankedTensor:$proj_weight,
+                                AnyRankedTensor:$ln2_scale, AnyRankedTensor:$ln2_bias,
+                                AnyRankedTensor:$fc1_weight, AnyRankedTensor:$fc2_weight);
+
 def Model_DecoderTrainingOp : Model_Op<"decoder_training"> {
   let summary = "One decoder block trained on one microbatch (coarse)";
   let description = [{
     The coarse operation the Transformer importer emits: forward, backward
-    and optimizer step of one decoder block over one microbatch. `state`
-    holds the block's parameters and optimizer state (their roles come from
-    their `model.value` definitions). Carries the model dimensions only; the
-    parallel strategy lives outside ModelIR.
+    and optimizer step of one pre-norm decoder block over one microbatch.
+    Operands are the block input activation, the block's parameters (layer
+    norms, QKV and output projections, the two MLP weights; `fc1_weight`
+    holds gate and up projections side by side for a gated MLP) and the
+    optimizer state as one flat buffer. Carries the model dimensions only;
+    the parallel strategy lives outside ModelIR.
 
     ```mlir
-    %y = "model.decoder_training"(%x, %w0, %w1) {id = "block", hidden = 6144 : i64,
-           ffn_hidden = 24576 : i64, seq_len = 2048 : i64, heads = 64 : i64,
-           head_dim = 96 : i64, microbatch = 4 : i64, datatype = "float16",
-           effects = ["parameter_update", "random_state"]}
-         : (tensor<4x2048x6144xf16>, tensor<6144x18432xf16>, tensor<6144x6144xf16>)
-           -> tensor<4x2048x6144xf16>
+    %y = "model.decoder_training"(%x, %g1, %b1, %wqkv, %wo, %g2, %b2, %w1, %w2, %opt)
+         {id = "block", hidden = 6144 : i64, ffn_hidden = 24576 : i64,
+          seq_len = 2048 : i64, heads = 64 : i64, head_dim = 96 : i64,
+          microbatch = 4 : i64, datatype = "float16",
+          effects = ["parameter_update", "random_state"]}
+         : (tensor<4x2048x6144xf16>, tensor<6144xf16>, tensor<6144xf16>,
+            tensor<6144x18432xf16>, tensor<6144x6144xf16>, tensor<6144xf16>,
+            tensor<6144xf16>, tensor<6144x24576xf16>, tensor<24576x6144xf16>,
+            tensor<1359544320xf32>) -> tensor<4x2048x6144xf16>
     ```
   }];
-  let arguments = !con((ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state),
+  let arguments = !con((ins AnyRankedTensor:$input), Model_BlockParams,
+                       (ins AnyRankedTensor:$optimizer_state),
                        Model_CommonAttrs,
                        (ins Blueprint_PositiveCount:$hidden,
                             Blueprint_PositiveCount:$ffn_hidden,
@@ -130,22 +146,24 @@ def Model_DecoderInferenceOp : Model_Op<"decoder_inference"> {
   let summary = "One decoder block run for one inference phase (coarse)";
   let description = [{
     A prefill over `query_tokens` prompt tokens, or one decode step whose
-    query attends over `context_tokens` cached tokens. `state` holds the
-    parameters and the KV cache; `kv_cache` results are the cache after the
-    phase (the prefill writes it; a decode step reads it and appends one
-    token), so the dataflow on the cache is explicit.
+    query attends over `context_tokens` tokens. The KV cache is explicit
+    state: a decode step takes the cache (`kv_cache`, K and V stacked on
+    the leading dimension) and both phases return the cache after the phase
+    (the prefill writes it; a decode step reads it and appends one token).
 
     ```mlir
-    %y, %kv1 = "model.decoder_inference"(%x, %w, %kv0) {id = "decode", phase = "decode",
-           hidden = 4096 : i64, ffn_hidden = 11008 : i64, heads = 32 : i64,
-           kv_heads = 32 : i64, head_dim = 128 : i64, batch = 1 : i64,
-           query_tokens = 1 : i64, context_tokens = 576 : i64,
-           datatype = "float16", kv_datatype = "float16", effects = ["mutation"]}
-         : (tensor<1x1x4096xf16>, tensor<4096x12288xf16>, tensor<2x1x576x4096xf16>)
+    %y, %kv1 = "model.decoder_inference"(%x, %g1, %b1, %wqkv, %wo, %g2, %b2, %w1, %w2, %kv0)
+         {id = "decode", phase = "decode", hidden = 4096 : i64,
+          ffn_hidden = 11008 : i64, heads = 32 : i64, kv_heads = 32 : i64,
+          head_dim = 128 : i64, batch = 1 : i64, query_tokens = 1 : i64,
+          context_tokens = 576 : i64, datatype = "float16",
+          kv_datatype = "float16", effects = ["mutation"]}
+         : (tensor<1x1x4096xf16>, ..., tensor<2x1x575x4096xf16>)
            -> (tensor<1x1x4096xf16>, tensor<2x1x576x4096xf16>)
     ```
   }];
-  let arguments = !con((ins AnyRankedTensor:$input, Variadic<AnyRankedTensor>:$state),
+  let arguments = !con((ins AnyRankedTensor:$input), Model_BlockParams,
+                       (ins Optional<AnyRankedTensor>:$kv_cache),
                        Model_CommonAttrs,
                        (ins Model_InferencePhase:$phase,
                             Blueprint_PositiveCount:$hidden,
@@ -158,7 +176,7 @@ def Model_DecoderInferenceOp : Model_Op<"decoder_inference"> {
                             Blueprint_PositiveCount:$context_tokens,
                             Blueprint_Datatype:$datatype,
                             Blueprint_Datatype:$kv_datatype));
-  let results = (outs AnyRankedTensor:$output, Variadic<AnyRankedTensor>:$kv_cache);
+  let results = (outs AnyRankedTensor:$output, AnyRankedTensor:$new_kv_cache);
 }
 
 //===----------------------------------------------------------------------===//
@@ -237,7 +255,8 @@ def Model_OptimizerStepOp : Model_Op<"optimizer_step"> {
   let summary = "Update a parameter and its optimizer state from a gradient";
   let description = [{
     Has the `parameter_update` effect. `state` is the optimizer state (for
-    Adam, the two moments); `new_state` has the same types.
+    Adam, the two moments, which share one type: IRDL binds one type per
+    variadic group); `new_state` has the same types.
 
     ```mlir
     %w1, %m1, %v1 = "model.optimizer_step"(%w, %g, %m, %v) {id = "adam.qkv",

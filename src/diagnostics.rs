@@ -119,7 +119,7 @@ fn convert(diagnostic: &MlirDiagnostic) -> Diagnostic {
 pub fn source_position(location: Location) -> Option<SourcePosition> {
     if location.is_file_line_col_range() {
         return Some(SourcePosition {
-            file: location.file_line_col_range_filename().as_string_ref().as_str().ok()?.to_string(),
+            file: crate::ir::identifier_str(location.file_line_col_range_filename()).to_string(),
             line: location.file_line_col_range_start_line(),
             column: location.file_line_col_range_start_column(),
         });

@@ -3,7 +3,7 @@
 use melior::ir::{
     attribute::{
         ArrayAttribute, DenseI64ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute,
-        IntegerAttribute, StringAttribute,
+        IntegerAttribute,
     },
     operation::{OperationLike, WalkOrder, WalkResult},
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
@@ -28,13 +28,27 @@ pub fn collect_ops<'c, 'a>(root: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, '
 /// The op's full name, `dialect.mnemonic`.
 #[must_use]
 pub fn op_name<'c>(op: &impl OperationLike<'c, 'c>) -> String {
-    op.name().as_string_ref().as_str().unwrap_or("<invalid>").to_string()
+    identifier_str(op.name()).to_string()
+}
+
+/// The text of an identifier (attribute names, op names), empty-safe.
+#[must_use]
+pub fn identifier_str<'c>(identifier: melior::ir::Identifier<'c>) -> &'c str {
+    string_ref_str(identifier.as_string_ref().to_raw())
+}
+
+fn string_ref_str<'c>(raw: mlir_sys::MlirStringRef) -> &'c str {
+    if raw.data.is_null() || raw.length == 0 {
+        return "";
+    }
+    let bytes = unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) };
+    std::str::from_utf8(bytes).unwrap_or("<invalid utf-8>")
 }
 
 /// Full name of an op given by ref.
 #[must_use]
 pub fn name_of(op: OperationRef) -> String {
-    op.name().as_string_ref().as_str().unwrap_or("<invalid>").to_string()
+    identifier_str(op.name()).to_string()
 }
 
 #[must_use]
@@ -44,7 +58,17 @@ pub fn dialect_of(name: &str) -> &str {
 
 #[must_use]
 pub fn str_attr<'c>(op: OperationRef<'c, '_>, name: &str) -> Option<&'c str> {
-    StringAttribute::try_from(op.attribute(name).ok()?).ok().map(|a| a.value())
+    string_value(op.attribute(name).ok()?)
+}
+
+/// The text of a string attribute. melior's own accessor builds a slice
+/// from the null pointer MLIR returns for `""`, so go through the C API.
+#[must_use]
+pub fn string_value<'c>(attribute: Attribute<'c>) -> Option<&'c str> {
+    if !attribute.is_string() {
+        return None;
+    }
+    Some(string_ref_str(unsafe { mlir_sys::mlirStringAttrGetValue(attribute.to_raw()) }))
 }
 
 #[must_use]
@@ -83,7 +107,7 @@ pub fn string_list(attribute: Attribute) -> Option<Vec<String>> {
     (0..array.len())
         .map(|i| {
             let element = array.element(i).ok()?;
-            StringAttribute::try_from(element).ok().map(|s| s.value().to_string())
+            string_value(element).map(str::to_string)
         })
         .collect()
 }
@@ -103,9 +127,7 @@ pub fn visit_nested(attribute: Attribute, visit: &mut dyn FnMut(Nested)) {
     if let Ok(dictionary) = DictionaryAttribute::try_from(attribute) {
         for i in 0..dictionary.len() {
             if let Ok((key, value)) = dictionary.element(i) {
-                if let Ok(key) = key.as_string_ref().as_str() {
-                    visit(Nested::Key(key));
-                }
+                visit(Nested::Key(identifier_str(key)));
                 visit_nested(value, visit);
             }
         }
@@ -115,8 +137,8 @@ pub fn visit_nested(attribute: Attribute, visit: &mut dyn FnMut(Nested)) {
                 visit_nested(element, visit);
             }
         }
-    } else if let Ok(string) = StringAttribute::try_from(attribute) {
-        visit(Nested::String(string.value()));
+    } else if let Some(string) = string_value(attribute) {
+        visit(Nested::String(string));
     }
 }
 

@@ -60,10 +60,20 @@ const LAYERS: [Layer; 3] = [
     Layer { dialect: "plan", schema: "blueprint.plan", forbidden: PLAN_FORBIDDEN, digest_attribute: Some("source_digest") },
 ];
 
+/// Whether `name` is a forbidden field in `dialect`'s layer (the layering
+/// rule reports it; other rules skip it to avoid a second message).
+#[must_use]
+pub fn is_forbidden(dialect: &str, name: &str) -> bool {
+    let bare = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
+    LAYERS
+        .iter()
+        .any(|layer| layer.dialect == dialect && layer.forbidden.contains(&bare.as_str()))
+}
+
 /// Major version of the schemas this build reads.
 const SCHEMA_MAJOR: &str = "1";
 
-pub fn check(checker: &mut Checker, root: OperationRef, all: &[OperationRef], ops: &[OperationRef]) {
+pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[OperationRef]) {
     for &op in all {
         let name = name_of(op);
         let dialect = dialect_of(&name);
@@ -77,7 +87,7 @@ pub fn check(checker: &mut Checker, root: OperationRef, all: &[OperationRef], op
         if layer_ops.is_empty() {
             continue;
         }
-        check_header(checker, root, layer, &layer_ops);
+        check_header(checker, layer, &layer_ops);
         check_unique(checker, &layer_ops, "id", "id");
         check_unique(checker, &layer_ops, "sym_name", "symbol");
         for &op in &layer_ops {
@@ -86,11 +96,13 @@ pub fn check(checker: &mut Checker, root: OperationRef, all: &[OperationRef], op
     }
 }
 
-fn check_header(checker: &mut Checker, root: OperationRef, layer: &Layer, ops: &[OperationRef]) {
+fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
     let header_name = format!("{}.header", layer.dialect);
     let headers: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == header_name).collect();
     let Some(&first) = headers.first() else {
-        checker.error(root, format!("holds '{}' ops but no '{header_name}'", layer.dialect));
+        // Reported at the layer's first op: the module itself may have no
+        // location of its own.
+        checker.error(ops[0], format!("is in a module without a '{header_name}' (schema name and version)"));
         return;
     };
     for &extra in &headers[1..] {
@@ -158,7 +170,7 @@ fn check_unique(checker: &mut Checker, ops: &[OperationRef], attribute: &str, wh
 fn check_forbidden(checker: &mut Checker, op: OperationRef, layer: &Layer) {
     let mut problems = Vec::new();
     for (name, value) in op.attributes() {
-        let Ok(name) = name.as_string_ref().as_str() else { continue };
+        let name = crate::ir::identifier_str(name);
         let bare = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
         if layer.forbidden.contains(&bare.as_str()) {
             problems.push(format!("attribute '{name}' is a placement or target field, illegal in the '{}' layer", layer.dialect));

@@ -64,7 +64,7 @@ pub fn verify_blueprint(root: OperationRef) -> bool {
         return true;
     }
     ods_rules::check(&mut checker, &blueprint);
-    layering::check(&mut checker, root, &ops, &blueprint);
+    layering::check(&mut checker, &ops, &blueprint);
     model::check(&mut checker, &blueprint);
     dist::check(&mut checker, &blueprint);
     plan::check(&mut checker, &blueprint);

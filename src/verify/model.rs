@@ -14,6 +14,7 @@ const REQUIRED_EFFECTS: &[(&str, &str)] = &[
     ("model.dropout", "random_state"),
     ("model.optimizer_step", "parameter_update"),
     ("model.decoder_training", "parameter_update"),
+    ("model.decoder_inference", "mutation"),
 ];
 
 pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
@@ -30,7 +31,7 @@ pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
             }
         }
         match name.as_str() {
-            "model.decoder_inference" => check_inference(checker, op, &effects),
+            "model.decoder_inference" => check_inference(checker, op),
             "model.fork" => check_fork(checker, op),
             "model.matmul" => check_matmul(checker, op),
             "model.optimizer_step" => check_optimizer_step(checker, op),
@@ -53,7 +54,10 @@ fn check_operands_are_model_values(checker: &mut Checker, op: OperationRef) {
     }
 }
 
-fn check_inference(checker: &mut Checker, op: OperationRef, effects: &[String]) {
+/// Operands of `model.decoder_inference` before the optional KV cache.
+const INFERENCE_FIXED_OPERANDS: usize = 9;
+
+fn check_inference(checker: &mut Checker, op: OperationRef) {
     let (Some(phase), Some(query), Some(context)) = (
         str_attr(op, "phase"),
         int_attr(op, "query_tokens"),
@@ -72,8 +76,12 @@ fn check_inference(checker: &mut Checker, op: OperationRef, effects: &[String]) 
             checker.error(op, format!("kv_heads ({kv_heads}) must divide heads ({heads})"));
         }
     }
-    if op.result_count() > 1 && !effects.iter().any(|e| e == "mutation") {
-        checker.error(op, "writes the KV cache, so it must declare effect 'mutation' in 'effects'");
+    let has_cache = op.operand_count() > INFERENCE_FIXED_OPERANDS;
+    if phase == "decode" && !has_cache {
+        checker.error(op, "decode reads the KV cache, so it must take the 'kv_cache' operand");
+    }
+    if phase == "prefill" && has_cache {
+        checker.error(op, "prefill writes a fresh KV cache and must not take a 'kv_cache' operand");
     }
 }
 

@@ -3,12 +3,12 @@
 //! numeric confinement, and no undeclared inherent attributes.
 
 use melior::ir::{
-    attribute::StringAttribute, operation::OperationLike, Attribute, AttributeLike, OperationRef,
+    operation::OperationLike, Attribute, AttributeLike, OperationRef,
 };
 
 use super::Checker;
 use crate::{
-    ir::{i64_array_value, int_value, name_of, string_list},
+    ir::{dialect_of, i64_array_value, int_value, name_of, string_list, string_value},
     ods::{op_spec, AttrKind},
 };
 
@@ -28,13 +28,13 @@ pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
             }
         }
         for (name, _) in op.attributes() {
-            let Ok(name) = name.as_string_ref().as_str() else { continue };
+            let name = crate::ir::identifier_str(name);
             // Dialect-prefixed names are discardable annotations; the
             // forbidden-field rules still apply to them (layering.rs).
             if name.contains('.') || STRUCTURAL_ATTRIBUTES.contains(&name) {
                 continue;
             }
-            if spec.attribute(name).is_none() {
+            if spec.attribute(name).is_none() && !super::layering::is_forbidden(dialect_of(spec.name), name) {
                 checker.error(op, unknown_attribute_message(spec.name, name));
             }
         }
@@ -91,8 +91,8 @@ fn check_kind(checker: &mut Checker, op: OperationRef, name: &str, kind: AttrKin
         AttrKind::IntegerOrSymbolRef if integer().is_none() && !value.is_flat_symbol_ref() => {
             checker.error(op, format!("attribute '{name}' must be an integer team or a mesh symbol, but got {value}"));
         }
-        AttrKind::StringEnum(cases) => match StringAttribute::try_from(value) {
-            Ok(s) if cases.contains(&s.value()) => {}
+        AttrKind::StringEnum(cases) => match string_value(value) {
+            Some(s) if cases.contains(&s) => {}
             _ => checker.error(
                 op,
                 format!("attribute '{name}' must be one of {}, but got {value}", quoted(cases)),

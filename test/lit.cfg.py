@@ -1,0 +1,27 @@
+# Lit configuration for Blueprint's FileCheck suite. `cargo test` runs it
+# through test/lit.rs, which sets BLUEPRINT_BIN_DIR to the freshly built
+# tools; run one test by hand with
+#   BLUEPRINT_BIN_DIR=target/debug lit -v test/Dialect/Dist/ops.mlir
+import os
+
+import lit.formats
+
+config.name = "Blueprint"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "lit.rs", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+
+repo_root = os.path.dirname(config.test_source_root)
+bin_dir = os.environ.get("BLUEPRINT_BIN_DIR", os.path.join(repo_root, "target", "debug"))
+llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
+config.test_exec_root = os.environ.get(
+    "BLUEPRINT_LIT_OUT", os.path.join(repo_root, "target", "lit")
+)
+
+config.environment["PATH"] = os.pathsep.join(
+    [bin_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))]
+)
+config.substitutions.append(("%shared", os.path.join(os.path.dirname(repo_root), "shared")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%mlir_opt", os.path.join(llvm_bin, "mlir-opt")))
