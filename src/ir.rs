@@ -95,6 +95,18 @@ pub fn i64_array_value(attribute: Attribute) -> Option<Vec<i64>> {
     (0..array.len()).map(|i| array.element(i).ok()).collect()
 }
 
+/// Elements of a `array<i32: ...>` attribute (such as `operandSegmentSizes`).
+#[must_use]
+pub fn i32_array_attr(op: OperationRef, name: &str) -> Option<Vec<i64>> {
+    let attribute = op.attribute(name).ok()?;
+    if !attribute.is_dense_i32_array() {
+        return None;
+    }
+    let raw = attribute.to_raw();
+    let len = unsafe { mlir_sys::mlirDenseArrayGetNumElements(raw) };
+    Some((0..len).map(|i| i64::from(unsafe { mlir_sys::mlirDenseI32ArrayGetElement(raw, i) })).collect())
+}
+
 #[must_use]
 pub fn symbol_attr<'c>(op: OperationRef<'c, '_>, name: &str) -> Option<&'c str> {
     FlatSymbolRefAttribute::try_from(op.attribute(name).ok()?).ok().map(|a| a.value())
@@ -174,14 +186,18 @@ pub fn defining_op<'c, 'a>(value: Value<'c, 'a>) -> Option<OperationRef<'c, 'a>>
     Some(result.owner())
 }
 
-/// Every op that uses `value` as an operand, in use-list order.
+/// Every op that uses `value` as an operand, once each, in use-list order.
 #[must_use]
 pub fn users<'c, 'a>(value: impl ValueLike<'c>) -> Vec<OperationRef<'c, 'a>> {
     let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     unsafe {
         let mut operand = mlir_sys::mlirValueGetFirstUse(value.to_raw());
         while !mlir_sys::mlirOpOperandIsNull(operand) {
-            out.push(OperationRef::from_raw(mlir_sys::mlirOpOperandGetOwner(operand)));
+            let owner = OperationRef::from_raw(mlir_sys::mlirOpOperandGetOwner(operand));
+            if seen.insert(owner.to_raw().ptr) {
+                out.push(owner);
+            }
             operand = mlir_sys::mlirOpOperandGetNextUse(operand);
         }
     }

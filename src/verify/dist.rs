@@ -271,7 +271,7 @@ fn check_copy(checker: &mut Checker, op: OperationRef, kind: &str, meshes: &Hash
     if symbol_attr(op, "team").is_some() {
         let _ = mesh_of(checker, op, meshes, "team");
     }
-    let Some(segments) = i64_array_attr(op, "operandSegmentSizes") else { return };
+    let Some(segments) = crate::ir::i32_array_attr(op, "operandSegmentSizes") else { return };
     let (Ok(input), Ok(result)) = (op.operand(0), op.result(1)) else { return };
     let (Some(in_shape), Some(out_shape)) = (tensor_shape(input.r#type()), tensor_shape(result.r#type())) else { return };
     if tensor_element(input.r#type()) != tensor_element(result.r#type()) {
