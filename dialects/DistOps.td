@@ -206,13 +206,6 @@ class Dist_CommOp<string mnemonic, dag extra, bit isAsync>
                              (outs AnyType:$result));
 }
 
-defvar Dist_AsyncNote = [{
-
-    The `_start` form begins the communication and returns an async handle
-    with the result; the result may be used only after `dist.wait` on the
-    handle.
-}];
-
 multiclass Dist_Comm<string mnemonic, string summary_, string doc, dag extra> {
   def "" : Dist_CommOp<mnemonic, extra, 0> {
     let summary = summary_;
@@ -220,7 +213,11 @@ multiclass Dist_Comm<string mnemonic, string summary_, string doc, dag extra> {
   }
   def Start : Dist_CommOp<mnemonic, extra, 1> {
     let summary = "Start (async): " # summary_;
-    let description = doc # Dist_AsyncNote;
+    let description = doc # "\n    The `_start` form begins the communication and returns an async handle\n"
+                          # "    with the result; the result may be used only after `dist.wait` on the\n"
+                          # "    handle:\n\n    ```mlir\n    %h, %y = \"dist." # mnemonic # "_start\"(%x) {...}\n"
+                          # "        : (tensor<...>) -> (!dist.async_handle, tensor<...>)\n"
+                          # "    \"dist.wait\"(%h) : (!dist.async_handle) -> ()\n    ```\n";
   }
 }
 
