@@ -427,10 +427,7 @@ fn build_pass_manager<'c>(context: &'c Context, options: &Options) -> Result<Pas
             PipelineElement::Upstream(text) => add_upstream(&top, text)?,
         }
         // Blueprint's verifiers run after every pass, like MLIR's own.
-        top.add_pass(passes::find("blueprint-verify").map_or_else(
-            || unreachable!("blueprint-verify is always registered"),
-            |p| (p.create)(),
-        ));
+        top.add_pass(passes::create_verify_pass());
     }
     Ok(pass_manager)
 }

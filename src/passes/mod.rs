@@ -1,5 +1,8 @@
 //! Blueprint's Rust passes and the table the driver reads them from.
 
+mod dist_async;
+mod rewrite;
+mod sink_waits;
 mod verify_pass;
 
 use melior::pass::Pass;
@@ -13,11 +16,29 @@ pub struct PassInfo {
 }
 
 /// Every Blueprint pass, in the order `--help` lists them.
-pub static PASSES: &[PassInfo] = &[PassInfo {
-    name: "blueprint-verify",
-    summary: "Run Blueprint's layer verifiers (also run after every pass)",
-    create: verify_pass::create,
-}];
+pub static PASSES: &[PassInfo] = &[
+    PassInfo {
+        name: "blueprint-verify",
+        summary: "Run Blueprint's layer verifiers (also run after every pass)",
+        create: verify_pass::create,
+    },
+    PassInfo {
+        name: "dist-async",
+        summary: "Turn synchronous collectives and point-to-point transfers into start + wait",
+        create: dist_async::create,
+    },
+    PassInfo {
+        name: "dist-sink-waits",
+        summary: "Move each dist.wait down to just before the first use of its results",
+        create: sink_waits::create,
+    },
+];
+
+/// The verifier pass, which the driver also runs after every pass.
+#[must_use]
+pub fn create_verify_pass() -> Pass {
+    verify_pass::create()
+}
 
 #[must_use]
 pub fn find(name: &str) -> Option<&'static PassInfo> {
