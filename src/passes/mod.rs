@@ -1,5 +1,6 @@
 //! Blueprint's Rust passes and the table the driver reads them from.
 
+mod copy_canonicalize;
 mod dist_async;
 mod rewrite;
 mod sink_waits;
@@ -26,6 +27,11 @@ pub static PASSES: &[PassInfo] = &[
         name: "dist-async",
         summary: "Turn synchronous collectives and point-to-point transfers into start + wait",
         create: dist_async::create,
+    },
+    PassInfo {
+        name: "dist-canonicalize",
+        summary: "Refine redistribution copy result types and fold producer casts (greedy, to a fixpoint)",
+        create: copy_canonicalize::create,
     },
     PassInfo {
         name: "dist-sink-waits",

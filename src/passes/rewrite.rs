@@ -3,8 +3,7 @@
 //! these, so a failing pass leaves its input untouched.
 
 use melior::ir::{
-    attribute::AttributeLike, operation::OperationLike, Attribute, Identifier, OperationRef, Type,
-    TypeLike, Value, ValueLike,
+    operation::OperationLike, Attribute, Identifier, OperationRef, Type, Value, ValueLike,
 };
 
 // melior's `ContextRef::to_ref` borrows a temporary, so helpers here build
@@ -43,18 +42,6 @@ pub fn known_attribute<'c>(anchor: OperationRef<'c, '_>, spelling: &str) -> Attr
 pub fn identifier<'c>(anchor: OperationRef<'c, '_>, name: &str) -> Identifier<'c> {
     // SAFETY: as for `known_type`.
     unsafe { Identifier::from_raw(mlir_sys::mlirIdentifierGet(raw_context(anchor), string_ref(name))) }
-}
-
-/// Whether two types are the same type.
-#[must_use]
-pub fn same_type(a: Type, b: Type) -> bool {
-    a.to_raw().ptr == b.to_raw().ptr
-}
-
-/// Whether two attributes are the same attribute.
-#[must_use]
-pub fn same_attribute(a: Attribute, b: Attribute) -> bool {
-    a.to_raw().ptr == b.to_raw().ptr
 }
 
 /// Replaces every use of `from` with `to`.
