@@ -11,6 +11,7 @@ pub mod context;
 pub mod diagnostics;
 pub mod error;
 pub mod ir;
+pub mod lowering;
 pub mod ods;
 pub mod opt;
 pub mod passes;

@@ -1,8 +1,8 @@
 //! Blueprint's Rust passes and the table the driver reads them from.
 
 mod copy_canonicalize;
-mod dist_async;
-mod rewrite;
+pub(crate) mod dist_async;
+pub(crate) mod rewrite;
 mod sink_waits;
 mod verify_pass;
 
@@ -32,6 +32,11 @@ pub static PASSES: &[PassInfo] = &[
         name: "dist-canonicalize",
         summary: "Refine redistribution copy result types and fold producer casts (greedy, to a fixpoint)",
         create: copy_canonicalize::create,
+    },
+    PassInfo {
+        name: "lower-dist-to-runtime",
+        summary: "Lower async dist communication, redistribution copies and waits to runtime calls",
+        create: crate::lowering::dist_to_runtime::create,
     },
     PassInfo {
         name: "dist-sink-waits",

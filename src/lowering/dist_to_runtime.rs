@@ -1,0 +1,440 @@
+//! `lower-dist-to-runtime`: rewrites async collectives, point-to-point
+//! transfers, the two redistribution copies and `dist.wait` into `func.call`s
+//! of Blueprint's C ABI runtime (see [`super::runtime_abi`]), in the manner of
+//! IMEX's `lower-distruntime-to-idtr`, and declares the functions it calls.
+//!
+//! Per async op: the input tensor becomes an unranked memref
+//! (`bufferization.to_buffer` + `memref.cast`); the output is a `tensor.empty`
+//! whose buffer the runtime fills; rank, shape and offset lists are small
+//! heap buffers freed right after the call; the handle becomes the call's
+//! `i64`. The wait becomes `_bprt_wait`, after which the output buffer is
+//! read back as a tensor (`bufferization.to_tensor`).
+//!
+//! Where it does better than the reference: every declaration is inserted
+//! once (also when the pass runs twice) and only for functions used; static
+//! result shapes give a `tensor.empty` without operands; nothing allocated
+//! for a call outlives it; an op it cannot lower is a diagnostic and the
+//! module is left untouched. When nothing of a `dist` program is left but its
+//! header and meshes, those go too.
+
+use std::collections::{BTreeMap, HashMap};
+
+use melior::{
+    dialect::DialectHandle,
+    ir::{
+        block::BlockLike,
+        operation::{OperationBuilder, OperationLike},
+        r#type::TypeId,
+        BlockRef, Location, OperationRef, Region, RegionLike, Value, ValueLike,
+    },
+    pass::{create_external, ExternalPass, Pass},
+};
+
+use super::runtime_abi::{reduction_code, ElementType, RuntimeFunction};
+use crate::{
+    diagnostics::emit_error,
+    ir::{
+        collect_ops, dialect_of, i32_array_attr, i64_array_attr, int_attr, name_of, str_attr,
+        symbol_attr, tensor_element, tensor_shape, type_string, users,
+    },
+    passes::rewrite::{erase, identifier, known_attribute, known_type, replace_all_uses},
+};
+
+#[repr(align(8))]
+struct PassId;
+static PASS_ID: PassId = PassId;
+
+#[must_use]
+pub fn create() -> Pass {
+    create_external(
+        run,
+        TypeId::create(&PASS_ID),
+        "LowerDistToRuntime",
+        "lower-dist-to-runtime",
+        "Lower async dist communication, redistribution copies and waits to runtime calls",
+        "builtin.module",
+        &[
+            DialectHandle::arith(),
+            DialectHandle::func(),
+            DialectHandle::memref(),
+            DialectHandle::tensor(),
+            // SAFETY: the handle getter has no preconditions.
+            unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__bufferization__()) },
+        ],
+    )
+}
+
+/// What one async op lowers to, decided before anything changes.
+struct Lowering<'c, 'a> {
+    start: OperationRef<'c, 'a>,
+    wait: OperationRef<'c, 'a>,
+    function: RuntimeFunction,
+    team: i64,
+    /// Trailing scalar arguments after the data operands, as (value, type).
+    scalars: Vec<(i64, &'static str)>,
+    participants: Option<Vec<i64>>,
+}
+
+fn run(module: OperationRef, pass: ExternalPass) {
+    match plan(module) {
+        Ok(lowerings) => apply(module, lowerings),
+        Err(failures) => {
+            for (op, message) in failures {
+                emit_error(op.location(), &format!("'{}' op {message}", name_of(op)));
+            }
+            pass.signal_failure();
+        }
+    }
+}
+
+type Failures<'c, 'a> = Vec<(OperationRef<'c, 'a>, String)>;
+
+fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, Failures<'c, 'a>> {
+    let ops = collect_ops(module);
+    let teams: HashMap<String, i64> = ops
+        .iter()
+        .filter(|op| name_of(**op) == "dist.mesh")
+        .filter_map(|op| str_attr(*op, "sym_name"))
+        .enumerate()
+        .map(|(i, name)| (name.to_string(), i as i64))
+        .collect();
+    let mut lowerings = Vec::new();
+    let mut failures = Vec::new();
+    for &op in &ops {
+        let name = name_of(op);
+        if dialect_of(&name) != "dist" {
+            continue;
+        }
+        match name.as_str() {
+            "dist.header" | "dist.mesh" | "dist.wait" => {}
+            n if crate::passes::dist_async::SYNC_COMMUNICATION.contains(&n) => failures.push((
+                op,
+                "is synchronous; run 'dist-async' first so it has a start and a wait".to_string(),
+            )),
+            n if crate::verify::is_async_op(n) => match plan_one(op, &teams) {
+                Ok(lowering) => lowerings.push(lowering),
+                Err(message) => failures.push((op, message)),
+            },
+            _ => failures.push((
+                op,
+                "cannot be lowered to runtime calls (only async communication, redistribution copies and waits are)"
+                    .to_string(),
+            )),
+        }
+    }
+    let mut declared: BTreeMap<String, RuntimeFunction> = BTreeMap::new();
+    for lowering in &lowerings {
+        declared.insert(lowering.function.symbol(), lowering.function);
+    }
+    declared.insert(RuntimeFunction::Wait.symbol(), RuntimeFunction::Wait);
+    for op in &ops {
+        if name_of(*op) != "func.func" {
+            continue;
+        }
+        let Some(symbol) = str_attr(*op, "sym_name") else { continue };
+        if let Some(function) = declared.get(symbol) {
+            let existing = op.attribute("function_type").map(|t| t.to_string()).unwrap_or_default();
+            if existing != function.function_type() {
+                failures.push((
+                    *op,
+                    format!("'{symbol}' is a runtime entry point and must have type {}, but has {existing}", function.function_type()),
+                ));
+            }
+        }
+    }
+    if failures.is_empty() {
+        Ok(lowerings)
+    } else {
+        Err(failures)
+    }
+}
+
+fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, teams: &HashMap<String, i64>) -> Result<Lowering<'c, 'a>, String> {
+    let name = name_of(op);
+    let handle = op.result(0).map_err(|e| e.to_string())?;
+    let waits = users(handle);
+    let wait = match waits.as_slice() {
+        [wait] if name_of(*wait) == "dist.wait" => *wait,
+        _ => return Err("must have exactly one 'dist.wait' on its handle".into()),
+    };
+    let input = op.operand(0).map_err(|e| e.to_string())?;
+    let element = tensor_element(input.r#type())
+        .map(type_string)
+        .ok_or_else(|| format!("communicates {}, not a ranked tensor", type_string(input.r#type())))?;
+    let element = ElementType::from_mlir(&element)
+        .ok_or_else(|| format!("has element type {element}, which the runtime does not support"))?;
+    let team = match (symbol_attr(op, "mesh").or_else(|| symbol_attr(op, "team")), int_attr(op, "team")) {
+        (Some(mesh), _) => *teams.get(mesh).ok_or_else(|| format!("names mesh @{mesh}, which is not in this module"))?,
+        (None, Some(team)) => team,
+        (None, None) => return Err("has no mesh or team".into()),
+    };
+    let participants = i64_array_attr(op, "participants");
+    let axis = int_attr(op, "axis").unwrap_or(0);
+    let reduction = || {
+        str_attr(op, "reduction")
+            .and_then(reduction_code)
+            .map(i64::from)
+            .ok_or_else(|| "has no valid reduction".to_string())
+    };
+    let (function, scalars) = match name.as_str() {
+        "dist.all_reduce_start" => (RuntimeFunction::AllReduce(element), vec![(reduction()?, "i32")]),
+        "dist.reduce_scatter_start" => {
+            (RuntimeFunction::ReduceScatter(element), vec![(reduction()?, "i32"), (axis, "i64")])
+        }
+        "dist.all_gather_start" => (RuntimeFunction::AllGather(element), vec![(axis, "i64")]),
+        "dist.all_to_all_start" => (RuntimeFunction::AllToAll(element), vec![(axis, "i64")]),
+        "dist.broadcast_start" => {
+            (RuntimeFunction::Broadcast(element), vec![(int_attr(op, "root").ok_or("has no root")?, "i64")])
+        }
+        "dist.p2p_start" => (
+            RuntimeFunction::SendRecv(element),
+            vec![
+                (int_attr(op, "source").ok_or("has no source")?, "i64"),
+                (int_attr(op, "dest").ok_or("has no dest")?, "i64"),
+            ],
+        ),
+        "dist.copy_reshape" => (RuntimeFunction::CopyReshape(element), vec![]),
+        "dist.copy_permute" => (RuntimeFunction::CopyPermute(element), vec![]),
+        other => return Err(format!("'{other}' has no runtime lowering")),
+    };
+    Ok(Lowering { start: op, wait, function, team, scalars, participants })
+}
+
+/// Inserts ops before a fixed op, in the context of that op.
+struct Emitter<'c, 'a> {
+    block: BlockRef<'c, 'a>,
+    before: OperationRef<'c, 'a>,
+    location: Location<'c>,
+}
+
+impl<'c, 'a> Emitter<'c, 'a> {
+    fn new(before: OperationRef<'c, 'a>) -> Option<Self> {
+        Some(Self { block: before.block()?, before, location: before.location() })
+    }
+
+    /// Builds `name(operands) {attributes} : results` before the anchor.
+    fn op(
+        &self,
+        name: &str,
+        operands: &[Value<'c, '_>],
+        results: &[&str],
+        attributes: &[(&str, &str)],
+    ) -> OperationRef<'c, 'a> {
+        let anchor = self.before;
+        let results: Vec<_> = results.iter().map(|t| known_type(anchor, t)).collect();
+        let attributes: Vec<_> = attributes
+            .iter()
+            .map(|(n, v)| (identifier(anchor, n), known_attribute(anchor, v)))
+            .collect();
+        let operation = OperationBuilder::new(name, self.location)
+            .add_operands(operands)
+            .add_results(&results)
+            .add_attributes(&attributes)
+            .build()
+            .unwrap_or_else(|e| unreachable!("lowering built an invalid '{name}': {e}"));
+        self.block.insert_operation_before(self.before, operation)
+    }
+
+    fn value(op: OperationRef<'c, 'a>) -> Value<'c, 'a> {
+        op.result(0).map(Into::into).unwrap_or_else(|_| unreachable!("op has a result"))
+    }
+
+    fn constant(&self, value: i64, ty: &str) -> Value<'c, 'a> {
+        Self::value(self.op("arith.constant", &[], &[ty], &[("value", &format!("{value} : {ty}"))]))
+    }
+
+    /// A stack buffer `memref<Nx{ty}>` holding `values`, cast to unranked.
+    fn list(&self, values: &[Value<'c, 'a>], ty: &str) -> Value<'c, 'a> {
+        let ranked = format!("memref<{}x{ty}>", values.len());
+        let buffer = Self::value(self.op("memref.alloca", &[], &[&ranked], &[("operandSegmentSizes", "array<i32: 0, 0>")]));
+        for (i, value) in values.iter().enumerate() {
+            let index = self.constant(i as i64, "index");
+            self.op("memref.store", &[*value, buffer, index], &[], &[]);
+        }
+        Self::value(self.op("memref.cast", &[buffer], &[&format!("memref<*x{ty}>")], &[]))
+    }
+}
+
+fn memref_of(tensor_type: &str) -> String {
+    tensor_type.replacen("tensor<", "memref<", 1)
+}
+
+fn apply(module: OperationRef, lowerings: Vec<Lowering>) {
+    let mut used: BTreeMap<String, RuntimeFunction> = BTreeMap::new();
+    for lowering in lowerings {
+        used.insert(lowering.function.symbol(), lowering.function);
+        lower(&lowering);
+        used.insert(RuntimeFunction::Wait.symbol(), RuntimeFunction::Wait);
+    }
+    declare(module, &used);
+    drop_empty_program(module);
+}
+
+fn lower(l: &Lowering) {
+    let Some(at) = Emitter::new(l.start) else { return };
+    let op = l.start;
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(1)) else { return };
+    let input_type = type_string(input.r#type());
+    let result_type = type_string(result.r#type());
+    let element = l.function_element();
+
+    let input_buffer = Emitter::value(at.op("bufferization.to_buffer", &[input], &[&memref_of(&input_type)], &[]));
+    let input_view = Emitter::value(at.op("memref.cast", &[input_buffer], &[&format!("memref<*x{element}>")], &[]));
+
+    let output_sizes = dynamic_result_sizes(&at, l, input);
+    let empty = Emitter::value(at.op("tensor.empty", &output_sizes, &[&result_type], &[]));
+    let output_buffer = Emitter::value(at.op("bufferization.to_buffer", &[empty], &[&memref_of(&result_type)], &[]));
+    let output_view = Emitter::value(at.op("memref.cast", &[output_buffer], &[&format!("memref<*x{element}>")], &[]));
+
+    let team = at.constant(l.team, "i64");
+    let mut arguments = vec![team];
+    match l.function {
+        RuntimeFunction::CopyReshape(_) | RuntimeFunction::CopyPermute(_) => {
+            arguments.push(input_view);
+            let segments = i32_array_attr(op, "operandSegmentSizes").unwrap_or_default();
+            let mut next = 1usize;
+            for &len in segments.iter().skip(1) {
+                let values: Vec<Value> = (next..next + len as usize).filter_map(|i| op.operand(i).ok()).collect();
+                next += len as usize;
+                arguments.push(at.list(&values, "index"));
+            }
+            if let Some(axes) = i64_array_attr(op, "axes") {
+                let values: Vec<Value> = axes.iter().map(|a| at.constant(*a, "i64")).collect();
+                arguments.push(at.list(&values, "i64"));
+            }
+            arguments.push(output_view);
+        }
+        _ => {
+            if let Some(participants) = &l.participants {
+                let values: Vec<Value> = participants.iter().map(|p| at.constant(*p, "i64")).collect();
+                arguments.push(at.list(&values, "i64"));
+            }
+            arguments.push(input_view);
+            arguments.push(output_view);
+        }
+    }
+    for (value, ty) in &l.scalars {
+        arguments.push(at.constant(*value, ty));
+    }
+    let symbol = l.function.symbol();
+    let call = at.op("func.call", &arguments, &["i64"], &[("callee", &format!("@{symbol}"))]);
+    let handle = Emitter::value(call);
+
+    let Some(at_wait) = Emitter::new(l.wait) else { return };
+    at_wait.op("func.call", &[handle], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Wait.symbol()))]);
+    let tensor = Emitter::value(at_wait.op(
+        "bufferization.to_tensor",
+        &[output_buffer],
+        &[&result_type],
+        &[("restrict", "unit"), ("writable", "unit")],
+    ));
+    replace_all_uses(result.into(), tensor);
+    erase(l.wait);
+    erase(op);
+}
+
+impl Lowering<'_, '_> {
+    fn function_element(&self) -> &'static str {
+        match self.function {
+            RuntimeFunction::AllReduce(e)
+            | RuntimeFunction::ReduceScatter(e)
+            | RuntimeFunction::AllGather(e)
+            | RuntimeFunction::AllToAll(e)
+            | RuntimeFunction::Broadcast(e)
+            | RuntimeFunction::SendRecv(e)
+            | RuntimeFunction::CopyReshape(e)
+            | RuntimeFunction::CopyPermute(e) => e.mlir(),
+            RuntimeFunction::Wait | RuntimeFunction::NProcs | RuntimeFunction::PRank => "i64",
+        }
+    }
+}
+
+/// Sizes of the result's dynamic dims: from `nl_shape` for the copies, from
+/// the input (scaled along the axis for reduce-scatter and all-gather) for
+/// collectives. Static result types get none, so `tensor.empty` is valid.
+fn dynamic_result_sizes<'c, 'a>(at: &Emitter<'c, 'a>, l: &Lowering<'c, 'a>, input: Value<'c, 'a>) -> Vec<Value<'c, 'a>> {
+    let op = l.start;
+    let Ok(result) = op.result(1) else { return vec![] };
+    let Some(shape) = tensor_shape(result.r#type()) else { return vec![] };
+    let mut sizes = Vec::new();
+    match l.function {
+        RuntimeFunction::CopyReshape(_) | RuntimeFunction::CopyPermute(_) => {
+            let segments = i32_array_attr(op, "operandSegmentSizes").unwrap_or_default();
+            let before_nl_shape: i64 = segments[..segments.len().saturating_sub(1)].iter().sum();
+            for (dim, extent) in shape.iter().enumerate() {
+                if extent.is_none() {
+                    if let Ok(size) = op.operand(before_nl_shape as usize + dim) {
+                        sizes.push(size);
+                    }
+                }
+            }
+        }
+        _ => {
+            let n = l.participants.as_ref().map_or(1, |p| p.len() as i64);
+            let axis = int_attr(op, "axis").unwrap_or(0);
+            for (dim, extent) in shape.iter().enumerate() {
+                if extent.is_some() {
+                    continue;
+                }
+                let index = at.constant(dim as i64, "index");
+                let mut size = Emitter::value(at.op("tensor.dim", &[input, index], &["index"], &[]));
+                if dim as i64 == axis {
+                    let factor = at.constant(n, "index");
+                    match l.function {
+                        RuntimeFunction::ReduceScatter(_) => {
+                            size = Emitter::value(at.op("arith.divui", &[size, factor], &["index"], &[]));
+                        }
+                        RuntimeFunction::AllGather(_) => {
+                            size = Emitter::value(at.op("arith.muli", &[size, factor], &["index"], &[("overflowFlags", "#arith.overflow<none>")]));
+                        }
+                        _ => {}
+                    }
+                }
+                sizes.push(size);
+            }
+        }
+    }
+    sizes
+}
+
+/// Declares every used runtime function that the module does not declare
+/// yet, at the start of the module, in symbol order.
+fn declare(module: OperationRef, used: &BTreeMap<String, RuntimeFunction>) {
+    let existing: Vec<String> = collect_ops(module)
+        .into_iter()
+        .filter(|op| name_of(*op) == "func.func")
+        .filter_map(|op| str_attr(op, "sym_name").map(str::to_string))
+        .collect();
+    let Ok(region) = module.region(0) else { return };
+    let Some(body) = region.first_block() else { return };
+    let Some(first) = body.first_operation() else { return };
+    let at = Emitter { block: body, before: first, location: module.location() };
+    for (symbol, function) in used {
+        if existing.contains(symbol) {
+            continue;
+        }
+        let region = Region::new();
+        let operation = OperationBuilder::new("func.func", at.location)
+            .add_attributes(&[
+                (identifier(first, "sym_name"), known_attribute(first, &format!("\"{symbol}\""))),
+                (identifier(first, "function_type"), known_attribute(first, &function.function_type())),
+                (identifier(first, "sym_visibility"), known_attribute(first, "\"private\"")),
+            ])
+            .add_regions([region])
+            .build()
+            .unwrap_or_else(|e| unreachable!("invalid runtime declaration: {e}"));
+        at.block.insert_operation_before(first, operation);
+    }
+}
+
+/// With every task lowered, the program's header and meshes describe
+/// nothing left in the module.
+fn drop_empty_program(module: OperationRef) {
+    let ops = collect_ops(module);
+    let dist: Vec<OperationRef> = ops.into_iter().filter(|op| dialect_of(&name_of(*op)) == "dist").collect();
+    if dist.iter().all(|op| matches!(name_of(*op).as_str(), "dist.header" | "dist.mesh")) {
+        for op in dist {
+            erase(op);
+        }
+    }
+}

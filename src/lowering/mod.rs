@@ -1,0 +1,4 @@
+//! Lowerings out of Blueprint's dialects.
+
+pub mod dist_to_runtime;
+pub mod runtime_abi;

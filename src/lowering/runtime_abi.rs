@@ -1,0 +1,153 @@
+//! The C ABI of Blueprint's distributed runtime, as the lowering sees it:
+//! one table of entry points with their symbol names and MLIR signatures.
+//! `lower-dist-to-runtime` declares each one it uses exactly once.
+
+use std::fmt;
+
+/// Element types the runtime has typed entry points for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElementType {
+    F64,
+    F32,
+    F16,
+    BF16,
+    I64,
+    I32,
+    I16,
+    I8,
+    I1,
+    Index,
+}
+
+impl ElementType {
+    pub const ALL: [ElementType; 10] = [
+        Self::F64, Self::F32, Self::F16, Self::BF16, Self::I64, Self::I32, Self::I16, Self::I8,
+        Self::I1, Self::Index,
+    ];
+
+    /// The element type as MLIR spells it (also the symbol suffix).
+    #[must_use]
+    pub fn mlir(self) -> &'static str {
+        match self {
+            Self::F64 => "f64",
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::BF16 => "bf16",
+            Self::I64 => "i64",
+            Self::I32 => "i32",
+            Self::I16 => "i16",
+            Self::I8 => "i8",
+            Self::I1 => "i1",
+            Self::Index => "index",
+        }
+    }
+
+    /// The element type of an MLIR type spelling, if the runtime has it.
+    #[must_use]
+    pub fn from_mlir(spelling: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.mlir() == spelling)
+    }
+}
+
+/// One runtime entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuntimeFunction {
+    AllReduce(ElementType),
+    ReduceScatter(ElementType),
+    AllGather(ElementType),
+    AllToAll(ElementType),
+    Broadcast(ElementType),
+    SendRecv(ElementType),
+    CopyReshape(ElementType),
+    CopyPermute(ElementType),
+    Wait,
+    NProcs,
+    PRank,
+}
+
+impl RuntimeFunction {
+    /// The C symbol, e.g. `_bprt_copy_reshape_i64`.
+    #[must_use]
+    pub fn symbol(self) -> String {
+        let typed = |base: &str, e: ElementType| format!("_bprt_{base}_{}", e.mlir());
+        match self {
+            Self::AllReduce(e) => typed("all_reduce", e),
+            Self::ReduceScatter(e) => typed("reduce_scatter", e),
+            Self::AllGather(e) => typed("all_gather", e),
+            Self::AllToAll(e) => typed("all_to_all", e),
+            Self::Broadcast(e) => typed("broadcast", e),
+            Self::SendRecv(e) => typed("send_recv", e),
+            Self::CopyReshape(e) => typed("copy_reshape", e),
+            Self::CopyPermute(e) => typed("copy_permute", e),
+            Self::Wait => "_bprt_wait".into(),
+            Self::NProcs => "_bprt_nprocs".into(),
+            Self::PRank => "_bprt_prank".into(),
+        }
+    }
+
+    /// Argument types as MLIR spells them; every entry point returns `i64`
+    /// (a handle, a count or a status; negative means an error).
+    #[must_use]
+    pub fn arguments(self) -> Vec<String> {
+        let data = |e: ElementType| format!("memref<*x{}>", e.mlir());
+        let ranks = "memref<*xi64>".to_string();
+        let index_list = "memref<*xindex>".to_string();
+        let team = "i64".to_string();
+        match self {
+            Self::AllReduce(e) => vec![team, ranks, data(e), data(e), "i32".into()],
+            Self::ReduceScatter(e) => vec![team, ranks, data(e), data(e), "i32".into(), "i64".into()],
+            Self::AllGather(e) | Self::AllToAll(e) => vec![team, ranks, data(e), data(e), "i64".into()],
+            Self::Broadcast(e) => vec![team, ranks, data(e), data(e), "i64".into()],
+            Self::SendRecv(e) => vec![team, data(e), data(e), "i64".into(), "i64".into()],
+            Self::CopyReshape(e) => vec![
+                team, data(e), index_list.clone(), index_list.clone(), index_list.clone(),
+                index_list.clone(), index_list, data(e),
+            ],
+            Self::CopyPermute(e) => vec![
+                team, data(e), index_list.clone(), index_list.clone(), index_list.clone(), index_list,
+                ranks, data(e),
+            ],
+            Self::Wait | Self::NProcs | Self::PRank => vec!["i64".into()],
+        }
+    }
+
+    /// The function type, e.g. `(i64) -> i64`.
+    #[must_use]
+    pub fn function_type(self) -> String {
+        format!("({}) -> i64", self.arguments().join(", "))
+    }
+}
+
+impl fmt::Display for RuntimeFunction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.symbol())
+    }
+}
+
+/// Reduction codes the runtime's `op` argument takes.
+#[must_use]
+pub fn reduction_code(reduction: &str) -> Option<i32> {
+    match reduction {
+        "sum" => Some(0),
+        "max" => Some(1),
+        "min" => Some(2),
+        "prod" => Some(3),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_carry_the_element_type() {
+        assert_eq!(RuntimeFunction::CopyReshape(ElementType::I64).symbol(), "_bprt_copy_reshape_i64");
+        assert_eq!(RuntimeFunction::AllReduce(ElementType::BF16).symbol(), "_bprt_all_reduce_bf16");
+        assert_eq!(RuntimeFunction::Wait.function_type(), "(i64) -> i64");
+        for e in ElementType::ALL {
+            assert_eq!(ElementType::from_mlir(e.mlir()), Some(e));
+        }
+        assert_eq!(ElementType::from_mlir("f8E4M3FN"), None);
+    }
+}

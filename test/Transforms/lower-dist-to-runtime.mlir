@@ -1,0 +1,95 @@
+// RUN: blueprint-opt %s --split-input-file --lower-dist-to-runtime | FileCheck %s
+// Running the lowering twice changes nothing (declarations are not repeated).
+// RUN: blueprint-opt %s --split-input-file --lower-dist-to-runtime > %t.once && blueprint-opt %t.once --split-input-file --lower-dist-to-runtime | diff %t.once -
+// The lowered IR bufferizes and lowers to the LLVM dialect.
+// RUN: blueprint-opt %s --split-input-file --pass-pipeline='builtin.module(lower-dist-to-runtime, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, buffer-results-to-out-params, ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, bufferization-lower-deallocations, expand-strided-metadata, lower-affine, convert-scf-to-cf, finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, reconcile-unrealized-casts)' | FileCheck %s --check-prefix=LLVM
+
+// Only the functions used are declared, once, at the top of the module.
+// CHECK-LABEL: module {
+// CHECK-NEXT: func.func private @_bprt_copy_permute_i64(i64, memref<*xi64>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xi64>, memref<*xi64>) -> i64
+// CHECK-NEXT: func.func private @_bprt_copy_reshape_i64(i64, memref<*xi64>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xi64>) -> i64
+// CHECK-NEXT: func.func private @_bprt_wait(i64) -> i64
+// CHECK-NOT: func.func private
+// CHECK-NOT: dist.
+
+// A reshape of a 2-D distributed array to 1-D followed by a wait: the empty
+// output, the typed reshape call and the wait call.
+// CHECK-LABEL: func.func @reshape_2d_to_1d
+// CHECK-SAME: (%[[L:.*]]: tensor<?x?xi64>, %[[G0:.*]]: index, %[[G1:.*]]: index, %[[O0:.*]]: index, %[[O1:.*]]: index, %[[NG0:.*]]: index, %[[NO0:.*]]: index, %[[NS0:.*]]: index)
+// CHECK: %[[IN:.*]] = bufferization.to_buffer %[[L]] : tensor<?x?xi64> to memref<?x?xi64>
+// CHECK: %[[INU:.*]] = memref.cast %[[IN]] : memref<?x?xi64> to memref<*xi64>
+// CHECK: %[[EMPTY:.*]] = tensor.empty(%[[NS0]]) : tensor<?xi64>
+// CHECK: %[[OUT:.*]] = bufferization.to_buffer %[[EMPTY]] : tensor<?xi64> to memref<?xi64>
+// CHECK: %[[OUTU:.*]] = memref.cast %[[OUT]] : memref<?xi64> to memref<*xi64>
+// CHECK: %[[TEAM:.*]] = arith.constant 22 : i64
+// CHECK: %[[GS:.*]] = memref.alloca() : memref<2xindex>
+// CHECK: memref.store %[[G0]], %[[GS]]
+// CHECK: memref.store %[[G1]], %[[GS]]
+// CHECK: %[[H:.*]] = call @_bprt_copy_reshape_i64(%[[TEAM]], %[[INU]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUTU]])
+// CHECK-NEXT: %{{.*}} = call @_bprt_wait(%[[H]]) : (i64) -> i64
+// CHECK-NEXT: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?xi64> to tensor<?xi64>
+// CHECK-NEXT: return %[[R]]
+"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+func.func @reshape_2d_to_1d(%local: tensor<?x?xi64>, %g0: index, %g1: index, %o0: index, %o1: index, %ng0: index, %no0: index, %ns0: index) -> tensor<?xi64> {
+  %h, %out = "dist.copy_reshape"(%local, %g0, %g1, %o0, %o1, %ng0, %no0, %ns0) {team = 22 : i64, operandSegmentSizes = array<i32: 1, 2, 2, 1, 1, 1>} : (tensor<?x?xi64>, index, index, index, index, index, index, index) -> (!dist.async_handle, tensor<?xi64>)
+  "dist.wait"(%h) : (!dist.async_handle) -> ()
+  return %out : tensor<?xi64>
+}
+
+// A permutation with axes [1, 0]; a static result type gives a
+// tensor.empty without operands (the reference builds an invalid one).
+// CHECK-LABEL: func.func @permute_static
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<6x2xi64>
+// CHECK: %[[AXES:.*]] = memref.alloca() : memref<2xi64>
+// CHECK: %[[H:.*]] = call @_bprt_copy_permute_i64(
+// CHECK-NEXT: call @_bprt_wait(%[[H]])
+// CHECK-NEXT: bufferization.to_tensor %{{.*}} restrict writable : memref<6x2xi64> to tensor<6x2xi64>
+func.func @permute_static(%local: tensor<2x6xi64>, %g0: index, %g1: index, %o0: index, %o1: index) -> tensor<6x2xi64> {
+  %h, %out = "dist.copy_permute"(%local, %g0, %g1, %o0, %o1, %o1, %o0, %g1, %g0) {team = 22 : i64, axes = array<i64: 1, 0>, operandSegmentSizes = array<i32: 1, 2, 2, 2, 2>} : (tensor<2x6xi64>, index, index, index, index, index, index, index, index) -> (!dist.async_handle, tensor<6x2xi64>)
+  "dist.wait"(%h) : (!dist.async_handle) -> ()
+  return %out : tensor<6x2xi64>
+}
+
+// LLVM: llvm.func @_bprt_copy_reshape_i64(i64, i64, !llvm.ptr, i64, !llvm.ptr,
+// LLVM: llvm.call @_bprt_copy_reshape_i64
+// LLVM: llvm.call @_bprt_wait
+
+// -----
+
+// Collectives after dist-async: typed calls with participants, and the
+// header and mesh go once nothing of the dist program is left.
+// CHECK-LABEL: module {
+// CHECK-NEXT: func.func private @_bprt_all_gather_bf16(i64, memref<*xi64>, memref<*xbf16>, memref<*xbf16>, i64) -> i64
+// CHECK-NEXT: func.func private @_bprt_all_reduce_f32(i64, memref<*xi64>, memref<*xf32>, memref<*xf32>, i32) -> i64
+// CHECK-NEXT: func.func private @_bprt_reduce_scatter_f16(i64, memref<*xi64>, memref<*xf16>, memref<*xf16>, i32, i64) -> i64
+// CHECK-NEXT: func.func private @_bprt_send_recv_i1(i64, memref<*xi1>, memref<*xi1>, i64, i64) -> i64
+// CHECK-NEXT: func.func private @_bprt_wait(i64) -> i64
+// CHECK-NOT: dist.
+"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+"dist.mesh"() {sym_name = "tp", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+// CHECK-LABEL: func.func @collectives
+func.func @collectives(%x: tensor<8x16xf32>, %h16: tensor<8x?xf16>, %b: tensor<?x4xbf16>, %flags: tensor<4xi1>) -> (tensor<8x16xf32>, tensor<2x?xf16>, tensor<?x4xbf16>, tensor<4xi1>) {
+  // CHECK: %[[P:.*]] = memref.alloca() : memref<4xi64>
+  // CHECK: %[[SUM:.*]] = arith.constant 0 : i32
+  // CHECK: call @_bprt_all_reduce_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SUM]])
+  %h0, %y = "dist.all_reduce_start"(%x) {id = "ar", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, reduction = "sum", message_bytes = 512 : i64} : (tensor<8x16xf32>) -> (!dist.async_handle, tensor<8x16xf32>)
+  // The dynamic dim of the result is read from the input.
+  // CHECK: %[[D1:.*]] = tensor.dim %arg1, %{{.*}} : tensor<8x?xf16>
+  // CHECK: tensor.empty(%[[D1]]) : tensor<2x?xf16>
+  // CHECK: %[[MAX:.*]] = arith.constant 1 : i32
+  // CHECK: call @_bprt_reduce_scatter_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MAX]], %{{.*}})
+  %h1, %r = "dist.reduce_scatter_start"(%h16) {id = "rs", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, reduction = "max", message_bytes = 512 : i64} : (tensor<8x?xf16>) -> (!dist.async_handle, tensor<2x?xf16>)
+  // Along the gathered axis the size is scaled by the participant count.
+  // CHECK: %[[D0:.*]] = tensor.dim %arg2
+  // CHECK: %[[N:.*]] = arith.constant 4 : index
+  // CHECK: %[[G:.*]] = arith.muli %[[D0]], %[[N]] : index
+  // CHECK: tensor.empty(%[[G]]) : tensor<?x4xbf16>
+  %h2, %g = "dist.all_gather_start"(%b) {id = "ag", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, message_bytes = 64 : i64} : (tensor<?x4xbf16>) -> (!dist.async_handle, tensor<?x4xbf16>)
+  // CHECK: call @_bprt_send_recv_i1
+  %h3, %f = "dist.p2p_start"(%flags) {id = "p", mesh = @tp, phase = "forward", lineage = "l", source = 0 : i64, dest = 3 : i64, message_bytes = 4 : i64} : (tensor<4xi1>) -> (!dist.async_handle, tensor<4xi1>)
+  "dist.wait"(%h0) : (!dist.async_handle) -> ()
+  "dist.wait"(%h1) : (!dist.async_handle) -> ()
+  "dist.wait"(%h2) : (!dist.async_handle) -> ()
+  "dist.wait"(%h3) : (!dist.async_handle) -> ()
+  return %y, %r, %g, %f : tensor<8x16xf32>, tensor<2x?xf16>, tensor<?x4xbf16>, tensor<4xi1>
+}
