@@ -10,11 +10,13 @@
 pub mod context;
 pub mod diagnostics;
 pub mod error;
+pub mod execution;
 pub mod ir;
 pub mod lowering;
 pub mod ods;
 pub mod opt;
 pub mod passes;
 pub mod verify;
+pub mod workload;
 
 pub use error::{Error, Result};

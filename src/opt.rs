@@ -432,7 +432,8 @@ fn build_pass_manager<'c>(context: &'c Context, options: &Options) -> Result<Pas
     Ok(pass_manager)
 }
 
-fn add_upstream(top: &melior::pass::OperationPassManager, text: &str) -> Result<()> {
+/// Appends upstream pipeline text (`canonicalize`, `func.func(cse)`) to `top`.
+pub fn add_upstream(top: &melior::pass::OperationPassManager, text: &str) -> Result<()> {
     unsafe extern "C" fn collect(message: mlir_sys::MlirStringRef, user_data: *mut c_void) {
         let out = unsafe { &mut *(user_data as *mut String) };
         let bytes = unsafe { std::slice::from_raw_parts(message.data.cast::<u8>(), message.length) };

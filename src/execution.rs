@@ -1,0 +1,107 @@
+//! Running lowered programs: the standard pipeline from runtime calls to the
+//! LLVM dialect, and a JIT that refuses to exist for a module it cannot run
+//! (melior's `ExecutionEngine::new` hands back a null engine instead).
+
+use melior::{
+    ir::{operation::OperationLike, Module},
+    pass::PassManager,
+    Context,
+};
+use thiserror::Error;
+
+use crate::opt::{parse_pipeline, PipelineElement};
+
+/// From `dist` with async ops to the LLVM dialect: Blueprint's async and
+/// runtime lowering, then bufferization with ownership-based deallocation
+/// (so nothing allocated for a call leaks) and the standard conversions.
+pub const TO_LLVM_PIPELINE: &str = "builtin.module(\
+    dist-async, dist-sink-waits, dist-canonicalize, lower-dist-to-runtime, \
+    one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
+    buffer-results-to-out-params, ownership-based-buffer-deallocation, canonicalize, \
+    buffer-deallocation-simplification, bufferization-lower-deallocations, \
+    convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, \
+    finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
+    convert-cf-to-llvm, reconcile-unrealized-casts)";
+
+#[derive(Debug, Error)]
+pub enum ExecutionError {
+    #[error("invalid pipeline: {0}")]
+    Pipeline(String),
+    #[error("lowering to the LLVM dialect failed (see the diagnostics)")]
+    Lowering,
+    #[error("the module could not be JIT-compiled (is it fully lowered to the LLVM dialect?)")]
+    Jit,
+    #[error("function '{0}' is not in the compiled module")]
+    MissingFunction(String),
+}
+
+/// Runs `pipeline` (Blueprint and upstream passes) over `module`.
+pub fn run_pipeline(context: &Context, module: &mut Module, pipeline: &str) -> Result<(), ExecutionError> {
+    let elements = parse_pipeline(pipeline).map_err(|e| ExecutionError::Pipeline(e.to_string()))?;
+    let pass_manager = PassManager::new(context);
+    pass_manager.enable_verifier(true);
+    let top = pass_manager.as_operation_pass_manager();
+    for element in elements {
+        match element {
+            PipelineElement::Blueprint(name) => {
+                let info = crate::passes::find(&name).ok_or_else(|| ExecutionError::Pipeline(name.clone()))?;
+                top.add_pass((info.create)());
+            }
+            PipelineElement::Upstream(text) => crate::opt::add_upstream(&top, &text)
+                .map_err(|e| ExecutionError::Pipeline(e.to_string()))?,
+        }
+    }
+    pass_manager.run(module).map_err(|_| ExecutionError::Lowering)?;
+    if module.as_operation().verify() {
+        Ok(())
+    } else {
+        Err(ExecutionError::Lowering)
+    }
+}
+
+/// A JIT-compiled module.
+pub struct Jit {
+    raw: mlir_sys::MlirExecutionEngine,
+}
+
+impl Jit {
+    /// Compiles a module lowered to the LLVM dialect; `symbols` are bound
+    /// before anything is looked up (e.g. the runtime's entry points).
+    pub fn new(module: &Module, symbols: &[(&str, *mut ())]) -> Result<Self, ExecutionError> {
+        // SAFETY: the module is live; no shared libraries are passed.
+        let raw = unsafe {
+            mlir_sys::mlirExecutionEngineCreate(module.to_raw(), 2, 0, std::ptr::null(), false, false)
+        };
+        if raw.ptr.is_null() {
+            return Err(ExecutionError::Jit);
+        }
+        let jit = Self { raw };
+        for (name, address) in symbols {
+            let name_ref = mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() };
+            // SAFETY: the engine is live; `address` is a function of the
+            // signature the module declares for `name` (the runtime's table).
+            unsafe { mlir_sys::mlirExecutionEngineRegisterSymbol(jit.raw, name_ref, address.cast()) };
+        }
+        Ok(jit)
+    }
+
+    /// The address of a compiled function (use `_mlir_ciface_<name>` for
+    /// functions with `llvm.emit_c_interface`).
+    pub fn lookup(&self, name: &str) -> Result<*mut (), ExecutionError> {
+        let name_ref = mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() };
+        // SAFETY: the engine is live.
+        let address = unsafe { mlir_sys::mlirExecutionEngineLookup(self.raw, name_ref) };
+        if address.is_null() {
+            Err(ExecutionError::MissingFunction(name.to_string()))
+        } else {
+            Ok(address.cast())
+        }
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        // SAFETY: created by `mlirExecutionEngineCreate`, destroyed once.
+        unsafe { mlir_sys::mlirExecutionEngineDestroy(self.raw) }
+    }
+}

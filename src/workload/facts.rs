@@ -1,0 +1,240 @@
+//! Per-block facts: Calculon's block statistics recomputed from invocations.
+//!
+//! Phase mapping (Calculon stage → [`Phase`]): `fw` → `Forward`, `agrad` →
+//! `ActivationGradient`, `wgrad` → `WeightGradient`, `optim` → `Optimizer`;
+//! TP message sizes are the collective message bytes of `Forward`
+//! (`baseblock_fw_tp_size`), `ActivationGradient` (`baseblock_bw_tp_size`)
+//! and `Recommunication` (`baseblock_recomm_size`). `Recompute` work is not
+//! part of any oracle field (Calculon's `block_re_*` are wrong upstream).
+//! Pipeline and data-parallel sizes are transfers between blocks / replicas,
+//! outside the one-block derivation, so they come from the spec and memory.
+
+use serde::{Deserialize, Serialize};
+
+use super::spec::TrainingSpec;
+use super::training::{BlockDerivation, BlockMemory, CollectiveKind, Phase, PrimitiveInvocation};
+
+/// Calculon's per-block, per-microbatch, per-rank integers; field names are
+/// the oracle's `block` keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlockFacts {
+    pub block_fw_flops: u64,
+    pub block_agrad_flops: u64,
+    pub block_wgrad_flops: u64,
+    pub block_optim_flops: u64,
+    pub block_fw_mem_accessed: u64,
+    pub block_agrad_mem_accessed: u64,
+    pub block_wgrad_mem_accessed: u64,
+    pub block_optim_mem_accessed: u64,
+    pub baseblock_fw_tp_size: u64,
+    pub baseblock_bw_tp_size: u64,
+    pub baseblock_recomm_size: u64,
+    pub block_fw_pp_size: u64,
+    pub block_bw_pp_size: u64,
+    pub block_dp_size: u64,
+    pub block_weight_space: u64,
+    pub block_act_working_space: u64,
+    pub block_act_storage_space: u64,
+    pub block_act_checkpoint_size: u64,
+    pub block_weight_grad_space: u64,
+    pub block_weight_grad_space_no_sharding: u64,
+    pub block_act_grad_space: u64,
+    pub block_optimizer_space: u64,
+}
+
+impl BlockFacts {
+    /// Facts of a derivation: per-phase sums of its invocations plus memory.
+    #[must_use]
+    pub fn from_derivation(derivation: &BlockDerivation, spec: &TrainingSpec) -> Self {
+        facts_from_work(
+            derivation.invocations.iter().map(WorkItem::from),
+            &derivation.memory,
+            spec,
+        )
+    }
+
+    /// Every field with its oracle name, in declaration order.
+    #[must_use]
+    pub fn fields(&self) -> [(&'static str, u64); 22] {
+        [
+            ("block_fw_flops", self.block_fw_flops),
+            ("block_agrad_flops", self.block_agrad_flops),
+            ("block_wgrad_flops", self.block_wgrad_flops),
+            ("block_optim_flops", self.block_optim_flops),
+            ("block_fw_mem_accessed", self.block_fw_mem_accessed),
+            ("block_agrad_mem_accessed", self.block_agrad_mem_accessed),
+            ("block_wgrad_mem_accessed", self.block_wgrad_mem_accessed),
+            ("block_optim_mem_accessed", self.block_optim_mem_accessed),
+            ("baseblock_fw_tp_size", self.baseblock_fw_tp_size),
+            ("baseblock_bw_tp_size", self.baseblock_bw_tp_size),
+            ("baseblock_recomm_size", self.baseblock_recomm_size),
+            ("block_fw_pp_size", self.block_fw_pp_size),
+            ("block_bw_pp_size", self.block_bw_pp_size),
+            ("block_dp_size", self.block_dp_size),
+            ("block_weight_space", self.block_weight_space),
+            ("block_act_working_space", self.block_act_working_space),
+            ("block_act_storage_space", self.block_act_storage_space),
+            ("block_act_checkpoint_size", self.block_act_checkpoint_size),
+            ("block_weight_grad_space", self.block_weight_grad_space),
+            (
+                "block_weight_grad_space_no_sharding",
+                self.block_weight_grad_space_no_sharding,
+            ),
+            ("block_act_grad_space", self.block_act_grad_space),
+            ("block_optimizer_space", self.block_optimizer_space),
+        ]
+    }
+
+    /// Fields that differ from `expected`, as `(name, self, expected)`.
+    #[must_use]
+    pub fn mismatches(&self, expected: &Self) -> Vec<(&'static str, u64, u64)> {
+        self.fields()
+            .into_iter()
+            .zip(expected.fields())
+            .filter(|((_, got), (_, want))| got != want)
+            .map(|((name, got), (_, want))| (name, got, want))
+            .collect()
+    }
+}
+
+/// The part of an invocation (or of any task derived from one) that the
+/// facts depend on, so other layers can recompute the totals from their own
+/// task lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkItem {
+    pub phase: Phase,
+    pub ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Collective kind and logical message bytes, for collectives.
+    pub collective: Option<(CollectiveKind, u64)>,
+}
+
+impl From<&PrimitiveInvocation> for WorkItem {
+    fn from(inv: &PrimitiveInvocation) -> Self {
+        Self {
+            phase: inv.phase,
+            ops: inv.ops,
+            read_bytes: inv.read_bytes,
+            write_bytes: inv.write_bytes,
+            collective: inv.collective.map(|c| (c.kind, c.message_bytes)),
+        }
+    }
+}
+
+/// Totals of one phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PhaseSum {
+    pub ops: u64,
+    /// Read plus write bytes.
+    pub bytes: u64,
+    pub message_bytes: u64,
+    pub items: u64,
+    pub collectives: u64,
+}
+
+/// Per-phase totals of a set of work items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkTotals {
+    sums: [PhaseSum; Phase::ALL.len()],
+}
+
+impl WorkTotals {
+    /// Adds one item (saturating, so foreign task lists cannot panic).
+    pub fn add(&mut self, item: WorkItem) {
+        let sum = &mut self.sums[item.phase.index()];
+        sum.ops = sum.ops.saturating_add(item.ops);
+        sum.bytes = sum
+            .bytes
+            .saturating_add(item.read_bytes.saturating_add(item.write_bytes));
+        sum.items = sum.items.saturating_add(1);
+        if let Some((_, message)) = item.collective {
+            sum.message_bytes = sum.message_bytes.saturating_add(message);
+            sum.collectives = sum.collectives.saturating_add(1);
+        }
+    }
+
+    /// Totals of one phase.
+    #[must_use]
+    pub fn phase(&self, phase: Phase) -> PhaseSum {
+        self.sums[phase.index()]
+    }
+}
+
+impl FromIterator<WorkItem> for WorkTotals {
+    fn from_iter<I: IntoIterator<Item = WorkItem>>(items: I) -> Self {
+        let mut totals = Self::default();
+        for item in items {
+            totals.add(item);
+        }
+        totals
+    }
+}
+
+/// Bytes of the activation one pipeline stage sends to the next per
+/// microbatch and block boundary: sequence-split under RS+AG (Calculon's
+/// `_block_fw_pp_size`), 0 without pipeline parallelism.
+#[must_use]
+pub fn pipeline_message_bytes(spec: &TrainingSpec) -> u64 {
+    let (model, map) = (&spec.model, &spec.mapping);
+    if map.pp <= 1 {
+        return 0;
+    }
+    let tokens = spec.workload.microbatch.saturating_mul(model.seq_len);
+    let tokens = if map.sequence_parallel() {
+        tokens.checked_div(map.tp).unwrap_or(0)
+    } else {
+        tokens
+    };
+    tokens
+        .saturating_mul(model.hidden)
+        .saturating_mul(spec.workload.datatype.bytes())
+}
+
+/// Builds the facts from any work items plus the block memory.
+#[must_use]
+pub fn facts_from_work(
+    items: impl IntoIterator<Item = WorkItem>,
+    memory: &BlockMemory,
+    spec: &TrainingSpec,
+) -> BlockFacts {
+    let totals: WorkTotals = items.into_iter().collect();
+    let fw = totals.phase(Phase::Forward);
+    let agrad = totals.phase(Phase::ActivationGradient);
+    let wgrad = totals.phase(Phase::WeightGradient);
+    let optim = totals.phase(Phase::Optimizer);
+    let recomm = totals.phase(Phase::Recommunication);
+    let pp = pipeline_message_bytes(spec);
+    BlockFacts {
+        block_fw_flops: fw.ops,
+        block_agrad_flops: agrad.ops,
+        block_wgrad_flops: wgrad.ops,
+        block_optim_flops: optim.ops,
+        block_fw_mem_accessed: fw.bytes,
+        block_agrad_mem_accessed: agrad.bytes,
+        block_wgrad_mem_accessed: wgrad.bytes,
+        block_optim_mem_accessed: optim.bytes,
+        baseblock_fw_tp_size: fw.message_bytes,
+        baseblock_bw_tp_size: agrad.message_bytes,
+        baseblock_recomm_size: recomm.message_bytes,
+        block_fw_pp_size: pp,
+        // Training sends the activation gradient back across the same boundary.
+        block_bw_pp_size: pp,
+        // The block's weight gradients are synchronised over DP (Calculon
+        // sizes the message as the low-precision weights).
+        block_dp_size: if spec.mapping.dp > 1 {
+            memory.weights
+        } else {
+            0
+        },
+        block_weight_space: memory.weights,
+        block_act_working_space: memory.act_working_space,
+        block_act_storage_space: memory.act_storage_space,
+        block_act_checkpoint_size: memory.act_checkpoint,
+        block_weight_grad_space: memory.weight_grads,
+        block_weight_grad_space_no_sharding: memory.weight_grads_unsharded,
+        block_act_grad_space: memory.act_grads,
+        block_optimizer_space: memory.optimizer,
+    }
+}
