@@ -132,6 +132,28 @@ def Dist_OutputOp : Dist_Op<"output"> {
                        Blueprint_SplitAxesAttr:$split_axes, StrAttr:$lineage);
 }
 
+def Dist_MemoryKind : Blueprint_StrEnumAttr<"class of per-rank state",
+    ["weight", "activation_working", "activation_storage", "activation_checkpoint",
+     "weight_gradient", "weight_gradient_unsharded", "activation_gradient",
+     "optimizer_state", "kv_cache"]>;
+
+def Dist_MemoryOp : Dist_Op<"memory"> {
+  let summary = "Per-rank memory one class of state needs";
+  let description = [{
+    Aggregate memory facts of the program: `bytes` each rank of `mesh`
+    needs for one class of state (weights, activations kept for the
+    backward pass, gradients, optimizer state, KV cache, ...). Planning turns
+    each into a buffer of exactly that size.
+
+    ```mlir
+    "dist.memory"() {id = "mem.weight", mesh = @tp, kind = "weight",
+                     bytes = 113295360 : i64, lineage = "block"} : () -> ()
+    ```
+  }];
+  let arguments = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh, Dist_MemoryKind:$kind,
+                       Blueprint_Count:$bytes, StrAttr:$lineage);
+}
+
 //===----------------------------------------------------------------------===//
 // Task bodies: local compute, reshard, control
 //===----------------------------------------------------------------------===//
@@ -142,7 +164,9 @@ def Dist_ComputeOp : Dist_Op<"compute"> {
     One primitive invocation on every rank of the mesh (or the `ranks`
     subset), with its exact per-rank work: `ops` operations, `read_bytes`
     and `write_bytes`. `engine` is the abstract engine class, `primitive`
-    names the primitive. The task's completion is its token.
+    names the primitive. The task's completion is its token; a task that
+    produces a boundary value (such as the block output at the forward
+    terminal) also returns it as `value`.
 
     ```mlir
     %t = "dist.compute"(%x) {id = "fw.qkv", mesh = @tp, phase = "forward",
@@ -156,7 +180,7 @@ def Dist_ComputeOp : Dist_Op<"compute"> {
                             Blueprint_Count:$ops, Blueprint_Count:$read_bytes,
                             Blueprint_Count:$write_bytes,
                             OptionalAttr<DenseI64ArrayAttr>:$ranks));
-  let results = (outs Dist_Token:$token);
+  let results = (outs Dist_Token:$token, Optional<AnyRankedTensor>:$value);
 }
 
 def Dist_ReshardOp : Dist_Op<"reshard"> {
@@ -198,10 +222,19 @@ def Dist_ControlOp : Dist_Op<"control"> {
 
 // `input` is the value communicated (a tensor, or a token for facts-only
 // programs); `deps` are extra ordering dependencies.
+// Local work a communication does on each rank (reduction operations and
+// bytes it reads and writes, default 0), and the mesh axes whose ranks the
+// participants are (the group the collective claims).
+defvar Dist_CommLocalWork = (ins OptionalAttr<Blueprint_Count>:$ops,
+                                 OptionalAttr<Blueprint_Count>:$read_bytes,
+                                 OptionalAttr<Blueprint_Count>:$write_bytes,
+                                 OptionalAttr<StrArrayAttr>:$mesh_axes);
+
 class Dist_CommOp<string mnemonic, dag extra, bit isAsync>
     : Dist_Op<!if(isAsync, mnemonic # "_start", mnemonic)> {
   let arguments = !con((ins AnyType:$input, Variadic<Dist_Token>:$deps),
-                       Dist_TaskAttrs, (ins Blueprint_Count:$message_bytes), extra);
+                       Dist_TaskAttrs, (ins Blueprint_Count:$message_bytes), extra,
+                       Dist_CommLocalWork);
   let results = !if(isAsync, (outs Dist_AsyncHandle:$handle, AnyType:$result),
                              (outs AnyType:$result));
 }

@@ -47,6 +47,11 @@ def Plan_ConcurrencyGroup : Blueprint_StrEnumAttr<"concurrency group",
 def Plan_MemorySpace : Blueprint_StrEnumAttr<"abstract memory space kind",
     ["local", "host", "shared"]>;
 
+def Plan_BufferContents : Blueprint_StrEnumAttr<"what a buffer holds",
+    ["weight", "activation_working", "activation_storage", "activation_checkpoint",
+     "weight_gradient", "weight_gradient_unsharded", "activation_gradient",
+     "optimizer_state", "kv_cache", "boundary_value"]>;
+
 def Plan_ObjectiveKind : Blueprint_StrEnumAttr<"objective",
     ["latency", "peak_memory"]>;
 
@@ -123,17 +128,19 @@ def Plan_BufferOp : Plan_Op<"buffer"> {
   let summary = "An abstract buffer: size, alignment and memory-space kind";
   let description = [{
     A symbol for a buffer the plan needs per rank. `alignment` is a power
-    of two; `memory_space` is an abstract kind, never a physical bank.
-    `lineage` names the distributed value it holds.
+    of two; `memory_space` is an abstract kind, never a physical bank;
+    `contents` says what it holds. `lineage` names the distributed value or
+    memory fact it comes from.
 
     ```mlir
     "plan.buffer"() {sym_name = "kv_cache", size = 8388608 : i64, alignment = 64 : i64,
-                     memory_space = "local", lineage = "kv"} : () -> ()
+                     memory_space = "local", contents = "kv_cache", lineage = "kv"} : () -> ()
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Blueprint_Count:$size,
                        ConfinedAttr<I64Attr, [IntPositivePowerOf2]>:$alignment,
-                       Plan_MemorySpace:$memory_space, StrAttr:$lineage);
+                       Plan_MemorySpace:$memory_space, Plan_BufferContents:$contents,
+                       StrAttr:$lineage);
 }
 
 def Plan_ObjectiveOp : Plan_Op<"objective"> {

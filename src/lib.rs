@@ -9,6 +9,7 @@
 
 pub mod context;
 pub mod diagnostics;
+pub mod digest;
 pub mod error;
 pub mod execution;
 pub mod ir;
@@ -16,6 +17,9 @@ pub mod lowering;
 pub mod ods;
 pub mod opt;
 pub mod passes;
+pub mod summary;
+pub mod transformer;
+pub mod translate;
 pub mod verify;
 pub mod workload;
 

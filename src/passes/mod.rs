@@ -24,6 +24,11 @@ pub static PASSES: &[PassInfo] = &[
         create: verify_pass::create,
     },
     PassInfo {
+        name: "distribute-transformer-training",
+        summary: "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",
+        create: crate::transformer::distribute::create,
+    },
+    PassInfo {
         name: "dist-async",
         summary: "Turn synchronous collectives and point-to-point transfers into start + wait",
         create: dist_async::create,

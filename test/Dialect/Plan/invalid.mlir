@@ -76,19 +76,19 @@ func.func @duration_in_plan() {
 
 "plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0", source_digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"} : () -> ()
 // expected-error @+1 {{'plan.buffer' op attribute 'alignment' must be a positive power of two, but got 48}}
-"plan.buffer"() {sym_name = "b", size = 16 : i64, alignment = 48 : i64, memory_space = "local", lineage = "x"} : () -> ()
+"plan.buffer"() {sym_name = "b", size = 16 : i64, alignment = 48 : i64, memory_space = "local", contents = "kv_cache", lineage = "x"} : () -> ()
 
 // -----
 
 "plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0", source_digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"} : () -> ()
 // expected-error @+1 {{'"hbm_bank0"' does not satisfy the constraint}}
-"plan.buffer"() {sym_name = "b", size = 16 : i64, alignment = 64 : i64, memory_space = "hbm_bank0", lineage = "x"} : () -> ()
+"plan.buffer"() {sym_name = "b", size = 16 : i64, alignment = 64 : i64, memory_space = "hbm_bank0", contents = "weight", lineage = "x"} : () -> ()
 
 // -----
 
 "plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0", source_digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"} : () -> ()
 // expected-error @+1 {{'plan.buffer' op attribute 'size' must be non-negative, but got -16}}
-"plan.buffer"() {sym_name = "b", size = -16 : i64, alignment = 64 : i64, memory_space = "local", lineage = "x"} : () -> ()
+"plan.buffer"() {sym_name = "b", size = -16 : i64, alignment = 64 : i64, memory_space = "local", contents = "kv_cache", lineage = "x"} : () -> ()
 
 // -----
 

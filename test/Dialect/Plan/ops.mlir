@@ -4,10 +4,10 @@
 
 // CHECK: "plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0", source_digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"}
 "plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0", source_digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"} : () -> ()
-// CHECK: "plan.buffer"() {alignment = 64 : i64, lineage = "kv", memory_space = "local", size = 8388608 : i64, sym_name = "kv_cache"}
-"plan.buffer"() {sym_name = "kv_cache", size = 8388608 : i64, alignment = 64 : i64, memory_space = "local", lineage = "kv"} : () -> ()
-// CHECK: "plan.buffer"() {alignment = 1 : i64, lineage = "x", memory_space = "host", size = 0 : i64, sym_name = "staging"}
-"plan.buffer"() {sym_name = "staging", size = 0 : i64, alignment = 1 : i64, memory_space = "host", lineage = "x"} : () -> ()
+// CHECK: "plan.buffer"() {alignment = 64 : i64, contents = "kv_cache", lineage = "kv", memory_space = "local", size = 8388608 : i64, sym_name = "kv_cache"}
+"plan.buffer"() {sym_name = "kv_cache", size = 8388608 : i64, alignment = 64 : i64, memory_space = "local", contents = "kv_cache", lineage = "kv"} : () -> ()
+// CHECK: "plan.buffer"() {alignment = 1 : i64, contents = "boundary_value", lineage = "x", memory_space = "host", size = 0 : i64, sym_name = "staging"}
+"plan.buffer"() {sym_name = "staging", size = 0 : i64, alignment = 1 : i64, memory_space = "host", contents = "boundary_value", lineage = "x"} : () -> ()
 // CHECK: "plan.objective"() {kind = "latency"}
 "plan.objective"() {kind = "latency"} : () -> ()
 // CHECK: "plan.objective"() {kind = "peak_memory"}

@@ -7,5 +7,5 @@
 // expected-error @+1 {{this is never reported}}
 "plan.objective"() {kind = "latency"} : () -> ()
 // CHECK-DAG: verify-diagnostics.mlir:[[@LINE+1]]:1: error: 'plan.buffer' op attribute 'alignment' must be a positive power of two, but got 3
-"plan.buffer"() {sym_name = "b", size = 16 : i64, alignment = 3 : i64, memory_space = "local", lineage = "x"} : () -> ()
+"plan.buffer"() {sym_name = "b", size = 16 : i64, alignment = 3 : i64, memory_space = "local", contents = "kv_cache", lineage = "x"} : () -> ()
 // CHECK-DAG: (unexpected error)

@@ -1,0 +1,224 @@
+//! Work summaries of `dist` and `plan` programs: per-phase and per-engine
+//! totals read from the tasks themselves, and the block facts under the
+//! Calculon oracle's field names. The checks and `--export-work-summary`
+//! use the same reading, so a layer's totals are computed one way only.
+
+use std::collections::BTreeMap;
+
+use melior::ir::OperationRef;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::{
+    ir::{attr_string_list, collect_ops, dialect_of, int_attr, name_of, str_attr},
+    workload::BlockFacts,
+};
+
+#[derive(Debug, Error)]
+pub enum SummaryError {
+    #[error("the module holds neither a 'plan' nor a 'dist' program to summarize")]
+    Empty,
+}
+
+/// What a task contributes to, beyond its phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskClass {
+    Compute,
+    /// Tensor-parallel collective (the block's own communication).
+    TensorParallel,
+    /// Transfer between pipeline stages.
+    Pipeline,
+    /// Data-parallel gradient communication.
+    DataParallel,
+}
+
+/// One task as the summaries see it, from either layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskWork {
+    pub id: String,
+    pub phase: String,
+    /// Engine class (`matrix`, `vector`) or communication kind.
+    pub engine: String,
+    pub class: TaskClass,
+    pub ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub message_bytes: u64,
+}
+
+/// Totals over a set of tasks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub tasks: u64,
+    pub ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub message_bytes: u64,
+}
+
+impl Totals {
+    fn add(&mut self, task: &TaskWork) {
+        self.tasks += 1;
+        self.ops = self.ops.saturating_add(task.ops);
+        self.read_bytes = self.read_bytes.saturating_add(task.read_bytes);
+        self.write_bytes = self.write_bytes.saturating_add(task.write_bytes);
+        self.message_bytes = self.message_bytes.saturating_add(task.message_bytes);
+    }
+}
+
+/// The exported summary.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WorkSummary {
+    /// `plan` or `dist`.
+    pub layer: String,
+    pub phases: BTreeMap<String, Totals>,
+    pub engines: BTreeMap<String, Totals>,
+    pub block: BlockFacts,
+}
+
+/// The tasks and memory facts of one layer of `module`.
+pub struct LayerWork {
+    pub tasks: Vec<TaskWork>,
+    /// Bytes per memory kind (`weight`, `optimizer_state`, ...).
+    pub memory: BTreeMap<String, u64>,
+}
+
+fn count(op: OperationRef, name: &str) -> u64 {
+    int_attr(op, name).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+}
+
+fn class_of(op: OperationRef, kind: &str) -> TaskClass {
+    if kind == "point_to_point" {
+        return TaskClass::Pipeline;
+    }
+    match attr_string_list(op, "mesh_axes").as_deref() {
+        Some([axis]) if axis == "dp" => TaskClass::DataParallel,
+        Some([axis]) if axis == "pp" => TaskClass::Pipeline,
+        _ => TaskClass::TensorParallel,
+    }
+}
+
+/// Reads the tasks of the `dialect` layer (`dist` or `plan`) of `module`.
+#[must_use]
+pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
+    let mut tasks = Vec::new();
+    let mut memory = BTreeMap::new();
+    for op in collect_ops(module) {
+        let name = name_of(op);
+        if dialect_of(&name) != dialect {
+            continue;
+        }
+        let base = name.strip_suffix("_start").unwrap_or(&name);
+        let id = str_attr(op, "id").unwrap_or_default().to_string();
+        let phase = str_attr(op, "phase").unwrap_or_default().to_string();
+        let task = |engine: &str, class: TaskClass| TaskWork {
+            id: id.clone(),
+            phase: phase.clone(),
+            engine: engine.to_string(),
+            class,
+            ops: count(op, "ops"),
+            read_bytes: count(op, "read_bytes"),
+            write_bytes: count(op, "write_bytes"),
+            message_bytes: count(op, "message_bytes"),
+        };
+        match base {
+            "dist.compute" => tasks.push(task(str_attr(op, "engine").unwrap_or_default(), TaskClass::Compute)),
+            "dist.all_reduce" | "dist.reduce_scatter" | "dist.all_gather" | "dist.all_to_all" | "dist.broadcast" => {
+                let kind = base.trim_start_matches("dist.");
+                tasks.push(task(kind, class_of(op, kind)));
+            }
+            "dist.p2p" => tasks.push(task("point_to_point", TaskClass::Pipeline)),
+            "plan.compute_task" => tasks.push(task(str_attr(op, "capability").unwrap_or_default(), TaskClass::Compute)),
+            "plan.collective_task" => {
+                let kind = str_attr(op, "capability").unwrap_or_default();
+                tasks.push(task(kind, class_of(op, kind)));
+            }
+            "dist.memory" => {
+                let kind = str_attr(op, "kind").unwrap_or_default().to_string();
+                *memory.entry(kind).or_insert(0) += count(op, "bytes");
+            }
+            "plan.buffer" => {
+                let kind = str_attr(op, "contents").unwrap_or_default().to_string();
+                *memory.entry(kind).or_insert(0) += count(op, "size");
+            }
+            _ => {}
+        }
+    }
+    LayerWork { tasks, memory }
+}
+
+impl LayerWork {
+    /// Totals of the tasks of one phase.
+    #[must_use]
+    pub fn phase(&self, phase: &str) -> Totals {
+        let mut totals = Totals::default();
+        for task in self.tasks.iter().filter(|t| t.phase == phase) {
+            totals.add(task);
+        }
+        totals
+    }
+
+    fn message(&self, phase: Option<&str>, class: TaskClass) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| t.class == class && phase.is_none_or(|p| t.phase == p))
+            .map(|t| t.message_bytes)
+            .sum()
+    }
+
+    /// The block facts these tasks and memory facts state.
+    #[must_use]
+    pub fn block_facts(&self) -> BlockFacts {
+        let flops = |p: &str| self.phase(p).ops;
+        let bytes = |p: &str| {
+            let t = self.phase(p);
+            t.read_bytes + t.write_bytes
+        };
+        let memory = |k: &str| self.memory.get(k).copied().unwrap_or(0);
+        BlockFacts {
+            block_fw_flops: flops("forward"),
+            block_agrad_flops: flops("activation_gradient"),
+            block_wgrad_flops: flops("weight_gradient"),
+            block_optim_flops: flops("optimizer"),
+            block_fw_mem_accessed: bytes("forward"),
+            block_agrad_mem_accessed: bytes("activation_gradient"),
+            block_wgrad_mem_accessed: bytes("weight_gradient"),
+            block_optim_mem_accessed: bytes("optimizer"),
+            baseblock_fw_tp_size: self.message(Some("forward"), TaskClass::TensorParallel),
+            baseblock_bw_tp_size: self.message(Some("activation_gradient"), TaskClass::TensorParallel),
+            baseblock_recomm_size: self.message(Some("recommunication"), TaskClass::TensorParallel),
+            block_fw_pp_size: self.message(Some("forward"), TaskClass::Pipeline),
+            block_bw_pp_size: self.message(Some("activation_gradient"), TaskClass::Pipeline),
+            block_dp_size: self.message(None, TaskClass::DataParallel),
+            block_weight_space: memory("weight"),
+            block_act_working_space: memory("activation_working"),
+            block_act_storage_space: memory("activation_storage"),
+            block_act_checkpoint_size: memory("activation_checkpoint"),
+            block_weight_grad_space: memory("weight_gradient"),
+            block_weight_grad_space_no_sharding: memory("weight_gradient_unsharded"),
+            block_act_grad_space: memory("activation_gradient"),
+            block_optimizer_space: memory("optimizer_state"),
+        }
+    }
+}
+
+/// Summarizes the plan of `module`, or its dist program if it has no plan.
+pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
+    let ops = collect_ops(module);
+    let has = |d: &str| ops.iter().any(|op| dialect_of(&name_of(*op)) == d && name_of(*op) != format!("{d}.header"));
+    let layer = if has("plan") {
+        "plan"
+    } else if has("dist") {
+        "dist"
+    } else {
+        return Err(SummaryError::Empty);
+    };
+    let work = layer_work(module, layer);
+    let mut phases: BTreeMap<String, Totals> = BTreeMap::new();
+    let mut engines: BTreeMap<String, Totals> = BTreeMap::new();
+    for task in &work.tasks {
+        phases.entry(task.phase.clone()).or_default().add(task);
+        engines.entry(task.engine.clone()).or_default().add(task);
+    }
+    Ok(WorkSummary { layer: layer.to_string(), phases, engines, block: work.block_facts() })
+}

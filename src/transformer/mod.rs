@@ -1,0 +1,57 @@
+//! The Transformer frontend and its passes: import into ModelIR,
+//! decomposition, distribution into DistributedTaskIR and planning into
+//! PortablePlanIR.
+
+pub mod binding;
+pub mod distribute;
+pub mod import;
+
+use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike};
+
+use crate::diagnostics::emit_error;
+
+/// Parses `text` (a `module { ... }` Blueprint generated) in the context of
+/// `module` and moves its top-level ops to the end of `module`. Returns
+/// false, with a diagnostic, if the text does not parse; `module` is then
+/// unchanged.
+pub(crate) fn append_parsed(module: OperationRef, text: &str) -> bool {
+    let name = "<generated>";
+    // SAFETY: the context of a live op is live; both strings outlive the call.
+    let parsed = unsafe {
+        mlir_sys::mlirOperationCreateParse(
+            mlir_sys::mlirOperationGetContext(module.to_raw()),
+            mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() },
+            mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },
+        )
+    };
+    if parsed.ptr.is_null() {
+        emit_error(module.location(), "internal error: generated IR failed to parse (see the diagnostics above)");
+        return false;
+    }
+    // SAFETY: `parsed` is a live, owned builtin.module.
+    let parsed_ref = unsafe { OperationRef::from_raw(parsed) };
+    let (Ok(source), Ok(target)) = (parsed_ref.region(0), module.region(0)) else {
+        unsafe { mlir_sys::mlirOperationDestroy(parsed) };
+        return false;
+    };
+    let (Some(source), Some(target)) = (source.first_block(), target.first_block()) else {
+        unsafe { mlir_sys::mlirOperationDestroy(parsed) };
+        return false;
+    };
+    let mut moved = Vec::new();
+    let mut next = source.first_operation();
+    while let Some(op) = next {
+        moved.push(op.to_raw());
+        next = op.next_in_block();
+    }
+    for raw in moved {
+        // SAFETY: each op is live and owned by `source`; it moves to `target`.
+        unsafe {
+            mlir_sys::mlirOperationRemoveFromParent(raw);
+            mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
+        }
+    }
+    // SAFETY: the emptied temporary module is owned here and destroyed once.
+    unsafe { mlir_sys::mlirOperationDestroy(parsed) };
+    true
+}

@@ -1,0 +1,179 @@
+//! `blueprint-translate`: between Blueprint IR and other formats.
+//!
+//! - `--import-transformer-training SPEC.json`: a training spec (model,
+//!   workload, mapping) to ModelIR with the strategy bound on the module;
+//! - `--transformer-block-facts SPEC.json`: the derived per-block facts as
+//!   JSON, keyed by the Calculon oracle's field names;
+//! - `--export-work-summary [FILE.mlir]`: per-phase and per-engine totals and
+//!   the block facts of a `plan` (or `dist`) program as JSON.
+//!
+//! Bad input gets a diagnostic naming the problem and exit code 1, and
+//! nothing is written.
+
+use std::io::{Read, Write};
+
+use melior::ir::operation::{OperationLike, OperationPrintingFlags};
+
+use crate::{
+    context::create_context,
+    diagnostics::DiagnosticSink,
+    opt::parse_module,
+    summary,
+    transformer::import::import_training,
+    verify::verify_blueprint,
+    workload::{derive_training_block, BlockFacts, TrainingSpec},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    ImportTraining,
+    BlockFacts,
+    ExportWorkSummary,
+}
+
+const HELP: &str = "OVERVIEW: Blueprint translation tool\n\n\
+USAGE: blueprint-translate <mode> [input] [-o <file>]\n\n\
+MODES:\n\
+\x20 --import-transformer-training SPEC.json   Training spec -> ModelIR (strategy bound on the module)\n\
+\x20 --transformer-block-facts SPEC.json       Derived per-block facts as JSON (Calculon field names)\n\
+\x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\n\
+OPTIONS:\n\
+\x20 -o <file>                                 Output file (default: stdout)\n\
+\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n";
+
+/// Runs the tool; returns the exit code.
+#[must_use]
+pub fn main_with_args(args: &[String]) -> i32 {
+    match run(args) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("{message}");
+            1
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let mut mode = None;
+    let mut input: Option<String> = None;
+    let mut output: Option<String> = None;
+    let mut generic = false;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let set = |m: Mode, mode: &mut Option<Mode>| -> Result<(), String> {
+            if mode.is_some() {
+                return Err("blueprint-translate: give exactly one mode".into());
+            }
+            *mode = Some(m);
+            Ok(())
+        };
+        match arg.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Ok(());
+            }
+            "--import-transformer-training" => set(Mode::ImportTraining, &mut mode)?,
+            "--transformer-block-facts" => set(Mode::BlockFacts, &mut mode)?,
+            "--export-work-summary" => set(Mode::ExportWorkSummary, &mut mode)?,
+            "--mlir-print-op-generic" => generic = true,
+            "-o" => output = Some(iter.next().ok_or("blueprint-translate: -o needs a file name")?.clone()),
+            other if other.starts_with('-') && other != "-" => {
+                return Err(format!("blueprint-translate: unknown option '{other}'\nTry 'blueprint-translate --help'."))
+            }
+            other => {
+                if input.replace(other.to_string()).is_some() {
+                    return Err("blueprint-translate: only one input is accepted".into());
+                }
+            }
+        }
+    }
+    let mode = mode.ok_or("blueprint-translate: no mode given\nTry 'blueprint-translate --help'.")?;
+    let (name, bytes) = read_input(input.as_deref())?;
+    let text = match mode {
+        Mode::ImportTraining => {
+            let spec = training_spec(&name, &bytes)?;
+            print_verified(&name, &import_training(&spec), generic)?
+        }
+        Mode::BlockFacts => {
+            let spec = training_spec(&name, &bytes)?;
+            let derivation = derive_training_block(&spec).map_err(|e| format!("{name}: error: {e}"))?;
+            let facts = BlockFacts::from_derivation(&derivation, &spec);
+            serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
+        }
+        Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
+    };
+    write_output(output.as_deref(), &text)
+}
+
+fn read_input(path: Option<&str>) -> Result<(String, Vec<u8>), String> {
+    match path {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|e| format!("blueprint-translate: cannot read <stdin>: {e}"))?;
+            Ok(("<stdin>".into(), bytes))
+        }
+        Some(path) => std::fs::read(path)
+            .map(|bytes| (path.to_string(), bytes))
+            .map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}")),
+    }
+}
+
+fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
+    match path {
+        None | Some("-") => std::io::stdout()
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("blueprint-translate: cannot write <stdout>: {e}")),
+        Some(path) => {
+            let temporary = format!("{path}.tmp-blueprint-translate");
+            std::fs::write(&temporary, text)
+                .and_then(|()| std::fs::rename(&temporary, path))
+                .map_err(|e| {
+                    let _ = std::fs::remove_file(&temporary);
+                    format!("blueprint-translate: cannot write '{path}': {e}")
+                })
+        }
+    }
+}
+
+fn training_spec(name: &str, bytes: &[u8]) -> Result<TrainingSpec, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
+    TrainingSpec::from_json(text).map_err(|e| format!("{name}: error: {e}"))
+}
+
+/// Parses generated IR, runs the verifiers and prints it.
+fn print_verified(name: &str, text: &str, generic: bool) -> Result<String, String> {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let module = parse_module(&context, &sink, text.as_bytes(), name);
+    let ok = module.as_ref().is_some_and(|m| m.as_operation().verify() && verify_blueprint(m.as_operation()));
+    let diagnostics = sink.take();
+    match module {
+        Some(module) if ok => {
+            let mut flags = OperationPrintingFlags::new();
+            if generic {
+                flags = flags.print_generic_operation_form();
+            }
+            module
+                .as_operation()
+                .to_string_with_flags(flags)
+                .map(|t| t + "\n")
+                .map_err(|e| e.to_string())
+        }
+        _ => Err(diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")),
+    }
+}
+
+fn export_summary(name: &str, bytes: &[u8]) -> Result<String, String> {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let module = parse_module(&context, &sink, bytes, name);
+    let ok = module.as_ref().is_some_and(|m| m.as_operation().verify() && verify_blueprint(m.as_operation()));
+    let render = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    let Some(module) = module.filter(|_| ok) else {
+        return Err(render(&sink));
+    };
+    let summary = summary::summarize(module.as_operation()).map_err(|e| format!("{name}: error: {e}"))?;
+    serde_json::to_string_pretty(&summary).map(|t| t + "\n").map_err(|e| e.to_string())
+}
