@@ -108,7 +108,9 @@ def Plan_CollectiveTaskOp : Plan_Op<"collective_task"> {
   let summary = "A communication task with exact message bytes";
   let description = [{
     `message_bytes` is copied exactly from the source collective or
-    point-to-point task; `capability` names the communication it needs.
+    point-to-point task; `capability` names the communication it needs;
+    `mesh_axes` names the logical mesh axes it spans (which abstract network
+    scope it needs: tensor-, pipeline- or data-parallel).
 
     ```mlir
     %t = "plan.collective_task"(%a) {id = "fw.ar0", lineage = "fw.ar0", phase = "forward",
@@ -120,7 +122,8 @@ def Plan_CollectiveTaskOp : Plan_Op<"collective_task"> {
   }];
   let arguments = !con((ins Variadic<Plan_Token>:$deps), Plan_TaskAttrs,
                        (ins Plan_CollectiveCapability:$capability,
-                            Blueprint_Count:$message_bytes));
+                            Blueprint_Count:$message_bytes,
+                            OptionalAttr<StrArrayAttr>:$mesh_axes));
   let results = (outs Plan_Token:$token);
 }
 

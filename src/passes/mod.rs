@@ -29,6 +29,11 @@ pub static PASSES: &[PassInfo] = &[
         create: crate::transformer::distribute::create,
     },
     PassInfo {
+        name: "plan-transformer-training",
+        summary: "Turn the dist program into a portable plan with exact work facts and abstract resources",
+        create: crate::transformer::plan::create,
+    },
+    PassInfo {
         name: "dist-async",
         summary: "Turn synchronous collectives and point-to-point transfers into start + wait",
         create: dist_async::create,

@@ -5,6 +5,7 @@
 pub mod binding;
 pub mod distribute;
 pub mod import;
+pub mod plan;
 
 use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike};
 
