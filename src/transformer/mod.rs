@@ -56,3 +56,6 @@ pub(crate) fn append_parsed(module: OperationRef, text: &str) -> bool {
     unsafe { mlir_sys::mlirOperationDestroy(parsed) };
     true
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,89 @@
+//! End-to-end: spec -> ModelIR -> dist -> plan -> work summary, in process,
+//! against the Calculon oracle (read from the shared file, not copied).
+
+use melior::ir::operation::OperationLike;
+use serde_json::Value as Json;
+
+use super::import::import_training;
+use crate::{
+    context::create_context,
+    diagnostics::DiagnosticSink,
+    digest::layer_digest,
+    execution::run_pipeline,
+    opt::parse_module,
+    summary::summarize,
+    workload::{BlockFacts, TrainingSpec},
+};
+
+const PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training)";
+
+fn oracle_cases() -> Vec<Json> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let json: Json = serde_json::from_str(&text).expect("oracle is JSON");
+    json["cases"].as_array().expect("cases array").clone()
+}
+
+fn spec_of(case: &Json) -> TrainingSpec {
+    let spec = serde_json::json!({"model": case["model"], "workload": case["workload"], "mapping": case["mapping"]});
+    TrainingSpec::from_json(&spec.to_string()).expect("oracle case is a valid spec")
+}
+
+/// Runs the pipeline on `spec`; returns the summary's block facts and the
+/// three layer digests.
+fn plan(spec: &TrainingSpec) -> (BlockFacts, [String; 3]) {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, import_training(spec).as_bytes(), "spec").expect("import parses");
+    if let Err(e) = run_pipeline(&context, &mut module, PIPELINE) {
+        panic!("{e}: {:?}", sink.take());
+    }
+    let op = module.as_operation();
+    assert!(crate::verify::verify_blueprint(op), "{:?}", sink.take());
+    let summary = summarize(op).expect("plan present");
+    assert_eq!(summary.layer, "plan");
+    (summary.block, ["model", "dist", "plan"].map(|layer| layer_digest(op, layer)))
+}
+
+#[test]
+fn every_oracle_case_matches_through_the_mlir_pipeline() {
+    let cases = oracle_cases();
+    assert_eq!(cases.len(), 8);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let expected: BlockFacts = serde_json::from_value(case["block"].clone()).expect("oracle block facts");
+        let (facts, _) = plan(&spec_of(case));
+        for (field, got, want) in facts.mismatches(&expected) {
+            failures.push(format!("{}: {field} = {got}, oracle {want}", case["name"]));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn digests_are_deterministic_and_ignore_non_workload_attributes() {
+    let case = &oracle_cases()[3];
+    let spec = spec_of(case);
+    let (_, first) = plan(&spec);
+    let (_, second) = plan(&spec);
+    assert_eq!(first, second);
+    // A network tier handed to a later estimate is not part of any layer.
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let text = import_training(&spec).replacen(
+        "module attributes {",
+        "module attributes {blueprint.system = {network_tier = \"tier-a\"}, ",
+        1,
+    );
+    let mut module = parse_module(&context, &sink, text.as_bytes(), "spec").expect("parses");
+    run_pipeline(&context, &mut module, PIPELINE).expect("plans");
+    let with_tier = ["model", "dist", "plan"].map(|layer| layer_digest(module.as_operation(), layer));
+    assert_eq!(first, with_tier);
+    // A different strategy changes the dist and plan digests, not the model's.
+    let mut other = spec.clone();
+    other.mapping.tp = 4;
+    let (_, changed) = plan(&other);
+    assert_eq!(changed[0], first[0]);
+    assert_ne!(changed[1], first[1]);
+    assert_ne!(changed[2], first[2]);
+}
