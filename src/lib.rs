@@ -7,6 +7,7 @@
 //! they are real registered dialects. What IRDL cannot say is checked by the
 //! Rust verifiers in [`verify`], which run after parsing and after every pass.
 
+pub mod checks;
 pub mod context;
 pub mod diagnostics;
 pub mod digest;

@@ -34,6 +34,26 @@ pub static PASSES: &[PassInfo] = &[
         create: crate::transformer::plan::create,
     },
     PassInfo {
+        name: "check-mesh-strategy",
+        summary: "Check that the mesh and tensor-parallel groups agree with the bound strategy",
+        create: crate::checks::create_mesh_strategy,
+    },
+    PassInfo {
+        name: "check-collective-groups",
+        summary: "Check that each collective's participants are the mesh group it claims",
+        create: crate::checks::create_collective_groups,
+    },
+    PassInfo {
+        name: "check-conservation",
+        summary: "Check that work, bytes, message volume and memory are conserved from model to dist to plan",
+        create: crate::checks::create_conservation,
+    },
+    PassInfo {
+        name: "check-recompute",
+        summary: "Check that recompute tasks are exactly the forward clones the recompute policy implies",
+        create: crate::checks::create_recompute,
+    },
+    PassInfo {
         name: "dist-async",
         summary: "Turn synchronous collectives and point-to-point transfers into start + wait",
         create: dist_async::create,

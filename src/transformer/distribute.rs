@@ -98,7 +98,8 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
         let own = model_op_id(inv);
         if model_ids.contains(&own) { own } else { block_id.clone() }
     };
-    Ok(program_text(&spec, &derivation, &layer_digest(module, "model"), &lineage))
+    let at = |id: &str| super::located(id, block.location());
+    Ok(program_text(&spec, &derivation, &layer_digest(module, "model"), &lineage, &at))
 }
 
 /// The coarse op's dimensions must be the bound spec's.
@@ -211,6 +212,7 @@ fn program_text(
     derivation: &BlockDerivation,
     model_digest: &str,
     lineage: &dyn Fn(&PrimitiveInvocation) -> String,
+    at: &dyn Fn(&str) -> String,
 ) -> String {
     let m = &spec.model;
     let map = &spec.mapping;
@@ -225,8 +227,8 @@ fn program_text(
 
     let mut t = String::new();
     let _ = writeln!(t, "module {{");
-    let _ = writeln!(t, "  \"dist.header\"() {{schema_name = \"blueprint.dist\", schema_version = \"1.0\", model_digest = \"{model_digest}\"}} : () -> ()");
-    let _ = writeln!(t, "  \"dist.mesh\"() {{sym_name = \"{MESH}\", axes = [\"dp\", \"pp\", \"tp\"], shape = array<i64: {}, {}, {}>}} : () -> ()", mesh.dp, mesh.pp, mesh.tp);
+    let _ = writeln!(t, "  \"dist.header\"() {{schema_name = \"blueprint.dist\", schema_version = \"1.0\", model_digest = \"{model_digest}\"}} : () -> () {}", at("dist.header"));
+    let _ = writeln!(t, "  \"dist.mesh\"() {{sym_name = \"{MESH}\", axes = [\"dp\", \"pp\", \"tp\"], shape = array<i64: {}, {}, {}>}} : () -> () {}", mesh.dp, mesh.pp, mesh.tp, at(MESH));
     let memory = &derivation.memory;
     for (kind, bytes) in [
         ("weight", memory.weights),
@@ -238,10 +240,10 @@ fn program_text(
         ("activation_gradient", memory.act_grads),
         ("optimizer_state", memory.optimizer),
     ] {
-        let _ = writeln!(t, "  \"dist.memory\"() {{id = \"mem.{kind}\", mesh = @{MESH}, kind = \"{kind}\", bytes = {bytes} : i64, lineage = \"block\"}} : () -> ()");
+        let _ = writeln!(t, "  \"dist.memory\"() {{id = \"mem.{kind}\", mesh = @{MESH}, kind = \"{kind}\", bytes = {bytes} : i64, lineage = \"block\"}} : () -> () {}", at(&format!("mem.{kind}")));
     }
     let _ = writeln!(t, "  func.func @decoder_block_dist() {{");
-    let _ = writeln!(t, "    %in = \"dist.value\"() {{id = \"block.in\", mesh = @{MESH}, split_axes = {activation_split}, lineage = \"block.in\"}} : () -> {activation}");
+    let _ = writeln!(t, "    %in = \"dist.value\"() {{id = \"block.in\", mesh = @{MESH}, split_axes = {activation_split}, lineage = \"block.in\"}} : () -> {activation} {}", at("block.in"));
     let width = m.heads * m.head_dim;
     let params = super::import::block_parameters(m.hidden, width, width, m.ffn_hidden, m.ffn_hidden);
     for (id, shape) in &params {
@@ -250,7 +252,7 @@ fn program_text(
             "attn.proj.weight" | "mlp.fc2.weight" => "[[\"tp\"], []]",
             _ => "[[]]",
         };
-        let _ = writeln!(t, "    %{} = \"dist.value\"() {{id = \"{id}\", mesh = @{MESH}, split_axes = {split}, lineage = \"{id}\"}} : () -> {}", id.replace('.', "_"), tensor(shape, dt));
+        let _ = writeln!(t, "    %{} = \"dist.value\"() {{id = \"{id}\", mesh = @{MESH}, split_axes = {split}, lineage = \"{id}\"}} : () -> {} {}", id.replace('.', "_"), tensor(shape, dt), at(id));
     }
 
     let invocations = &derivation.invocations;
@@ -268,14 +270,14 @@ fn program_text(
     for (index, inv) in invocations.iter().enumerate() {
         if Some(index) == first_backward && mesh.pp > 1 {
             chain.push(&format!(
-                "\"dist.p2p\"($DEPS) {{id = \"pp.recv_grad\", mesh = @{MESH}, phase = \"activation_gradient\", source = {next_stage} : i64, dest = 0 : i64, message_bytes = {pp_bytes} : i64, lineage = \"block.out\"}} : ($DEP_TYPE) -> !dist.token"
+                "\"dist.p2p\"($DEPS) {{id = \"pp.recv_grad\", mesh = @{MESH}, phase = \"activation_gradient\", source = {next_stage} : i64, dest = 0 : i64, message_bytes = {pp_bytes} : i64, lineage = \"block.out\"}} : ($DEP_TYPE) -> !dist.token {}", at("pp.recv_grad")
             ));
         }
         if Some(index) == first_optimizer && mesh.dp > 1 {
             let kind = if map.optimizer_sharding { "reduce_scatter" } else { "all_reduce" };
             chain.push(&format!(
-                "\"dist.{kind}\"($DEPS) {{id = \"dp.grad_reduce\", mesh = @{MESH}, phase = \"weight_gradient\", participants = {}, reduction = \"sum\", mesh_axes = [\"dp\"], message_bytes = {dp_bytes} : i64, lineage = \"block\"}} : ($DEP_TYPE) -> !dist.token",
-                ranks(&mesh.dp_group())
+                "\"dist.{kind}\"($DEPS) {{id = \"dp.grad_reduce\", mesh = @{MESH}, phase = \"weight_gradient\", participants = {}, reduction = \"sum\", mesh_axes = [\"dp\"], message_bytes = {dp_bytes} : i64, lineage = \"block\"}} : ($DEP_TYPE) -> !dist.token {}",
+                ranks(&mesh.dp_group()), at("dp.grad_reduce")
             ));
         }
         let phase = phase_name(inv.phase);
@@ -287,8 +289,8 @@ fn program_text(
                 CollectiveKind::AllGather => ("all_gather", ""),
             };
             chain.push(&format!(
-                "\"dist.{op}\"($DEPS) {{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", participants = {tp_group}{reduction}, mesh_axes = [\"tp\"], message_bytes = {} : i64, ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"}} : ($DEP_TYPE) -> !dist.token",
-                inv.name, collective.message_bytes, inv.ops, inv.read_bytes, inv.write_bytes
+                "\"dist.{op}\"($DEPS) {{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", participants = {tp_group}{reduction}, mesh_axes = [\"tp\"], message_bytes = {} : i64, ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"}} : ($DEP_TYPE) -> !dist.token {}",
+                inv.name, collective.message_bytes, inv.ops, inv.read_bytes, inv.write_bytes, at(&inv.name)
             ));
             continue;
         }
@@ -298,20 +300,20 @@ fn program_text(
             inv.name, primitive_name(inv.primitive), inv.ops, inv.read_bytes, inv.write_bytes
         );
         if Some(index) != last_forward_compute {
-            chain.push(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> !dist.token"));
+            chain.push(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> !dist.token {}", at(&inv.name)));
             continue;
         }
         // The forward terminal produces the block output.
-        chain.push_named(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> (!dist.token, {activation})"), "%out");
+        chain.push_named(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> (!dist.token, {activation}) {}", at(&inv.name)), "%out");
         output = true;
         if mesh.pp > 1 {
             let token = chain.previous.clone();
-            let _ = writeln!(chain.text, "    %sent = \"dist.p2p\"(%out, {token}) {{id = \"pp.send_activation\", mesh = @{MESH}, phase = \"forward\", source = 0 : i64, dest = {next_stage} : i64, message_bytes = {pp_bytes} : i64, lineage = \"block.out\"}} : ({activation}, !dist.token) -> {activation}");
+            let _ = writeln!(chain.text, "    %sent = \"dist.p2p\"(%out, {token}) {{id = \"pp.send_activation\", mesh = @{MESH}, phase = \"forward\", source = 0 : i64, dest = {next_stage} : i64, message_bytes = {pp_bytes} : i64, lineage = \"block.out\"}} : ({activation}, !dist.token) -> {activation} {}", at("pp.send_activation"));
         }
     }
     let mut t = chain.text;
     if output {
-        let _ = writeln!(t, "    \"dist.output\"(%out) {{id = \"block.out\", mesh = @{MESH}, split_axes = {activation_split}, lineage = \"block.out\"}} : ({activation}) -> ()");
+        let _ = writeln!(t, "    \"dist.output\"(%out) {{id = \"block.out\", mesh = @{MESH}, split_axes = {activation_split}, lineage = \"block.out\"}} : ({activation}) -> () {}", at("block.out"));
     }
     let _ = writeln!(t, "    return\n  }}\n}}");
     t

@@ -11,6 +11,21 @@ use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, Regio
 
 use crate::diagnostics::emit_error;
 
+/// A location for generated IR: `name` (the new op's id) wrapping the
+/// location of the op it was derived from, so diagnostics on generated ops
+/// point at the user's source.
+#[must_use]
+pub fn located(name: &str, from: melior::ir::Location) -> String {
+    let printed = from.to_string();
+    let inner = printed.strip_prefix("loc(").and_then(|s| s.strip_suffix(')')).unwrap_or("unknown");
+    let name = binding::quote(name);
+    if inner == "unknown" {
+        format!("loc({name})")
+    } else {
+        format!("loc({name}({inner}))")
+    }
+}
+
 /// Parses `text` (a `module { ... }` Blueprint generated) in the context of
 /// `module` and moves its top-level ops to the end of `module`. Returns
 /// false, with a diagnostic, if the text does not parse; `module` is then

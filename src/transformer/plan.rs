@@ -106,8 +106,8 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 let bytes = int_attr(op, "bytes").unwrap_or(0);
                 let _ = writeln!(
                     buffers,
-                    "  \"plan.buffer\"() {{sym_name = {}, size = {bytes} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"{kind}\", lineage = {}}} : () -> ()",
-                    quote(&format!("buffer.{id}")), quote(id)
+                    "  \"plan.buffer\"() {{sym_name = {}, size = {bytes} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"{kind}\", lineage = {}}} : () -> () {}",
+                    quote(&format!("buffer.{id}")), quote(id), super::located(&format!("buffer.{id}"), op.location())
                 );
             }
             "dist.value" | "dist.output" => {
@@ -119,8 +119,8 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 let prefix = if name == "dist.value" { "in" } else { "out" };
                 let _ = writeln!(
                     buffers,
-                    "  \"plan.buffer\"() {{sym_name = {}, size = {size} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"boundary_value\", lineage = {}}} : () -> ()",
-                    quote(&format!("{prefix}.{id}")), quote(id)
+                    "  \"plan.buffer\"() {{sym_name = {}, size = {size} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"boundary_value\", lineage = {}}} : () -> () {}",
+                    quote(&format!("{prefix}.{id}")), quote(id), super::located(&format!("{prefix}.{id}"), op.location())
                 );
             }
             "dist.compute" => {
@@ -134,10 +134,11 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 next += 1;
                 let _ = writeln!(
                     tasks,
-                    "    {token} = \"plan.compute_task\"({}) {{id = {id}, lineage = {id}, phase = {phase}, capability = \"{capability}\", ops = {ops_count} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops_count} : i64, memory_demand = {} : i64, network_demand = 0 : i64, ranks = {ranks} : i64, group = \"compute\"}} : ({}) -> !plan.token",
+                    "    {token} = \"plan.compute_task\"({}) {{id = {id}, lineage = {id}, phase = {phase}, capability = \"{capability}\", ops = {ops_count} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops_count} : i64, memory_demand = {} : i64, network_demand = 0 : i64, ranks = {ranks} : i64, group = \"compute\"}} : ({}) -> !plan.token {}",
                     deps.join(", "),
                     read + write,
                     vec!["!plan.token"; deps.len()].join(", "),
+                    super::located(str_attr(op, "id").unwrap_or_default(), op.location()),
                     id = quote(str_attr(op, "id").unwrap_or_default()),
                     phase = quote(str_attr(op, "phase").unwrap_or_default()),
                 );
@@ -163,10 +164,11 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 next += 1;
                 let _ = writeln!(
                     tasks,
-                    "    {token} = \"plan.collective_task\"({}) {{id = {id}, lineage = {id}, phase = {phase}, capability = \"{capability}\", message_bytes = {message} : i64, ops = {ops_count} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops_count} : i64, memory_demand = {} : i64, network_demand = {message} : i64, ranks = {ranks} : i64, group = \"network\"{axes}}} : ({}) -> !plan.token",
+                    "    {token} = \"plan.collective_task\"({}) {{id = {id}, lineage = {id}, phase = {phase}, capability = \"{capability}\", message_bytes = {message} : i64, ops = {ops_count} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops_count} : i64, memory_demand = {} : i64, network_demand = {message} : i64, ranks = {ranks} : i64, group = \"network\"{axes}}} : ({}) -> !plan.token {}",
                     deps.join(", "),
                     read + write,
                     vec!["!plan.token"; deps.len()].join(", "),
+                    super::located(str_attr(op, "id").unwrap_or_default(), op.location()),
                     id = quote(str_attr(op, "id").unwrap_or_default()),
                     phase = quote(str_attr(op, "phase").unwrap_or_default()),
                 );

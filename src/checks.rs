@@ -1,0 +1,304 @@
+//! Checks as passes: cross-layer properties that no single op's verifier
+//! can see. Each runs on any input file, reports at the op that breaks the
+//! property and fails the pipeline; none changes the IR.
+//!
+//! - `check-mesh-strategy`: the mesh has `dp x pp x tp` ranks of the bound
+//!   strategy and tensor-parallel collectives span `tp` ranks;
+//! - `check-collective-groups`: a collective's participants are exactly the
+//!   ranks of the mesh axes it claims (`mesh_axes`);
+//! - `check-conservation`: work, bytes and message volume are conserved from
+//!   the model (derived under the bound strategy) to the dist program and
+//!   to the plan, per task and per phase, and memory facts match;
+//! - `check-recompute`: recompute tasks are exactly the forward clones the
+//!   recompute policy implies.
+
+use std::collections::HashMap;
+
+use melior::{
+    ir::{r#type::TypeId, OperationRef},
+    pass::{create_external, ExternalPass, Pass},
+};
+
+use crate::{
+    ir::{attr_string_list, collect_ops, i64_array_attr, name_of, str_attr},
+    summary::{layer_work, TaskClass, TaskWork},
+    transformer::{
+        binding::{read_spec, TRAINING_SPEC},
+        distribute::phase_name,
+    },
+    verify::Checker,
+    workload::{derive_training_block, BlockFacts, Phase, TrainingSpec},
+};
+
+macro_rules! check_pass {
+    ($create:ident, $id:ident, $name:literal, $argument:literal, $summary:literal, $body:path) => {
+        #[repr(align(8))]
+        struct $id;
+
+        #[must_use]
+        pub fn $create() -> Pass {
+            static ID: $id = $id;
+            create_external(
+                |module: OperationRef, pass: ExternalPass| {
+                    let mut checker = Checker::default();
+                    $body(&mut checker, module);
+                    if checker.failed() {
+                        pass.signal_failure();
+                    }
+                },
+                TypeId::create(&ID),
+                $name,
+                $argument,
+                $summary,
+                "builtin.module",
+                &[],
+            )
+        }
+    };
+}
+
+mod mesh_strategy {
+    use super::*;
+    check_pass!(create, MeshStrategyId, "CheckMeshStrategy", "check-mesh-strategy",
+        "Check that the mesh and tensor-parallel groups agree with the bound strategy", check);
+
+    fn check(checker: &mut Checker, module: OperationRef) {
+        let Some(spec) = bound_spec(checker, module) else { return };
+        let map = &spec.mapping;
+        for op in collect_ops(module) {
+            let name = name_of(op);
+            if name == "dist.mesh" {
+                let ranks: i64 = i64_array_attr(op, "shape").unwrap_or_default().iter().product();
+                let want = map.dp * map.pp * map.tp;
+                if u64::try_from(ranks).ok() != Some(want) {
+                    checker.error(op, format!("has {ranks} ranks, but the strategy needs dp x pp x tp = {want}"));
+                }
+            } else if attr_string_list(op, "mesh_axes").is_some_and(|a| a == ["tp"]) {
+                // Dist collectives list their participants; plan tasks count ranks.
+                let n = i64_array_attr(op, "participants")
+                    .map(|p| p.len() as i64)
+                    .or_else(|| crate::ir::int_attr(op, "ranks"))
+                    .unwrap_or(0);
+                if u64::try_from(n).ok() != Some(map.tp) {
+                    checker.error(op, format!("is a tensor-parallel collective over {n} ranks, but the strategy has tp = {}", map.tp));
+                }
+            }
+        }
+    }
+}
+
+mod collective_groups {
+    use super::*;
+    check_pass!(create, CollectiveGroupsId, "CheckCollectiveGroups", "check-collective-groups",
+        "Check that each collective's participants are the mesh group it claims", check);
+
+    fn check(checker: &mut Checker, module: OperationRef) {
+        let ops = collect_ops(module);
+        let meshes: HashMap<String, (Vec<String>, Vec<i64>)> = ops
+            .iter()
+            .filter(|op| name_of(**op) == "dist.mesh")
+            .filter_map(|op| {
+                Some((str_attr(*op, "sym_name")?.to_string(), (attr_string_list(*op, "axes")?, i64_array_attr(*op, "shape")?)))
+            })
+            .collect();
+        for op in ops {
+            let (Some(claimed), Some(participants)) = (attr_string_list(op, "mesh_axes"), i64_array_attr(op, "participants")) else {
+                continue;
+            };
+            let Some((axes, shape)) = crate::ir::symbol_attr(op, "mesh").and_then(|m| meshes.get(m)) else { continue };
+            match group_of(axes, shape, &claimed, participants.first().copied().unwrap_or(0)) {
+                Err(message) => checker.error(op, message),
+                Ok(group) if group != participants => checker.error(
+                    op,
+                    format!("claims mesh axes {claimed:?}, whose group through rank {} is {group:?}, but its participants are {participants:?}", participants.first().copied().unwrap_or(0)),
+                ),
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// The ranks that differ from `rank` only along `claimed` axes, in
+    /// row-major order.
+    pub(super) fn group_of(axes: &[String], shape: &[i64], claimed: &[String], rank: i64) -> Result<Vec<i64>, String> {
+        let mut coords = vec![0i64; shape.len()];
+        let mut rest = rank;
+        for d in (0..shape.len()).rev() {
+            coords[d] = rest % shape[d].max(1);
+            rest /= shape[d].max(1);
+        }
+        let varying: Vec<usize> = claimed
+            .iter()
+            .map(|a| axes.iter().position(|x| x == a).ok_or_else(|| format!("claims mesh axis '{a}', which the mesh does not have")))
+            .collect::<Result<_, _>>()?;
+        let mut group = vec![];
+        let total: i64 = varying.iter().map(|&d| shape[d]).product();
+        for mut k in 0..total {
+            let mut c = coords.clone();
+            for &d in varying.iter().rev() {
+                c[d] = k % shape[d];
+                k /= shape[d];
+            }
+            group.push(c.iter().zip(shape).fold(0, |acc, (x, s)| acc * s + x));
+        }
+        group.sort_unstable();
+        Ok(group)
+    }
+}
+
+mod conservation {
+    use super::*;
+    check_pass!(create, ConservationId, "CheckConservation", "check-conservation",
+        "Check that work, bytes, message volume and memory are conserved from model to dist to plan", check);
+
+    fn check(checker: &mut Checker, module: OperationRef) {
+        let ops = collect_ops(module);
+        let dist = layer_work(module, "dist");
+        let plan = layer_work(module, "plan");
+        let task_ops: HashMap<String, OperationRef> = ops
+            .iter()
+            .filter_map(|op| Some((format!("{}:{}", crate::ir::dialect_of(&name_of(*op)), str_attr(*op, "id")?), *op)))
+            .collect();
+        let at = |layer: &str, id: &str| task_ops.get(&format!("{layer}:{id}")).copied().unwrap_or(module);
+
+        // Model -> dist, per task: each invocation of the derivation under
+        // the bound strategy is one dist task with the same facts.
+        let has_model = ops.iter().any(|op| name_of(*op) == "model.decoder_training");
+        if has_model && !dist.tasks.is_empty() {
+            if let Some(spec) = bound_spec(checker, module) {
+                match derive_training_block(&spec) {
+                    Err(e) => checker.error(module, format!("the strategy binding does not derive: {e}")),
+                    Ok(derivation) => {
+                        let by_id: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+                        for inv in &derivation.invocations {
+                            let want = (inv.ops, inv.read_bytes, inv.write_bytes, inv.message_bytes());
+                            match by_id.get(inv.name.as_str()) {
+                                None => checker.error(module, format!("the model's invocation '{}' has no dist task", inv.name)),
+                                Some(task) => {
+                                    let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
+                                    if got != want || task.phase != phase_name(inv.phase) {
+                                        checker.error(at("dist", &task.id), format!(
+                                            "does not conserve the model's work for '{}': (ops, read, write, message bytes, phase) = {:?} {}, derived {:?} {}",
+                                            inv.name, got, task.phase, want, phase_name(inv.phase)
+                                        ));
+                                    }
+                                }
+                            }
+                        }
+                        let modelled: std::collections::HashSet<&str> = derivation.invocations.iter().map(|i| i.name.as_str()).collect();
+                        for task in &dist.tasks {
+                            if task.class == TaskClass::Compute || task.class == TaskClass::TensorParallel {
+                                if !modelled.contains(task.id.as_str()) {
+                                    checker.error(at("dist", &task.id), "is not an invocation of the model's derivation (unattributable work)");
+                                }
+                            }
+                        }
+                        let facts = BlockFacts::from_derivation(&derivation, &spec);
+                        compare_facts(checker, module, "model", &facts, "dist", &dist.block_facts());
+                    }
+                }
+            }
+        }
+        // Dist -> plan, per task (by lineage) and in total.
+        if !plan.tasks.is_empty() {
+            let by_id: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+            for op in &ops {
+                let name = name_of(*op);
+                if name != "plan.compute_task" && name != "plan.collective_task" {
+                    continue;
+                }
+                let lineage = str_attr(*op, "lineage").unwrap_or_default();
+                let Some(planned) = plan.tasks.iter().find(|t| Some(t.id.as_str()) == str_attr(*op, "id")) else { continue };
+                match by_id.get(lineage) {
+                    None => checker.error(*op, format!("has lineage '{lineage}', which is no task of the dist program")),
+                    Some(source) => {
+                        let got = (planned.ops, planned.read_bytes, planned.write_bytes, planned.message_bytes, planned.phase.as_str());
+                        let want = (source.ops, source.read_bytes, source.write_bytes, source.message_bytes, source.phase.as_str());
+                        if got != want {
+                            checker.error(*op, format!("facts disagree with its source dist task '{lineage}': (ops, read, write, message bytes, phase) = {got:?}, source {want:?}"));
+                        }
+                    }
+                }
+            }
+            if plan.tasks.len() != dist.tasks.len() {
+                checker.error(module, format!("the plan has {} tasks but the dist program has {}", plan.tasks.len(), dist.tasks.len()));
+            }
+            compare_facts(checker, module, "dist", &dist.block_facts(), "plan", &plan.block_facts());
+        }
+    }
+
+    fn compare_facts(checker: &mut Checker, module: OperationRef, a: &str, left: &BlockFacts, b: &str, right: &BlockFacts) {
+        for (field, l, r) in right.mismatches(left) {
+            checker.error(module, format!("{field} is {r} in the {b} layer but {l} in the {a} layer (not conserved)"));
+        }
+    }
+}
+
+mod recompute {
+    use super::*;
+    check_pass!(create, RecomputeId, "CheckRecompute", "check-recompute",
+        "Check that recompute tasks are exactly the forward clones the recompute policy implies", check);
+
+    fn check(checker: &mut Checker, module: OperationRef) {
+        let Some(spec) = bound_spec(checker, module) else { return };
+        let Ok(derivation) = derive_training_block(&spec) else { return };
+        let dist = layer_work(module, "dist");
+        let expected: Vec<&str> = derivation.phase(Phase::Recompute).map(|i| i.name.as_str()).collect();
+        let found: Vec<&TaskWork> = dist.tasks.iter().filter(|t| t.phase == "recompute").collect();
+        let ids: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+        let ops = collect_ops(module);
+        let at = |id: &str| {
+            ops.iter().copied().find(|op| crate::ir::dialect_of(&name_of(*op)) == "dist" && str_attr(*op, "id") == Some(id)).unwrap_or(module)
+        };
+        for task in &found {
+            if !expected.contains(&task.id.as_str()) {
+                checker.error(at(&task.id), format!("is a recompute task, but the '{:?}' recompute policy does not clone it", spec.mapping.recompute));
+                continue;
+            }
+            let forward_id = task.id.replace(".recompute", ".fwd");
+            match ids.get(forward_id.as_str()) {
+                None => checker.error(at(&task.id), format!("clones '{forward_id}', which is not a forward task")),
+                Some(fw) if (fw.ops, fw.read_bytes, fw.write_bytes) != (task.ops, task.read_bytes, task.write_bytes) => checker.error(
+                    at(&task.id),
+                    format!("does not repeat the work of '{forward_id}' exactly"),
+                ),
+                Some(_) => {}
+            }
+        }
+        for id in expected {
+            if !found.iter().any(|t| t.id == id) {
+                checker.error(module, format!("the '{:?}' recompute policy clones '{id}', but the dist program has no such recompute task", spec.mapping.recompute));
+            }
+        }
+    }
+}
+
+fn bound_spec(checker: &mut Checker, module: OperationRef) -> Option<TrainingSpec> {
+    match read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string())) {
+        Ok(spec) => Some(spec),
+        Err(e) => {
+            checker.error(module, e.to_string());
+            None
+        }
+    }
+}
+
+pub use collective_groups::create as create_collective_groups;
+pub use conservation::create as create_conservation;
+pub use mesh_strategy::create as create_mesh_strategy;
+pub use recompute::create as create_recompute;
+
+#[cfg(test)]
+mod tests {
+    use super::collective_groups::group_of;
+
+    #[test]
+    fn groups_follow_row_major_ranks() {
+        let axes = ["dp".to_string(), "pp".to_string(), "tp".to_string()];
+        let shape = [2, 2, 4];
+        assert_eq!(group_of(&axes, &shape, &["tp".into()], 0).unwrap(), vec![0, 1, 2, 3]);
+        assert_eq!(group_of(&axes, &shape, &["tp".into()], 5).unwrap(), vec![4, 5, 6, 7]);
+        assert_eq!(group_of(&axes, &shape, &["dp".into()], 0).unwrap(), vec![0, 8]);
+        assert_eq!(group_of(&axes, &shape, &["pp".into(), "tp".into()], 9).unwrap(), (8..16).collect::<Vec<_>>());
+        assert!(group_of(&axes, &shape, &["ep".into()], 0).is_err());
+    }
+}
