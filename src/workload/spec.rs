@@ -299,6 +299,22 @@ impl ModelSpec {
     }
 }
 
+/// Deserializes `json`, naming the path of the offending field in the
+/// error (`mapping.recompute: unknown variant ...`), which serde alone does
+/// not for enum values.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, SpecError> {
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        if path.is_empty() || path == "." {
+            SpecError::Parse(inner.to_string())
+        } else {
+            SpecError::Parse(format!("{path}: {inner}"))
+        }
+    })
+}
+
 impl TrainingSpec {
     /// Parses the `{model, workload, mapping}` JSON document and validates it.
     ///
@@ -306,7 +322,7 @@ impl TrainingSpec {
     /// [`SpecError::Parse`] for malformed JSON or unknown / missing fields and
     /// enum values, otherwise the first rule [`TrainingSpec::validate`] rejects.
     pub fn from_json(json: &str) -> Result<Self, SpecError> {
-        let spec: Self = serde_json::from_str(json)?;
+        let spec: Self = parse_json(json)?;
         spec.validate()?;
         Ok(spec)
     }
