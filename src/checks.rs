@@ -227,7 +227,7 @@ mod conservation {
     }
 
     fn compare_facts(checker: &mut Checker, module: OperationRef, a: &str, left: &BlockFacts, b: &str, right: &BlockFacts) {
-        for (field, l, r) in right.mismatches(left) {
+        for (field, r, l) in right.mismatches(left) {
             checker.error(module, format!("{field} is {r} in the {b} layer but {l} in the {a} layer (not conserved)"));
         }
     }
