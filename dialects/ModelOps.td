@@ -102,7 +102,8 @@ def Model_OutputOp : Model_Op<"output"> {
 // The parameters of one pre-norm decoder block, as named operands (IRDL
 // binds one type per variadic group, and every parameter has its own shape).
 defvar Model_BlockParams = (ins AnyRankedTensor:$ln1_scale, AnyRankedTensor:$ln1_bias,
-                                AnyRankedTensor:$qkv_weight, AnyRankedTensor:$proj_weight,
+                                AnyRankedTensor:$q_weight, AnyRankedTensor:$k_weight,
+                                AnyRankedTensor:$v_weight, AnyRankedTensor:$proj_weight,
                                 AnyRankedTensor:$ln2_scale, AnyRankedTensor:$ln2_bias,
                                 AnyRankedTensor:$fc1_weight, AnyRankedTensor:$fc2_weight);
 
@@ -112,21 +113,24 @@ def Model_DecoderTrainingOp : Model_Op<"decoder_training"> {
     The coarse operation the Transformer importer emits: forward, backward
     and optimizer step of one pre-norm decoder block over one microbatch.
     Operands are the block input activation, the block's parameters (layer
-    norms, QKV and output projections, the two MLP weights; `fc1_weight`
-    holds gate and up projections side by side for a gated MLP) and the
-    optimizer state as one flat buffer. Carries the model dimensions only;
+    norms; query, key and value projections, whose key/value width is
+    `kv_heads x head_dim` under grouped-query attention; the output
+    projection; the two MLP weights, `fc1_weight` holding gate and up
+    projections side by side for a gated MLP) and the optimizer state as one
+    flat buffer. Carries the model dimensions only;
     the parallel strategy lives outside ModelIR.
 
     ```mlir
-    %y = "model.decoder_training"(%x, %g1, %b1, %wqkv, %wo, %g2, %b2, %w1, %w2, %opt)
+    %y = "model.decoder_training"(%x, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %opt)
          {id = "block", hidden = 6144 : i64, ffn_hidden = 24576 : i64,
           seq_len = 2048 : i64, heads = 64 : i64, head_dim = 96 : i64,
           microbatch = 4 : i64, datatype = "float16",
           effects = ["parameter_update", "random_state"]}
          : (tensor<4x2048x6144xf16>, tensor<6144xf16>, tensor<6144xf16>,
-            tensor<6144x18432xf16>, tensor<6144x6144xf16>, tensor<6144xf16>,
-            tensor<6144xf16>, tensor<6144x24576xf16>, tensor<24576x6144xf16>,
-            tensor<1359544320xf32>) -> tensor<4x2048x6144xf16>
+            tensor<6144x6144xf16>, tensor<6144x6144xf16>, tensor<6144x6144xf16>,
+            tensor<6144x6144xf16>, tensor<6144xf16>, tensor<6144xf16>,
+            tensor<6144x24576xf16>, tensor<24576x6144xf16>, tensor<1359028224xf32>)
+           -> tensor<4x2048x6144xf16>
     ```
   }];
   let arguments = !con((ins AnyRankedTensor:$input), Model_BlockParams,
@@ -152,7 +156,7 @@ def Model_DecoderInferenceOp : Model_Op<"decoder_inference"> {
     (the prefill writes it; a decode step reads it and appends one token).
 
     ```mlir
-    %y, %kv1 = "model.decoder_inference"(%x, %g1, %b1, %wqkv, %wo, %g2, %b2, %w1, %w2, %kv0)
+    %y, %kv1 = "model.decoder_inference"(%x, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %kv0)
          {id = "decode", phase = "decode", hidden = 4096 : i64,
           ffn_hidden = 11008 : i64, heads = 32 : i64, kv_heads = 32 : i64,
           head_dim = 128 : i64, batch = 1 : i64, query_tokens = 1 : i64,
@@ -249,6 +253,41 @@ def Model_ForkOp : Model_Op<"fork"> {
   }];
   let arguments = !con((ins AnyRankedTensor:$input), Model_CommonAttrs);
   let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+def Model_ActivationGradientOp : Model_Op<"activation_gradient"> {
+  let summary = "Gradient of a forward op's output with respect to one of its inputs";
+  let description = [{
+    The backward counterpart of the forward op named by `of`: from the
+    gradients of that op's results (`output_grads`, one per result; a fork
+    has several, which are summed) and the forward `input` it differentiates
+    against, the gradient of that input (same type as `input`).
+
+    ```mlir
+    %dx = "model.activation_gradient"(%dy, %x) {id = "mlp.fc1.agrad", of = "mlp.fc1"}
+          : (tensor<8x256xf16>, tensor<8x64xf16>) -> tensor<8x64xf16>
+    ```
+  }];
+  let arguments = !con((ins Variadic<AnyRankedTensor>:$output_grads, AnyRankedTensor:$input),
+                       Model_CommonAttrs, (ins StrAttr:$of));
+  let results = (outs AnyRankedTensor:$input_grad);
+}
+
+def Model_WeightGradientOp : Model_Op<"weight_gradient"> {
+  let summary = "Gradient of a forward op's output with respect to its parameters";
+  let description = [{
+    From the gradient of the forward op `of`'s result and the forward
+    `input`, the gradients of the op's parameters (one result per
+    parameter: a weight, or a layer norm's scale and bias).
+
+    ```mlir
+    %dw = "model.weight_gradient"(%dy, %x) {id = "mlp.fc1.wgrad", of = "mlp.fc1"}
+          : (tensor<8x256xf16>, tensor<8x64xf16>) -> tensor<64x256xf16>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$output_grad, AnyRankedTensor:$input),
+                       Model_CommonAttrs, (ins StrAttr:$of));
+  let results = (outs Variadic<AnyRankedTensor>:$weight_grads);
 }
 
 def Model_OptimizerStepOp : Model_Op<"optimizer_step"> {

@@ -248,7 +248,7 @@ fn program_text(
     let params = super::import::block_parameters(m.hidden, width, width, m.ffn_hidden, m.ffn_hidden);
     for (id, shape) in &params {
         let split = match *id {
-            "attn.qkv.weight" | "mlp.fc1.weight" => "[[], [\"tp\"]]",
+            "attn.q.weight" | "attn.k.weight" | "attn.v.weight" | "mlp.fc1.weight" => "[[], [\"tp\"]]",
             "attn.proj.weight" | "mlp.fc2.weight" => "[[\"tp\"], []]",
             _ => "[[]]",
         };

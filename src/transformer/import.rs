@@ -21,11 +21,13 @@ pub fn element_type(datatype: Datatype) -> &'static str {
 /// One named parameter of the block: (id, shape). The order is that of the
 /// coarse op's operands.
 #[must_use]
-pub fn block_parameters(hidden: u64, attention_width: u64, kv_width: u64, ffn_in: u64, ffn_hidden: u64) -> [(&'static str, Vec<u64>); 8] {
+pub fn block_parameters(hidden: u64, attention_width: u64, kv_width: u64, ffn_in: u64, ffn_hidden: u64) -> [(&'static str, Vec<u64>); 10] {
     [
         ("attn.ln.scale", vec![hidden]),
         ("attn.ln.bias", vec![hidden]),
-        ("attn.qkv.weight", vec![hidden, attention_width + 2 * kv_width]),
+        ("attn.q.weight", vec![hidden, attention_width]),
+        ("attn.k.weight", vec![hidden, kv_width]),
+        ("attn.v.weight", vec![hidden, kv_width]),
         ("attn.proj.weight", vec![attention_width, hidden]),
         ("mlp.ln.scale", vec![hidden]),
         ("mlp.ln.bias", vec![hidden]),

@@ -55,7 +55,7 @@ fn check_operands_are_model_values(checker: &mut Checker, op: OperationRef) {
 }
 
 /// Operands of `model.decoder_inference` before the optional KV cache.
-const INFERENCE_FIXED_OPERANDS: usize = 9;
+const INFERENCE_FIXED_OPERANDS: usize = 11;
 
 fn check_inference(checker: &mut Checker, op: OperationRef) {
     let (Some(phase), Some(query), Some(context)) = (

@@ -8,7 +8,7 @@ module attributes {} {
     %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<64xf16>
     %o = "model.value"() {id = "o", role = "optimizer_state"} : () -> tensor<64xf32>
     // expected-error @+1 {{distribute-transformer-training: missing strategy: the module has no 'blueprint.training_spec' attribute}}
-    %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 16 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 2 : i64, datatype = "float16", effects = ["parameter_update"]} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf32>) -> tensor<2x16x64xf16>
+    %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 16 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 2 : i64, datatype = "float16", effects = ["parameter_update"]} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf32>) -> tensor<2x16x64xf16>
     "model.output"(%y) {id = "block.out"} : (tensor<2x16x64xf16>) -> ()
     return
   }
@@ -23,7 +23,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<64xf16>
     %o = "model.value"() {id = "o", role = "optimizer_state"} : () -> tensor<64xf32>
     // expected-error @+1 {{mapping.tp = 3 must divide model.heads = 4}}
-    %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 16 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 2 : i64, datatype = "float16", effects = ["parameter_update"]} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf32>) -> tensor<2x16x64xf16>
+    %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 16 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 2 : i64, datatype = "float16", effects = ["parameter_update"]} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf32>) -> tensor<2x16x64xf16>
     "model.output"(%y) {id = "block.out"} : (tensor<2x16x64xf16>) -> ()
     return
   }
@@ -38,7 +38,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<64xf16>
     %o = "model.value"() {id = "o", role = "optimizer_state"} : () -> tensor<64xf32>
     // expected-error @+1 {{'model.decoder_training' op hidden is 32, but the strategy binding 'blueprint.training_spec' says 64}}
-    %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 32 : i64, ffn_hidden = 256 : i64, seq_len = 16 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 2 : i64, datatype = "float16", effects = ["parameter_update"]} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf32>) -> tensor<2x16x64xf16>
+    %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 32 : i64, ffn_hidden = 256 : i64, seq_len = 16 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 2 : i64, datatype = "float16", effects = ["parameter_update"]} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf32>) -> tensor<2x16x64xf16>
     "model.output"(%y) {id = "block.out"} : (tensor<2x16x64xf16>) -> ()
     return
   }

@@ -259,7 +259,7 @@ func.func @training_without_update() {
   %o = "model.value"() {id = "o", role = "optimizer_state"} : () -> tensor<4xf32>
   // expected-error @+2 {{'model.decoder_training' op must declare effect 'parameter_update' in 'effects'}}
   // expected-error @+1 {{'model.decoder_training' op attribute 'hidden' must be positive, but got 0}}
-  %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 0 : i64, ffn_hidden = 16 : i64, seq_len = 8 : i64, heads = 1 : i64, head_dim = 4 : i64, microbatch = 1 : i64, datatype = "float16"} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<1x8x4xf16>
+  %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 0 : i64, ffn_hidden = 16 : i64, seq_len = 8 : i64, heads = 1 : i64, head_dim = 4 : i64, microbatch = 1 : i64, datatype = "float16"} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<1x8x4xf16>
   return
 }
 
@@ -270,7 +270,7 @@ func.func @prefill_context() {
   %x = "model.value"() {id = "x", role = "input"} : () -> tensor<1x8x4xf16>
   %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<4xf16>
   // expected-error @+1 {{'model.decoder_inference' op prefill must have context_tokens equal to query_tokens (8), but got 9}}
-  %y, %kv = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p) {id = "prefill", phase = "prefill", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 9 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<1x8x4xf16>, tensor<2x1x8x4xf16>)
+  %y, %kv = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p) {id = "prefill", phase = "prefill", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 9 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<1x8x4xf16>, tensor<2x1x8x4xf16>)
   return
 }
 
@@ -282,7 +282,7 @@ func.func @decode_context() {
   %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<4xf16>
   %kv = "model.value"() {id = "kv", role = "kv_cache"} : () -> tensor<2x1x1x4xf16>
   // expected-error @+1 {{'model.decoder_inference' op decode must attend over at least its query_tokens (2), but context_tokens is 1}}
-  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %kv) {id = "decode", phase = "decode", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 2 : i64, context_tokens = 1 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x2x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<2x1x1x4xf16>) -> (tensor<1x2x4xf16>, tensor<2x1x3x4xf16>)
+  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %kv) {id = "decode", phase = "decode", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 2 : i64, context_tokens = 1 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x2x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<2x1x1x4xf16>) -> (tensor<1x2x4xf16>, tensor<2x1x3x4xf16>)
   return
 }
 
@@ -293,7 +293,7 @@ func.func @decode_without_cache() {
   %x = "model.value"() {id = "x", role = "input"} : () -> tensor<1x1x4xf16>
   %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<4xf16>
   // expected-error @+1 {{'model.decoder_inference' op decode reads the KV cache, so it must take the 'kv_cache' operand}}
-  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p) {id = "decode", phase = "decode", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 1 : i64, context_tokens = 5 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x1x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<1x1x4xf16>, tensor<2x1x5x4xf16>)
+  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p) {id = "decode", phase = "decode", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 1 : i64, context_tokens = 5 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x1x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<1x1x4xf16>, tensor<2x1x5x4xf16>)
   return
 }
 
@@ -305,7 +305,7 @@ func.func @prefill_with_cache() {
   %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<4xf16>
   %kv = "model.value"() {id = "kv", role = "kv_cache"} : () -> tensor<2x1x4x4xf16>
   // expected-error @+1 {{'model.decoder_inference' op prefill writes a fresh KV cache and must not take a 'kv_cache' operand}}
-  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %kv) {id = "prefill", phase = "prefill", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 4 : i64, context_tokens = 4 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<2x1x4x4xf16>) -> (tensor<1x4x4xf16>, tensor<2x1x4x4xf16>)
+  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %kv) {id = "prefill", phase = "prefill", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 2 : i64, kv_heads = 2 : i64, head_dim = 2 : i64, batch = 1 : i64, query_tokens = 4 : i64, context_tokens = 4 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<2x1x4x4xf16>) -> (tensor<1x4x4xf16>, tensor<2x1x4x4xf16>)
   return
 }
 
@@ -317,6 +317,6 @@ func.func @kv_heads() {
   %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<4xf16>
   // expected-error @+2 {{'model.decoder_inference' op kv_heads (3) must divide heads (4)}}
   // expected-error @+1 {{'model.decoder_inference' op must declare effect 'mutation' in 'effects'}}
-  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p) {id = "prefill", phase = "prefill", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 4 : i64, kv_heads = 3 : i64, head_dim = 1 : i64, batch = 1 : i64, query_tokens = 4 : i64, context_tokens = 4 : i64, datatype = "float16", kv_datatype = "float16"} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<1x4x4xf16>, tensor<2x1x4x4xf16>)
+  %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p) {id = "prefill", phase = "prefill", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 4 : i64, kv_heads = 3 : i64, head_dim = 1 : i64, batch = 1 : i64, query_tokens = 4 : i64, context_tokens = 4 : i64, datatype = "float16", kv_datatype = "float16"} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<1x4x4xf16>, tensor<2x1x4x4xf16>)
   return
 }

@@ -60,24 +60,26 @@ func.func @coarse() {
   %x = "model.value"() {id = "block.in", role = "activation"} : () -> tensor<4x2048x64xf16>
   %g1 = "model.value"() {id = "ln1.scale", role = "parameter"} : () -> tensor<64xf16>
   %b1 = "model.value"() {id = "ln1.bias", role = "parameter"} : () -> tensor<64xf16>
-  %wqkv = "model.value"() {id = "attn.qkv", role = "parameter"} : () -> tensor<64x192xf16>
+  %wq = "model.value"() {id = "attn.q", role = "parameter"} : () -> tensor<64x64xf16>
+  %wk = "model.value"() {id = "attn.k", role = "parameter"} : () -> tensor<64x32xf16>
+  %wv = "model.value"() {id = "attn.v", role = "parameter"} : () -> tensor<64x32xf16>
   %wo = "model.value"() {id = "attn.proj", role = "parameter"} : () -> tensor<64x64xf16>
   %g2 = "model.value"() {id = "ln2.scale", role = "parameter"} : () -> tensor<64xf16>
   %b2 = "model.value"() {id = "ln2.bias", role = "parameter"} : () -> tensor<64xf16>
   %w1 = "model.value"() {id = "mlp.fc1", role = "parameter"} : () -> tensor<64x256xf16>
   %w2 = "model.value"() {id = "mlp.fc2", role = "parameter"} : () -> tensor<256x64xf16>
   %opt = "model.value"() {id = "adam.state", role = "optimizer_state"} : () -> tensor<148224xf32>
-  // CHECK: "model.decoder_training"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {datatype = "float16", effects = ["parameter_update", "random_state"], ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, id = "block", microbatch = 4 : i64, seq_len = 2048 : i64}
-  %y = "model.decoder_training"(%x, %g1, %b1, %wqkv, %wo, %g2, %b2, %w1, %w2, %opt) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 2048 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 4 : i64, datatype = "float16", effects = ["parameter_update", "random_state"]} : (tensor<4x2048x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x192xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<4x2048x64xf16>
+  // CHECK: "model.decoder_training"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {datatype = "float16", effects = ["parameter_update", "random_state"], ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, id = "block", microbatch = 4 : i64, seq_len = 2048 : i64}
+  %y = "model.decoder_training"(%x, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %opt) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 2048 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 4 : i64, datatype = "float16", effects = ["parameter_update", "random_state"]} : (tensor<4x2048x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<4x2048x64xf16>
   "model.output"(%y) {id = "block.out"} : (tensor<4x2048x64xf16>) -> ()
   %t = "model.value"() {id = "prompt", role = "input"} : () -> tensor<1x8x64xf16>
   // CHECK: "model.decoder_inference"({{.*}}) {batch = 1 : i64, context_tokens = 8 : i64, datatype = "float16", effects = ["mutation"], ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, id = "prefill", kv_datatype = "float16", kv_heads = 2 : i64, phase = "prefill", query_tokens = 8 : i64}
   // CHECK-SAME: -> (tensor<1x8x64xf16>, tensor<2x1x8x32xf16>)
-  %p, %kv0 = "model.decoder_inference"(%t, %g1, %b1, %wqkv, %wo, %g2, %b2, %w1, %w2) {id = "prefill", phase = "prefill", hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 8 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x8x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x192xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>) -> (tensor<1x8x64xf16>, tensor<2x1x8x32xf16>)
+  %p, %kv0 = "model.decoder_inference"(%t, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2) {id = "prefill", phase = "prefill", hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 8 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x8x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>) -> (tensor<1x8x64xf16>, tensor<2x1x8x32xf16>)
   %tok = "model.value"() {id = "next", role = "input"} : () -> tensor<1x1x64xf16>
   // CHECK: "model.decoder_inference"({{.*}}) {{.*}}phase = "decode"
   // CHECK-SAME: tensor<2x1x8x32xf16>) -> (tensor<1x1x64xf16>, tensor<2x1x9x32xf16>)
-  %d, %kv1 = "model.decoder_inference"(%tok, %g1, %b1, %wqkv, %wo, %g2, %b2, %w1, %w2, %kv0) {id = "decode", phase = "decode", hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 1 : i64, context_tokens = 9 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x1x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x192xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<2x1x8x32xf16>) -> (tensor<1x1x64xf16>, tensor<2x1x9x32xf16>)
+  %d, %kv1 = "model.decoder_inference"(%tok, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %kv0) {id = "decode", phase = "decode", hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 1 : i64, context_tokens = 9 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x1x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<2x1x8x32xf16>) -> (tensor<1x1x64xf16>, tensor<2x1x9x32xf16>)
   "model.output"(%p) {id = "prompt.out"} : (tensor<1x8x64xf16>) -> ()
   "model.output"(%d) {id = "next.out"} : (tensor<1x1x64xf16>) -> ()
   "model.output"(%kv1) {id = "kv.out"} : (tensor<2x1x9x32xf16>) -> ()
