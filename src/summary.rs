@@ -16,8 +16,14 @@ use crate::{
 
 #[derive(Debug, Error)]
 pub enum SummaryError {
-    #[error("the module holds neither a 'plan' nor a 'dist' program to summarize")]
+    #[error("the module holds no 'plan', 'dist' or 'model' program to summarize")]
     Empty,
+    #[error("{0}")]
+    Binding(#[from] crate::transformer::binding::BindingError),
+    #[error("the strategy binding does not derive: {0}")]
+    Derivation(#[from] crate::workload::SpecError),
+    #[error("the model's invocation '{0}' is attributable to no ModelIR op (expected an op with id '{1}')")]
+    Unattributed(String, String),
 }
 
 /// What a task contributes to, beyond its phase.
@@ -202,23 +208,74 @@ impl LayerWork {
     }
 }
 
-/// Summarizes the plan of `module`, or its dist program if it has no plan.
+/// The model's work: the derivation of the bound strategy, each invocation
+/// attributed to the ModelIR op it comes from (the coarse op, or the
+/// decomposed op `model_op_id` names). Block facts come from the algebra.
+pub fn model_work(module: OperationRef) -> Result<(LayerWork, BlockFacts), SummaryError> {
+    use crate::transformer::{
+        binding::{read_spec, TRAINING_SPEC},
+        distribute::{model_op_id, phase_name},
+    };
+    use crate::workload::{derive_training_block, Engine, TrainingSpec};
+    let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
+    let derivation = derive_training_block(&spec)?;
+    let ops = collect_ops(module);
+    let coarse = ops.iter().any(|op| name_of(*op) == "model.decoder_training");
+    let ids: std::collections::HashSet<&str> = ops
+        .iter()
+        .filter(|op| dialect_of(&name_of(**op)) == "model")
+        .filter_map(|op| str_attr(*op, "id"))
+        .collect();
+    let mut tasks = Vec::new();
+    for inv in &derivation.invocations {
+        let owner = model_op_id(inv);
+        if !coarse && !ids.contains(owner.as_str()) {
+            return Err(SummaryError::Unattributed(inv.name.clone(), owner));
+        }
+        let engine = match (inv.collective, inv.engine) {
+            (Some(c), _) => format!("{:?}", c.kind).to_lowercase(),
+            (None, Engine::Matrix) => "matrix".into(),
+            (None, _) => "vector".into(),
+        };
+        tasks.push(TaskWork {
+            id: inv.name.clone(),
+            phase: phase_name(inv.phase).to_string(),
+            engine,
+            class: if inv.collective.is_some() { TaskClass::TensorParallel } else { TaskClass::Compute },
+            ops: inv.ops,
+            read_bytes: inv.read_bytes,
+            write_bytes: inv.write_bytes,
+            message_bytes: inv.message_bytes(),
+        });
+    }
+    let facts = BlockFacts::from_derivation(&derivation, &spec);
+    Ok((LayerWork { tasks, memory: BTreeMap::new() }, facts))
+}
+
+/// Summarizes the plan of `module`, or else its dist program, or else its
+/// ModelIR under the bound strategy.
 pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
     let ops = collect_ops(module);
     let has = |d: &str| ops.iter().any(|op| dialect_of(&name_of(*op)) == d && name_of(*op) != format!("{d}.header"));
-    let layer = if has("plan") {
-        "plan"
+    let (layer, work, block) = if has("plan") {
+        let work = layer_work(module, "plan");
+        let block = work.block_facts();
+        ("plan", work, block)
     } else if has("dist") {
-        "dist"
+        let work = layer_work(module, "dist");
+        let block = work.block_facts();
+        ("dist", work, block)
+    } else if has("model") {
+        let (work, block) = model_work(module)?;
+        ("model", work, block)
     } else {
         return Err(SummaryError::Empty);
     };
-    let work = layer_work(module, layer);
     let mut phases: BTreeMap<String, Totals> = BTreeMap::new();
     let mut engines: BTreeMap<String, Totals> = BTreeMap::new();
     for task in &work.tasks {
         phases.entry(task.phase.clone()).or_default().add(task);
         engines.entry(task.engine.clone()).or_default().add(task);
     }
-    Ok(WorkSummary { layer: layer.to_string(), phases, engines, block: work.block_facts() })
+    Ok(WorkSummary { layer: layer.to_string(), phases, engines, block })
 }

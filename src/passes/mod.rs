@@ -24,6 +24,11 @@ pub static PASSES: &[PassInfo] = &[
         create: verify_pass::create,
     },
     PassInfo {
+        name: "model-decompose-transformer",
+        summary: "Expand the coarse decoder training op into primitive ModelIR ops with explicit dataflow",
+        create: crate::transformer::decompose::create,
+    },
+    PassInfo {
         name: "distribute-transformer-training",
         summary: "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",
         create: crate::transformer::distribute::create,

@@ -76,17 +76,22 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
     if let Some(existing) = ops.iter().find(|op| dialect_of(&name_of(**op)) == "dist") {
         return Err((*existing, "distribute-transformer-training: the module already holds a 'dist' program".into()));
     }
+    // The block: the coarse op, or a decomposed block (its `attn.q` matmul).
     let coarse: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == "model.decoder_training").collect();
-    let block = match coarse.as_slice() {
-        [block] => *block,
-        [] => return Err((module, "distribute-transformer-training: no 'model.decoder_training' op to distribute".into())),
-        [_, second, ..] => {
+    let decomposed = ops.iter().copied().find(|op| name_of(*op) == "model.matmul" && str_attr(*op, "id") == Some("attn.q"));
+    let block = match (coarse.as_slice(), decomposed) {
+        ([block], _) => *block,
+        ([], Some(anchor)) => anchor,
+        ([], None) => return Err((module, "distribute-transformer-training: no 'model.decoder_training' op (or decomposed block) to distribute".into())),
+        ([_, second, ..], _) => {
             return Err((*second, "distribute-transformer-training: expected one 'model.decoder_training' op (one block), found several".into()))
         }
     };
     let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
         .map_err(|e| (block, format!("distribute-transformer-training: {e}")))?;
-    check_dimensions(block, &spec)?;
+    if name_of(block) == "model.decoder_training" {
+        check_dimensions(block, &spec)?;
+    }
     let derivation = derive_training_block(&spec).map_err(|e| (block, e.to_string()))?;
     let model_ids: HashSet<String> = ops
         .iter()

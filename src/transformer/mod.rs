@@ -3,6 +3,7 @@
 //! PortablePlanIR.
 
 pub mod binding;
+pub mod decompose;
 pub mod distribute;
 pub mod import;
 pub mod plan;
@@ -31,45 +32,67 @@ pub fn located(name: &str, from: melior::ir::Location) -> String {
 /// false, with a diagnostic, if the text does not parse; `module` is then
 /// unchanged.
 pub(crate) fn append_parsed(module: OperationRef, text: &str) -> bool {
-    let name = "<generated>";
-    // SAFETY: the context of a live op is live; both strings outlive the call.
-    let parsed = unsafe {
-        mlir_sys::mlirOperationCreateParse(
-            mlir_sys::mlirOperationGetContext(module.to_raw()),
-            mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() },
-            mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },
-        )
-    };
-    if parsed.ptr.is_null() {
-        emit_error(module.location(), "internal error: generated IR failed to parse (see the diagnostics above)");
-        return false;
+    match Generated::parse(module, text) {
+        Some(generated) => {
+            generated.move_into(module);
+            true
+        }
+        None => false,
     }
-    // SAFETY: `parsed` is a live, owned builtin.module.
-    let parsed_ref = unsafe { OperationRef::from_raw(parsed) };
-    let (Ok(source), Ok(target)) = (parsed_ref.region(0), module.region(0)) else {
-        unsafe { mlir_sys::mlirOperationDestroy(parsed) };
-        return false;
-    };
-    let (Some(source), Some(target)) = (source.first_block(), target.first_block()) else {
-        unsafe { mlir_sys::mlirOperationDestroy(parsed) };
-        return false;
-    };
-    let mut moved = Vec::new();
-    let mut next = source.first_operation();
-    while let Some(op) = next {
-        moved.push(op.to_raw());
-        next = op.next_in_block();
+}
+
+/// A parsed, not yet attached, generated module.
+pub(crate) struct Generated {
+    raw: mlir_sys::MlirOperation,
+}
+
+impl Generated {
+    /// Parses generated text in the context of `anchor`; `None` (with a
+    /// diagnostic) if it does not parse.
+    pub(crate) fn parse(anchor: OperationRef, text: &str) -> Option<Self> {
+        let name = "<generated>";
+        // SAFETY: the context of a live op is live; both strings outlive the call.
+        let raw = unsafe {
+            mlir_sys::mlirOperationCreateParse(
+                mlir_sys::mlirOperationGetContext(anchor.to_raw()),
+                mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() },
+                mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },
+            )
+        };
+        if raw.ptr.is_null() {
+            emit_error(anchor.location(), "internal error: generated IR failed to parse (see the diagnostics above)");
+            return None;
+        }
+        Some(Self { raw })
     }
-    for raw in moved {
-        // SAFETY: each op is live and owned by `source`; it moves to `target`.
-        unsafe {
-            mlir_sys::mlirOperationRemoveFromParent(raw);
-            mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
+
+    /// Moves every top-level op to the end of `module`'s body.
+    pub(crate) fn move_into(self, module: OperationRef) {
+        // SAFETY: `self.raw` is a live builtin.module owned by `self`.
+        let parsed = unsafe { OperationRef::from_raw(self.raw) };
+        let (Ok(source), Ok(target)) = (parsed.region(0), module.region(0)) else { return };
+        let (Some(source), Some(target)) = (source.first_block(), target.first_block()) else { return };
+        let mut moved = Vec::new();
+        let mut next = source.first_operation();
+        while let Some(op) = next {
+            moved.push(op.to_raw());
+            next = op.next_in_block();
+        }
+        for raw in moved {
+            // SAFETY: each op is live and owned by `source`; it moves to `target`.
+            unsafe {
+                mlir_sys::mlirOperationRemoveFromParent(raw);
+                mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
+            }
         }
     }
-    // SAFETY: the emptied temporary module is owned here and destroyed once.
-    unsafe { mlir_sys::mlirOperationDestroy(parsed) };
-    true
+}
+
+impl Drop for Generated {
+    fn drop(&mut self) {
+        // SAFETY: owned here (parsed, never attached) and destroyed once.
+        unsafe { mlir_sys::mlirOperationDestroy(self.raw) }
+    }
 }
 
 #[cfg(test)]

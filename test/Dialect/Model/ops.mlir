@@ -51,6 +51,17 @@ func.func @state_and_effects() {
   // CHECK-SAME: -> (tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>)
   %w1, %m1, %v1 = "model.optimizer_step"(%w, %gw, %m, %v) {id = "adam", effects = ["parameter_update"]} : (tensor<16x32xf16>, tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>) -> (tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>)
   "model.output"(%w1) {id = "w2.next"} : (tensor<16x32xf16>) -> ()
+  %xin = "model.value"() {id = "fc.in", role = "activation"} : () -> tensor<8x16xf16>
+  %dy = "model.value"() {id = "fc.out.grad", role = "activation_gradient"} : () -> tensor<8x32xf16>
+  // CHECK: "model.activation_gradient"(%{{.*}}, %{{.*}}) {id = "fc.agrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  %dx = "model.activation_gradient"(%dy, %xin) {id = "fc.agrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  // CHECK: "model.weight_gradient"(%{{.*}}, %{{.*}}) {id = "fc.wgrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<16x32xf16>
+  %dw = "model.weight_gradient"(%dy, %xin) {id = "fc.wgrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<16x32xf16>
+  // A fork's gradient sums the gradients of its results.
+  // CHECK: "model.activation_gradient"(%{{.*}}, %{{.*}}, %{{.*}}) {id = "fork.agrad", of = "fork"} : (tensor<8x16xf16>, tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  %dsum = "model.activation_gradient"(%dx, %dx, %xin) {id = "fork.agrad", of = "fork"} : (tensor<8x16xf16>, tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  "model.output"(%dw) {id = "fc.w.grad"} : (tensor<16x32xf16>) -> ()
+  "model.output"(%dsum) {id = "fork.in.grad"} : (tensor<8x16xf16>) -> ()
   "model.output"(%ga) {id = "x.grad.out"} : (tensor<8x16xf16>) -> ()
   return
 }

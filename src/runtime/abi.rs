@@ -1,0 +1,386 @@
+//! The C ABI: `#[unsafe(no_mangle)] extern "C"` entry points called by the lowered
+//! `dist` ops.
+//!
+//! Every unranked memref argument `U` is passed as two C arguments,
+//! `rank: i64, desc: *mut c_void` (see [`super::memref`]). Every entry point
+//! catches panics, returns a negative [`ErrorCode`](super::error::ErrorCode)
+//! on failure, stores the error as the thread's last error and records it in
+//! the world of the calling rank.
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+use super::dtype::ElemType;
+use super::error::{last_error, set_last_error, RtError, RtResult};
+use super::ops::{self, Redistribution, Unranked};
+use super::world::current;
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        format!("panic: {s}")
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        format!("panic: {s}")
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}
+
+/// Reports `error`: last error of the thread, recorded in the world.
+fn report(error: RtError) -> i64 {
+    let code = error.code().value();
+    if let Ok((world, rank)) = current() {
+        world.record_error(rank, error.clone());
+    }
+    set_last_error(error);
+    code
+}
+
+/// Runs an entry point's body: no panic crosses the FFI boundary, and
+/// errors become negative codes.
+pub(crate) fn guard(body: impl FnOnce() -> RtResult<i64>) -> i64 {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => report(error),
+        Err(payload) => report(RtError::Internal(panic_message(payload.as_ref()))),
+    }
+}
+
+/// Number of ranks of the world (every team spans the whole world).
+#[unsafe(no_mangle)]
+pub extern "C" fn _bprt_nprocs(team: i64) -> i64 {
+    let _ = team;
+    guard(|| Ok(current()?.0.nranks() as i64))
+}
+
+/// Rank of the calling thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn _bprt_prank(team: i64) -> i64 {
+    let _ = team;
+    guard(|| Ok(current()?.1 as i64))
+}
+
+/// Completes the operation of `handle`: 0 on success, a negative code on
+/// error. Every handle is waited exactly once.
+#[unsafe(no_mangle)]
+pub extern "C" fn _bprt_wait(handle: i64) -> i64 {
+    guard(|| {
+        let (world, me) = current()?;
+        world.wait(me, handle)?;
+        Ok(0)
+    })
+}
+
+/// Copies the calling thread's last error message (UTF-8) into `buf`,
+/// truncated to `len - 1` bytes and NUL-terminated, and returns the full
+/// message length in bytes (0 when there is no error). With a null `buf` or
+/// `len <= 0` nothing is written.
+///
+/// # Safety
+/// `buf` must be null or valid for writes of `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _bprt_last_error(buf: *mut u8, len: i64) -> i64 {
+    let body = || {
+        let message = last_error().map(|e| e.to_string()).unwrap_or_default();
+        let bytes = message.as_bytes();
+        if !buf.is_null() && len > 0 {
+            let n = bytes.len().min(len as usize - 1);
+            // SAFETY: the caller guarantees `buf` is valid for `len` bytes,
+            // and `n + 1 <= len`.
+            unsafe {
+                ptr::copy_nonoverlapping(bytes.as_ptr(), buf, n);
+                buf.add(n).write(0);
+            }
+        }
+        bytes.len() as i64
+    };
+    catch_unwind(AssertUnwindSafe(body))
+        .unwrap_or_else(|_| super::error::ErrorCode::Internal.value())
+}
+
+macro_rules! typed_entry_points {
+    ($(
+        $ty:expr => [$all_reduce:ident, $reduce_scatter:ident, $all_gather:ident,
+                     $all_to_all:ident, $broadcast:ident, $send_recv:ident,
+                     $copy_reshape:ident, $copy_permute:ident]
+    ),* $(,)?) => {
+        $(
+            #[doc = concat!("`", stringify!($all_reduce), "(team, participants: U, input: U, output: U, op: i32) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C" fn $all_reduce(
+                team: i64,
+                p_rank: i64, p_desc: *mut c_void,
+                in_rank: i64, in_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+                op: i32,
+            ) -> i64 {
+                guard(|| {
+                    // SAFETY: the caller's contract above.
+                    unsafe {
+                        ops::all_reduce(
+                            $ty, team, Unranked::new(p_rank, p_desc),
+                            Unranked::new(in_rank, in_desc), Unranked::new(out_rank, out_desc), op,
+                        )
+                    }
+                })
+            }
+
+            #[doc = concat!("`", stringify!($reduce_scatter), "(team, participants: U, input: U, output: U, op: i32, axis: i64) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C" fn $reduce_scatter(
+                team: i64,
+                p_rank: i64, p_desc: *mut c_void,
+                in_rank: i64, in_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+                op: i32,
+                axis: i64,
+            ) -> i64 {
+                guard(|| {
+                    // SAFETY: the caller's contract above.
+                    unsafe {
+                        ops::reduce_scatter(
+                            $ty, team, Unranked::new(p_rank, p_desc),
+                            Unranked::new(in_rank, in_desc), Unranked::new(out_rank, out_desc),
+                            op, axis,
+                        )
+                    }
+                })
+            }
+
+            #[doc = concat!("`", stringify!($all_gather), "(team, participants: U, input: U, output: U, axis: i64) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C" fn $all_gather(
+                team: i64,
+                p_rank: i64, p_desc: *mut c_void,
+                in_rank: i64, in_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+                axis: i64,
+            ) -> i64 {
+                guard(|| {
+                    // SAFETY: the caller's contract above.
+                    unsafe {
+                        ops::all_gather(
+                            $ty, team, Unranked::new(p_rank, p_desc),
+                            Unranked::new(in_rank, in_desc), Unranked::new(out_rank, out_desc),
+                            axis,
+                        )
+                    }
+                })
+            }
+
+            #[doc = concat!("`", stringify!($all_to_all), "(team, participants: U, input: U, output: U, axis: i64) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C" fn $all_to_all(
+                team: i64,
+                p_rank: i64, p_desc: *mut c_void,
+                in_rank: i64, in_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+                axis: i64,
+            ) -> i64 {
+                guard(|| {
+                    // SAFETY: the caller's contract above.
+                    unsafe {
+                        ops::all_to_all(
+                            $ty, team, Unranked::new(p_rank, p_desc),
+                            Unranked::new(in_rank, in_desc), Unranked::new(out_rank, out_desc),
+                            axis,
+                        )
+                    }
+                })
+            }
+
+            #[doc = concat!("`", stringify!($broadcast), "(team, participants: U, input: U, output: U, root: i64) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C" fn $broadcast(
+                team: i64,
+                p_rank: i64, p_desc: *mut c_void,
+                in_rank: i64, in_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+                root: i64,
+            ) -> i64 {
+                guard(|| {
+                    // SAFETY: the caller's contract above.
+                    unsafe {
+                        ops::broadcast(
+                            $ty, team, Unranked::new(p_rank, p_desc),
+                            Unranked::new(in_rank, in_desc), Unranked::new(out_rank, out_desc),
+                            root,
+                        )
+                    }
+                })
+            }
+
+            #[doc = concat!("`", stringify!($send_recv), "(team, input: U, output: U, source: i64, dest: i64) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn $send_recv(
+                team: i64,
+                in_rank: i64, in_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+                source: i64,
+                dest: i64,
+            ) -> i64 {
+                guard(|| {
+                    // SAFETY: the caller's contract above.
+                    unsafe {
+                        ops::send_recv(
+                            $ty, team, Unranked::new(in_rank, in_desc),
+                            Unranked::new(out_rank, out_desc), source, dest,
+                        )
+                    }
+                })
+            }
+
+            #[doc = concat!("`", stringify!($copy_reshape), "(team, input: U, g_shape: U, l_offsets: U, ng_shape: U, nl_offsets: U, nl_shape: U, output: U) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C" fn $copy_reshape(
+                team: i64,
+                in_rank: i64, in_desc: *mut c_void,
+                gs_rank: i64, gs_desc: *mut c_void,
+                lo_rank: i64, lo_desc: *mut c_void,
+                ngs_rank: i64, ngs_desc: *mut c_void,
+                nlo_rank: i64, nlo_desc: *mut c_void,
+                nls_rank: i64, nls_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+            ) -> i64 {
+                guard(|| {
+                    let args = Redistribution {
+                        input: Unranked::new(in_rank, in_desc),
+                        g_shape: Unranked::new(gs_rank, gs_desc),
+                        l_offsets: Unranked::new(lo_rank, lo_desc),
+                        nl_offsets: Unranked::new(nlo_rank, nlo_desc),
+                        nl_shape: Unranked::new(nls_rank, nls_desc),
+                        output: Unranked::new(out_rank, out_desc),
+                    };
+                    // SAFETY: the caller's contract above.
+                    unsafe { ops::copy_reshape($ty, team, args, Unranked::new(ngs_rank, ngs_desc)) }
+                })
+            }
+
+            #[doc = concat!("`", stringify!($copy_permute), "(team, input: U, g_shape: U, l_offsets: U, nl_offsets: U, nl_shape: U, axes: U, output: U) -> i64`.")]
+            ///
+            /// # Safety
+            /// Every `(rank, desc)` pair is a valid unranked memref; the output
+            /// stays valid until the matching `_bprt_wait`.
+            #[unsafe(no_mangle)]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe extern "C" fn $copy_permute(
+                team: i64,
+                in_rank: i64, in_desc: *mut c_void,
+                gs_rank: i64, gs_desc: *mut c_void,
+                lo_rank: i64, lo_desc: *mut c_void,
+                nlo_rank: i64, nlo_desc: *mut c_void,
+                nls_rank: i64, nls_desc: *mut c_void,
+                ax_rank: i64, ax_desc: *mut c_void,
+                out_rank: i64, out_desc: *mut c_void,
+            ) -> i64 {
+                guard(|| {
+                    let args = Redistribution {
+                        input: Unranked::new(in_rank, in_desc),
+                        g_shape: Unranked::new(gs_rank, gs_desc),
+                        l_offsets: Unranked::new(lo_rank, lo_desc),
+                        nl_offsets: Unranked::new(nlo_rank, nlo_desc),
+                        nl_shape: Unranked::new(nls_rank, nls_desc),
+                        output: Unranked::new(out_rank, out_desc),
+                    };
+                    // SAFETY: the caller's contract above.
+                    unsafe { ops::copy_permute($ty, team, args, Unranked::new(ax_rank, ax_desc)) }
+                })
+            }
+        )*
+
+        /// Name and address of every typed entry point.
+        pub(crate) fn typed_symbols() -> Vec<(&'static str, *mut ())> {
+            vec![$(
+                (stringify!($all_reduce), $all_reduce as *mut ()),
+                (stringify!($reduce_scatter), $reduce_scatter as *mut ()),
+                (stringify!($all_gather), $all_gather as *mut ()),
+                (stringify!($all_to_all), $all_to_all as *mut ()),
+                (stringify!($broadcast), $broadcast as *mut ()),
+                (stringify!($send_recv), $send_recv as *mut ()),
+                (stringify!($copy_reshape), $copy_reshape as *mut ()),
+                (stringify!($copy_permute), $copy_permute as *mut ()),
+            )*]
+        }
+    };
+}
+
+typed_entry_points! {
+    ElemType::F64 => [_bprt_all_reduce_f64, _bprt_reduce_scatter_f64, _bprt_all_gather_f64,
+        _bprt_all_to_all_f64, _bprt_broadcast_f64, _bprt_send_recv_f64,
+        _bprt_copy_reshape_f64, _bprt_copy_permute_f64],
+    ElemType::F32 => [_bprt_all_reduce_f32, _bprt_reduce_scatter_f32, _bprt_all_gather_f32,
+        _bprt_all_to_all_f32, _bprt_broadcast_f32, _bprt_send_recv_f32,
+        _bprt_copy_reshape_f32, _bprt_copy_permute_f32],
+    ElemType::F16 => [_bprt_all_reduce_f16, _bprt_reduce_scatter_f16, _bprt_all_gather_f16,
+        _bprt_all_to_all_f16, _bprt_broadcast_f16, _bprt_send_recv_f16,
+        _bprt_copy_reshape_f16, _bprt_copy_permute_f16],
+    ElemType::BF16 => [_bprt_all_reduce_bf16, _bprt_reduce_scatter_bf16, _bprt_all_gather_bf16,
+        _bprt_all_to_all_bf16, _bprt_broadcast_bf16, _bprt_send_recv_bf16,
+        _bprt_copy_reshape_bf16, _bprt_copy_permute_bf16],
+    ElemType::I64 => [_bprt_all_reduce_i64, _bprt_reduce_scatter_i64, _bprt_all_gather_i64,
+        _bprt_all_to_all_i64, _bprt_broadcast_i64, _bprt_send_recv_i64,
+        _bprt_copy_reshape_i64, _bprt_copy_permute_i64],
+    ElemType::I32 => [_bprt_all_reduce_i32, _bprt_reduce_scatter_i32, _bprt_all_gather_i32,
+        _bprt_all_to_all_i32, _bprt_broadcast_i32, _bprt_send_recv_i32,
+        _bprt_copy_reshape_i32, _bprt_copy_permute_i32],
+    ElemType::I16 => [_bprt_all_reduce_i16, _bprt_reduce_scatter_i16, _bprt_all_gather_i16,
+        _bprt_all_to_all_i16, _bprt_broadcast_i16, _bprt_send_recv_i16,
+        _bprt_copy_reshape_i16, _bprt_copy_permute_i16],
+    ElemType::I8 => [_bprt_all_reduce_i8, _bprt_reduce_scatter_i8, _bprt_all_gather_i8,
+        _bprt_all_to_all_i8, _bprt_broadcast_i8, _bprt_send_recv_i8,
+        _bprt_copy_reshape_i8, _bprt_copy_permute_i8],
+    ElemType::I1 => [_bprt_all_reduce_i1, _bprt_reduce_scatter_i1, _bprt_all_gather_i1,
+        _bprt_all_to_all_i1, _bprt_broadcast_i1, _bprt_send_recv_i1,
+        _bprt_copy_reshape_i1, _bprt_copy_permute_i1],
+    ElemType::Index => [_bprt_all_reduce_index, _bprt_reduce_scatter_index,
+        _bprt_all_gather_index, _bprt_all_to_all_index, _bprt_broadcast_index,
+        _bprt_send_recv_index, _bprt_copy_reshape_index, _bprt_copy_permute_index],
+}
+
+/// Name and address of every `_bprt_*` entry point, for a JIT to bind
+/// (e.g. MLIR `ExecutionEngine::register_symbol`).
+pub fn symbols() -> Vec<(&'static str, *mut ())> {
+    let mut table: Vec<(&'static str, *mut ())> = vec![
+        ("_bprt_nprocs", _bprt_nprocs as *mut ()),
+        ("_bprt_prank", _bprt_prank as *mut ()),
+        ("_bprt_wait", _bprt_wait as *mut ()),
+        ("_bprt_last_error", _bprt_last_error as *mut ()),
+    ];
+    table.extend(typed_symbols());
+    table
+}

@@ -1,0 +1,273 @@
+//! What a rank deposits for an exchange, and how a rank computes its output
+//! once every participant's contribution is there.
+//!
+//! [`complete`] runs on every participant over the same set of deposits, so
+//! every cross-rank check fails identically on every rank.
+
+use std::sync::Arc;
+
+use super::dtype::{reduce_into, ElemType, ReduceOp};
+use super::error::{RtError, RtResult};
+use super::memref::shape_numel;
+use super::redistribute;
+
+/// The operation and its scalar parameters, compared across participants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    AllReduce { op: ReduceOp },
+    ReduceScatter { op: ReduceOp, axis: usize },
+    AllGather { axis: usize },
+    AllToAll { axis: usize },
+    Broadcast { root: usize },
+    SendRecv { source: usize, dest: usize },
+    CopyReshape,
+    CopyPermute { axes: Vec<usize> },
+}
+
+/// Global placement of a rank's block for the redistribution copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BlockLayout {
+    pub g_shape: Vec<i64>,
+    pub l_offsets: Vec<i64>,
+    /// New global shape (`copy_reshape` only; derived for `copy_permute`).
+    pub ng_shape: Vec<i64>,
+    pub nl_offsets: Vec<i64>,
+}
+
+/// One rank's contribution to an exchange.
+#[derive(Debug)]
+pub(crate) struct Contribution {
+    pub rank: usize,
+    pub kind: OpKind,
+    pub dtype: ElemType,
+    /// Participants in call order (world ranks).
+    pub participants: Vec<usize>,
+    /// Shape of `data` (`None` when this rank's input is not used).
+    pub in_shape: Option<Vec<i64>>,
+    /// Packed row-major input.
+    pub data: Vec<u8>,
+    /// Shape of this rank's output (`None` when it receives nothing).
+    pub out_shape: Option<Vec<i64>>,
+    pub layout: Option<BlockLayout>,
+}
+
+/// What a rank deposits: its contribution, or why its start call failed.
+pub(crate) type Deposit = Result<Contribution, StartFailure>;
+
+/// A start call that failed after the exchange was identified.
+#[derive(Debug)]
+pub(crate) struct StartFailure {
+    pub rank: usize,
+    pub message: String,
+}
+
+/// `(outer, dim, inner)` element counts around `axis` of `shape`.
+pub(crate) fn axis_split(shape: &[i64], axis: usize) -> (usize, usize, usize) {
+    let prod = |s: &[i64]| s.iter().map(|&d| d as usize).product::<usize>();
+    (
+        prod(&shape[..axis]),
+        shape[axis] as usize,
+        prod(&shape[axis + 1..]),
+    )
+}
+
+fn shape_of(c: &Contribution) -> RtResult<&[i64]> {
+    c.in_shape
+        .as_deref()
+        .ok_or_else(|| RtError::Internal(format!("rank {} deposited no input", c.rank)))
+}
+
+fn same_input_shapes(ordered: &[&Contribution]) -> RtResult<Vec<i64>> {
+    let first = shape_of(ordered[0])?;
+    for c in &ordered[1..] {
+        let s = shape_of(c)?;
+        if s != first {
+            return Err(RtError::Mismatch(format!(
+                "rank {} input shape {s:?} differs from rank {} input shape {first:?}",
+                c.rank, ordered[0].rank
+            )));
+        }
+    }
+    Ok(first.to_vec())
+}
+
+/// Computes the packed output of world rank `me` from the deposits of
+/// every participant (in any order). `Ok(None)`: this rank receives nothing.
+pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<Vec<u8>>> {
+    let mut contributions = Vec::with_capacity(deposits.len());
+    for d in deposits {
+        match d.as_ref() {
+            Ok(c) => contributions.push(c),
+            Err(f) => {
+                return Err(RtError::PeerFailed {
+                    rank: f.rank,
+                    message: f.message.clone(),
+                })
+            }
+        }
+    }
+    let first = contributions[0];
+    for c in &contributions[1..] {
+        if c.kind != first.kind || c.dtype != first.dtype || c.participants != first.participants {
+            return Err(RtError::Mismatch(format!(
+                "rank {} called {:?} on {} with participants {:?}, but rank {} called {:?} on {} \
+                 with participants {:?}",
+                first.rank,
+                first.kind,
+                first.dtype,
+                first.participants,
+                c.rank,
+                c.kind,
+                c.dtype,
+                c.participants
+            )));
+        }
+    }
+    // Contributions in participant order; `k` is this rank's position.
+    let ordered: Vec<&Contribution> = first
+        .participants
+        .iter()
+        .map(|&p| {
+            contributions
+                .iter()
+                .copied()
+                .find(|c| c.rank == p)
+                .ok_or_else(|| RtError::Internal(format!("no deposit of participant {p}")))
+        })
+        .collect::<RtResult<_>>()?;
+    let k = first
+        .participants
+        .iter()
+        .position(|&p| p == me)
+        .ok_or_else(|| {
+            RtError::Internal(format!("rank {me} completes an exchange it is not in"))
+        })?;
+    let n = ordered.len();
+    let es = first.dtype.size();
+    let dtype = first.dtype;
+
+    match &first.kind {
+        OpKind::AllReduce { op } => {
+            same_input_shapes(&ordered)?;
+            let mut acc = ordered[0].data.clone();
+            for c in &ordered[1..] {
+                reduce_into(dtype, *op, &mut acc, &c.data);
+            }
+            Ok(Some(acc))
+        }
+        OpKind::ReduceScatter { op, axis } => {
+            let shape = same_input_shapes(&ordered)?;
+            let (outer, dim, inner) = axis_split(&shape, *axis);
+            let chunk = dim / n;
+            let slice = |c: &Contribution| -> Vec<u8> {
+                let mut out = Vec::with_capacity(outer * chunk * inner * es);
+                for o in 0..outer {
+                    let start = (o * dim + k * chunk) * inner * es;
+                    out.extend_from_slice(&c.data[start..start + chunk * inner * es]);
+                }
+                out
+            };
+            let mut acc = slice(ordered[0]);
+            for c in &ordered[1..] {
+                reduce_into(dtype, *op, &mut acc, &slice(c));
+            }
+            Ok(Some(acc))
+        }
+        OpKind::AllGather { axis } => {
+            let axis = *axis;
+            let base = shape_of(ordered[0])?;
+            let mut total = 0i64;
+            for c in &ordered {
+                let s = shape_of(c)?;
+                let agrees = s.len() == base.len()
+                    && s.iter()
+                        .zip(base)
+                        .enumerate()
+                        .all(|(d, (a, b))| d == axis || a == b);
+                if !agrees {
+                    return Err(RtError::Mismatch(format!(
+                        "rank {} input shape {s:?} differs from rank {} input shape {base:?} \
+                         outside axis {axis}",
+                        c.rank, ordered[0].rank
+                    )));
+                }
+                total += s[axis];
+            }
+            for c in &ordered {
+                let out = c.out_shape.as_deref().unwrap_or(&[]);
+                if out.get(axis) != Some(&total) {
+                    return Err(RtError::Mismatch(format!(
+                        "rank {} output shape {out:?} must have {total} (the sum of the inputs) \
+                         along axis {axis}",
+                        c.rank
+                    )));
+                }
+            }
+            let (outer, _, inner) = axis_split(base, axis);
+            let mut out = Vec::with_capacity(outer * total as usize * inner * es);
+            for o in 0..outer {
+                for c in &ordered {
+                    let block = shape_of(c)?[axis] as usize * inner * es;
+                    out.extend_from_slice(&c.data[o * block..(o + 1) * block]);
+                }
+            }
+            Ok(Some(out))
+        }
+        OpKind::AllToAll { axis } => {
+            let shape = same_input_shapes(&ordered)?;
+            let (outer, dim, inner) = axis_split(&shape, *axis);
+            let chunk = dim / n * inner * es;
+            let mut out = Vec::with_capacity(outer * dim * inner * es);
+            for o in 0..outer {
+                for c in &ordered {
+                    let start = o * dim * inner * es + k * chunk;
+                    out.extend_from_slice(&c.data[start..start + chunk]);
+                }
+            }
+            Ok(Some(out))
+        }
+        OpKind::Broadcast { root } => {
+            let src = ordered.iter().find(|c| c.rank == *root).ok_or_else(|| {
+                RtError::Internal(format!("broadcast root {root} is not a participant"))
+            })?;
+            let shape = shape_of(src)?;
+            for c in &ordered {
+                if c.out_shape.as_deref() != Some(shape) {
+                    return Err(RtError::Mismatch(format!(
+                        "rank {} output shape {:?} differs from root {root} input shape {shape:?}",
+                        c.rank, c.out_shape
+                    )));
+                }
+            }
+            Ok(Some(src.data.clone()))
+        }
+        OpKind::SendRecv { source, dest } => {
+            let find = |r: usize| {
+                ordered
+                    .iter()
+                    .copied()
+                    .find(|c| c.rank == r)
+                    .ok_or_else(|| RtError::Internal(format!("no deposit of rank {r}")))
+            };
+            let (src, dst) = (find(*source)?, find(*dest)?);
+            let shape = shape_of(src)?;
+            if dst.out_shape.as_deref() != Some(shape) {
+                return Err(RtError::Mismatch(format!(
+                    "dest rank {dest} output shape {:?} differs from source rank {source} input \
+                     shape {shape:?}",
+                    dst.out_shape
+                )));
+            }
+            Ok((me == *dest).then(|| src.data.clone()))
+        }
+        OpKind::CopyReshape => redistribute::copy_reshape(&ordered, k).map(Some),
+        OpKind::CopyPermute { axes } => redistribute::copy_permute(&ordered, k, axes).map(Some),
+    }
+}
+
+/// Checks that `shape` has the element count the caller claims (helper for
+/// start-time validation).
+pub(crate) fn numel_of(what: &str, shape: &[i64]) -> RtResult<usize> {
+    shape_numel(shape)
+        .ok_or_else(|| RtError::InvalidArgument(format!("{what} {shape:?} is not a valid shape")))
+}

@@ -1,0 +1,283 @@
+//! Element types and the element-wise reductions over packed byte buffers.
+//!
+//! Data moves through the runtime as packed row-major bytes in native byte
+//! order; only the reductions need to know the element type.
+//!
+//! Semantics of the reductions:
+//! - integers (`i8`..`i64`, `index`) wrap on overflow (like `arith.addi`);
+//! - floats propagate NaN in `max`/`min` (like `arith.maximumf`); `f16` and
+//!   `bf16` are combined in `f32` and rounded back after every step;
+//! - `i1` is stored as one byte 0/1 (any non-zero input byte counts as 1):
+//!   `sum` is addition modulo 2, `prod` is AND, `max` is OR, `min` is AND.
+//!
+//! Every rank folds the contributions in participant order, so all ranks
+//! compute bitwise identical results.
+
+use std::fmt;
+
+use half::{bf16, f16};
+
+use super::error::{RtError, RtResult};
+
+/// Element type of a memref, one per entry-point suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    F64,
+    F32,
+    F16,
+    BF16,
+    I64,
+    I32,
+    I16,
+    I8,
+    I1,
+    Index,
+}
+
+impl ElemType {
+    /// Storage size of one element in bytes.
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::F64 | ElemType::I64 | ElemType::Index => 8,
+            ElemType::F32 | ElemType::I32 => 4,
+            ElemType::F16 | ElemType::BF16 | ElemType::I16 => 2,
+            ElemType::I8 | ElemType::I1 => 1,
+        }
+    }
+
+    /// The entry-point suffix (`f64`, ..., `index`).
+    pub fn suffix(self) -> &'static str {
+        match self {
+            ElemType::F64 => "f64",
+            ElemType::F32 => "f32",
+            ElemType::F16 => "f16",
+            ElemType::BF16 => "bf16",
+            ElemType::I64 => "i64",
+            ElemType::I32 => "i32",
+            ElemType::I16 => "i16",
+            ElemType::I8 => "i8",
+            ElemType::I1 => "i1",
+            ElemType::Index => "index",
+        }
+    }
+
+    /// Brings freshly read data into canonical form (`i1`: bytes 0/1).
+    pub(crate) fn canonicalize(self, data: &mut [u8]) {
+        if self == ElemType::I1 {
+            for b in data.iter_mut() {
+                *b = u8::from(*b != 0);
+            }
+        }
+    }
+}
+
+impl fmt::Display for ElemType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.suffix())
+    }
+}
+
+/// Reduction operator, as passed in the `op: i32` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum = 0,
+    Max = 1,
+    Min = 2,
+    Prod = 3,
+}
+
+impl ReduceOp {
+    /// Decodes the C value (0 = sum, 1 = max, 2 = min, 3 = prod).
+    pub fn from_i32(op: i32) -> RtResult<Self> {
+        match op {
+            0 => Ok(ReduceOp::Sum),
+            1 => Ok(ReduceOp::Max),
+            2 => Ok(ReduceOp::Min),
+            3 => Ok(ReduceOp::Prod),
+            _ => Err(RtError::InvalidArgument(format!(
+                "reduction op {op} (expected 0=sum, 1=max, 2=min, 3=prod)"
+            ))),
+        }
+    }
+}
+
+/// One element type's storage and combination rule.
+trait Elem: Copy {
+    const SIZE: usize;
+    fn load(bytes: &[u8]) -> Self;
+    fn store(self, bytes: &mut [u8]);
+    fn combine(a: Self, b: Self, op: ReduceOp) -> Self;
+}
+
+macro_rules! int_elem {
+    ($($t:ty),*) => {$(
+        impl Elem for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn load(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$t>()];
+                raw.copy_from_slice(bytes);
+                <$t>::from_ne_bytes(raw)
+            }
+            fn store(self, bytes: &mut [u8]) {
+                bytes.copy_from_slice(&self.to_ne_bytes());
+            }
+            fn combine(a: Self, b: Self, op: ReduceOp) -> Self {
+                match op {
+                    ReduceOp::Sum => a.wrapping_add(b),
+                    ReduceOp::Prod => a.wrapping_mul(b),
+                    ReduceOp::Max => a.max(b),
+                    ReduceOp::Min => a.min(b),
+                }
+            }
+        }
+    )*};
+}
+int_elem!(i64, i32, i16, i8);
+
+fn combine_f64(a: f64, b: f64, op: ReduceOp) -> f64 {
+    match op {
+        ReduceOp::Sum => a + b,
+        ReduceOp::Prod => a * b,
+        _ if a.is_nan() || b.is_nan() => f64::NAN,
+        ReduceOp::Max => a.max(b),
+        ReduceOp::Min => a.min(b),
+    }
+}
+
+fn combine_f32(a: f32, b: f32, op: ReduceOp) -> f32 {
+    match op {
+        ReduceOp::Sum => a + b,
+        ReduceOp::Prod => a * b,
+        _ if a.is_nan() || b.is_nan() => f32::NAN,
+        ReduceOp::Max => a.max(b),
+        ReduceOp::Min => a.min(b),
+    }
+}
+
+macro_rules! float_elem {
+    ($t:ty, $combine:ident) => {
+        impl Elem for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn load(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$t>()];
+                raw.copy_from_slice(bytes);
+                <$t>::from_ne_bytes(raw)
+            }
+            fn store(self, bytes: &mut [u8]) {
+                bytes.copy_from_slice(&self.to_ne_bytes());
+            }
+            fn combine(a: Self, b: Self, op: ReduceOp) -> Self {
+                $combine(a, b, op)
+            }
+        }
+    };
+}
+float_elem!(f64, combine_f64);
+float_elem!(f32, combine_f32);
+
+macro_rules! half_elem {
+    ($t:ty) => {
+        impl Elem for $t {
+            const SIZE: usize = 2;
+            fn load(bytes: &[u8]) -> Self {
+                <$t>::from_ne_bytes([bytes[0], bytes[1]])
+            }
+            fn store(self, bytes: &mut [u8]) {
+                bytes.copy_from_slice(&self.to_ne_bytes());
+            }
+            fn combine(a: Self, b: Self, op: ReduceOp) -> Self {
+                <$t>::from_f32(combine_f32(a.to_f32(), b.to_f32(), op))
+            }
+        }
+    };
+}
+half_elem!(f16);
+half_elem!(bf16);
+
+/// `i1` stored as one byte 0/1.
+#[derive(Clone, Copy)]
+struct Bit(bool);
+
+impl Elem for Bit {
+    const SIZE: usize = 1;
+    fn load(bytes: &[u8]) -> Self {
+        Bit(bytes[0] != 0)
+    }
+    fn store(self, bytes: &mut [u8]) {
+        bytes[0] = u8::from(self.0);
+    }
+    fn combine(a: Self, b: Self, op: ReduceOp) -> Self {
+        Bit(match op {
+            ReduceOp::Sum => a.0 ^ b.0,
+            ReduceOp::Prod | ReduceOp::Min => a.0 && b.0,
+            ReduceOp::Max => a.0 || b.0,
+        })
+    }
+}
+
+fn combine_slices<E: Elem>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
+    for (a, b) in acc
+        .chunks_exact_mut(E::SIZE)
+        .zip(other.chunks_exact(E::SIZE))
+    {
+        E::combine(E::load(a), E::load(b), op).store(a);
+    }
+}
+
+/// `acc[i] = acc[i] op other[i]` element-wise; both buffers hold packed
+/// elements of type `ty` and have the same length.
+pub(crate) fn reduce_into(ty: ElemType, op: ReduceOp, acc: &mut [u8], other: &[u8]) {
+    debug_assert_eq!(acc.len(), other.len());
+    match ty {
+        ElemType::F64 => combine_slices::<f64>(acc, other, op),
+        ElemType::F32 => combine_slices::<f32>(acc, other, op),
+        ElemType::F16 => combine_slices::<f16>(acc, other, op),
+        ElemType::BF16 => combine_slices::<bf16>(acc, other, op),
+        ElemType::I64 | ElemType::Index => combine_slices::<i64>(acc, other, op),
+        ElemType::I32 => combine_slices::<i32>(acc, other, op),
+        ElemType::I16 => combine_slices::<i16>(acc, other, op),
+        ElemType::I8 => combine_slices::<i8>(acc, other, op),
+        ElemType::I1 => combine_slices::<Bit>(acc, other, op),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes_f32(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn float_max_propagates_nan_and_ints_wrap() {
+        let mut acc = bytes_f32(&[1.0, f32::NAN]);
+        reduce_into(
+            ElemType::F32,
+            ReduceOp::Max,
+            &mut acc,
+            &bytes_f32(&[2.0, 0.0]),
+        );
+        let got: Vec<f32> = acc
+            .chunks_exact(4)
+            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got[0], 2.0);
+        assert!(got[1].is_nan());
+
+        let mut acc = vec![127u8]; // i8 127
+        reduce_into(ElemType::I8, ReduceOp::Sum, &mut acc, &[1u8]);
+        assert_eq!(acc[0] as i8, -128);
+    }
+
+    #[test]
+    fn i1_rules() {
+        let mut acc = vec![1u8, 1, 0, 0];
+        reduce_into(ElemType::I1, ReduceOp::Sum, &mut acc, &[1, 0, 1, 0]);
+        assert_eq!(acc, [0, 1, 1, 0]);
+        let mut acc = vec![1u8, 1, 0, 0];
+        reduce_into(ElemType::I1, ReduceOp::Min, &mut acc, &[1, 0, 1, 0]);
+        assert_eq!(acc, [1, 0, 0, 0]);
+        assert!(ReduceOp::from_i32(4).is_err());
+    }
+}

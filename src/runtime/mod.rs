@@ -1,0 +1,48 @@
+//! Blueprint runtime: the C ABI that lowered `dist` ops call, implemented
+//! with in-process ranks (one thread per logical rank) that really move data.
+//!
+//! - [`abi`]: the `#[no_mangle] extern "C"` `_bprt_*` entry points and
+//!   [`symbols`], the table a JIT binds them from;
+//! - [`world`]: [`World`], the ranks, matching and the async handles;
+//! - [`memref`]: reading MLIR memref descriptors ([`StridedView`]) and
+//!   building them in Rust ([`OwnedMemRef`]);
+//! - [`dtype`]: element types and reductions;
+//! - [`error`]: [`RtError`], the C [`ErrorCode`]s and the last error;
+//! - `ops` (start calls: local checks, deposit), `collective` (cross-rank
+//!   checks and the collectives' data movement at wait), `redistribute`
+//!   (`copy_reshape` / `copy_permute`).
+//!
+//! Semantics in short: a `team` is an opaque integer and every team spans
+//! the whole world (it only separates sequence counters); participants,
+//! `root`, `source` and `dest` are world ranks; results are folded in
+//! participant order, so every rank gets bitwise identical reductions. A
+//! start call copies the input and returns a handle; `_bprt_wait` blocks
+//! until every participant has started the matching call (or the world's
+//! timeout passes), checks that the calls agree, and writes the output.
+//!
+//! A harness runs a program on every rank with [`World::run`]; inside it,
+//! the entry points see the calling thread's world and rank:
+//!
+//! ```text
+//! let world = World::new(4);
+//! let outputs = world.run(|rank| { /* call _bprt_* or JIT-compiled code */ });
+//! assert!(world.errors().is_empty());
+//! ```
+
+pub mod abi;
+mod collective;
+pub mod dtype;
+pub mod error;
+pub mod memref;
+mod ops;
+mod redistribute;
+pub mod world;
+
+#[cfg(test)]
+mod tests;
+
+pub use abi::symbols;
+pub use dtype::{ElemType, ReduceOp};
+pub use error::{clear_last_error, last_error, ErrorCode, RtError, RtResult};
+pub use memref::{OwnedMemRef, StridedView};
+pub use world::{BindGuard, RecordedError, World, DEFAULT_TIMEOUT};
