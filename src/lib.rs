@@ -18,6 +18,7 @@ pub mod lowering;
 pub mod ods;
 pub mod opt;
 pub mod passes;
+pub mod runtime;
 pub mod summary;
 pub mod transformer;
 pub mod translate;

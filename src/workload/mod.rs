@@ -1,4 +1,4 @@
-//! Transformer training workload algebra.
+//! Transformer workload algebra: training and static inference.
 //!
 //! A typed training specification ([`spec`]) is derived into one decoder
 //! block's ordered list of primitive invocations ([`training`]); summing those
@@ -10,17 +10,38 @@
 //! TrainingSpec --validate--> derive_training_block --> BlockDerivation
 //!                                                          |
 //!                                   BlockFacts::from_derivation / facts_from_work
+//!
+//! InferenceSpec --validate--> derive_prefill_pass / derive_decode_pass
+//!                                 --> InferencePass (BlockDerivation + KV traffic)
+//!                                 --> InferencePassFacts / InferenceFacts
 //! ```
+//!
+//! Inference ([`inference_spec`], [`inference`]) reuses the model spec, the
+//! primitive vocabulary and the invocation record: a prefill or decode pass
+//! is one forward computation of the block ([`Phase::Forward`]), and
+//! [`InferencePass::pass`] says which.
 
 pub mod facts;
+pub mod inference;
+pub mod inference_spec;
 pub mod spec;
 pub mod training;
 
+#[cfg(test)]
+mod inference_tests;
 #[cfg(test)]
 mod tests;
 
 pub use facts::{
     facts_from_work, pipeline_message_bytes, BlockFacts, PhaseSum, WorkItem, WorkTotals,
+};
+pub use inference::{
+    derive_decode_block, derive_decode_pass, derive_prefill_block, derive_prefill_pass,
+    invocation_phase, kv_cache_bytes, DecodeRunTotals, InferenceFacts, InferencePass,
+    InferencePassFacts, GATED_ACTIVATION,
+};
+pub use inference_spec::{
+    InferenceMappingSpec, InferencePhase, InferenceSpec, InferenceWorkloadSpec,
 };
 pub use spec::{
     Datatype, ModelSpec, PipelineSchedule, Recompute, SpecError, TpComm, TrainingMappingSpec,

@@ -15,7 +15,7 @@ use thiserror::Error;
 /// product times 4 bytes, and a phase sums fewer than 32 invocations, so
 /// 2^54 keeps every sum below 2^64 with room to spare. The largest oracle
 /// case (megatron-1T) is about 2^42.3.
-const MAX_WORK_SCALE: u128 = 1 << 54;
+pub(super) const MAX_WORK_SCALE: u128 = 1 << 54;
 
 /// Dimensions and semantics of a decoder-only Transformer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +28,8 @@ pub struct ModelSpec {
     pub hidden: u64,
     /// MLP inner width `f`.
     pub ffn_hidden: u64,
-    /// Sequence length `s`.
+    /// Sequence length `s`; for inference, the longest servable context
+    /// (defaulted by [`super::inference_spec`] when absent there).
     pub seq_len: u64,
     /// Query heads `a`.
     pub heads: u64,
@@ -40,11 +41,10 @@ pub struct ModelSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vocab: Option<u64>,
     /// Key/value heads for grouped-query attention; `None` means `heads`.
-    /// Reserved for the inference extension; training rejects `kv_heads != heads`.
+    /// Used by inference; training rejects `kv_heads != heads`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_heads: Option<u64>,
-    /// SwiGLU-style gated MLP. Reserved for the inference extension;
-    /// training rejects `true`.
+    /// SwiGLU-style gated MLP. Used by inference; training rejects `true`.
     #[serde(default)]
     pub gated_mlp: bool,
 }
@@ -233,6 +233,24 @@ pub enum SpecError {
         value: u128,
         limit: u128,
     },
+    // ------------------------------------------------ inference-only rules
+    /// Like [`SpecError::Parse`], for an inference spec.
+    #[error("invalid inference spec JSON: {0}")]
+    InferenceParse(String),
+    #[error("mapping.tp = {tp} must divide model.kv_heads = {kv_heads} or be a multiple of it (KV heads are split over TP ranks, or replicated when there are fewer KV heads than ranks)")]
+    KvHeadsTpMismatch { kv_heads: u64, tp: u64 },
+    #[error("model.blocks = {blocks} must be divisible by mapping.pp = {pp}")]
+    PipelineBlocksNotDivisible { blocks: u64, pp: u64 },
+    #[error("workload.prompt_tokens + workload.generated_tokens = {context} must not exceed model.seq_len = {seq_len}")]
+    ContextExceedsSeqLen { context: u64, seq_len: u64 },
+    #[error(
+        "workload.phase = prefill requires workload.generated_tokens = 0, got {generated_tokens}"
+    )]
+    PrefillWithGeneratedTokens { generated_tokens: u64 },
+    #[error("workload.phase = decode requires workload.generated_tokens > 0")]
+    DecodeWithoutGeneratedTokens,
+    #[error("decode context_tokens = {context} must lie in workload.prompt_tokens + 1 = {min} ..= model.seq_len = {max} (a decode step follows the prefill of the prompt)")]
+    DecodeContextOutOfRange { context: u64, min: u64, max: u64 },
 }
 
 impl From<serde_json::Error> for SpecError {
@@ -241,7 +259,7 @@ impl From<serde_json::Error> for SpecError {
     }
 }
 
-fn positive(field: &'static str, value: u64) -> Result<(), SpecError> {
+pub(super) fn positive(field: &'static str, value: u64) -> Result<(), SpecError> {
     if value == 0 {
         Err(SpecError::NonPositive { field })
     } else {
@@ -249,7 +267,7 @@ fn positive(field: &'static str, value: u64) -> Result<(), SpecError> {
     }
 }
 
-fn tp_divides(field: &'static str, value: u64, tp: u64) -> Result<(), SpecError> {
+pub(super) fn tp_divides(field: &'static str, value: u64, tp: u64) -> Result<(), SpecError> {
     if value.is_multiple_of(tp) {
         Ok(())
     } else {
