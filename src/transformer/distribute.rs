@@ -164,6 +164,8 @@ pub fn phase_name(phase: Phase) -> &'static str {
         Phase::WeightGradient => "weight_gradient",
         Phase::Optimizer => "optimizer",
         Phase::Recommunication => "recommunication",
+        Phase::Prefill => "prefill",
+        Phase::Decode => "decode",
     }
 }
 
@@ -176,6 +178,7 @@ pub fn primitive_name(primitive: Primitive) -> &'static str {
         Primitive::LayerNorm => "layer_norm",
         Primitive::Softmax => "softmax",
         Primitive::Gelu => "gelu",
+        Primitive::Swiglu => "swiglu",
         Primitive::Dropout => "dropout",
         Primitive::ResidualAdd => "residual_add",
         Primitive::GradientSum => "gradient_sum",

@@ -3,10 +3,8 @@
 //!
 //! Each pass is the block's forward computation, derived per block and per
 //! tensor-parallel rank into the same [`PrimitiveInvocation`] records and
-//! primitive vocabulary as training. A pass is one forward computation, so
-//! its invocations carry [`Phase::Forward`] (see [`invocation_phase`]); which
-//! pass a derivation is, [`InferencePhase::Prefill`] or
-//! [`InferencePhase::Decode`], is [`InferencePass::pass`]:
+//! primitive vocabulary as training, with phase [`Phase::Prefill`] or
+//! [`Phase::Decode`] (see [`invocation_phase`]):
 //!
 //! ```text
 //! attn: ln → q, k, v (k, v append to the KV cache) → scores → softmax
@@ -48,9 +46,8 @@
 //!   t = 1), as in the training convention.
 //! - `SwiGLU` gating `silu(g)·u` costs 6 ops per element (`−x`, `exp`, `+1`,
 //!   `÷`, `·g`, `·u`), reads `g` and `u` and writes one tensor; no oracle
-//!   counts vector work of a gated MLP. It is recorded as the vocabulary's
-//!   MLP-activation primitive, [`Primitive::Gelu`], under source
-//!   `mlp.swiglu` (see [`GATED_ACTIVATION`]).
+//!   counts vector work of a gated MLP ([`Primitive::Swiglu`], source
+//!   `mlp.swiglu`).
 //! - A decode step at context `c` processes the token at position `c` (its
 //!   K/V appended, then attending over all `c` cached tokens). Generation is
 //!   steps `c = prompt+1 ..= prompt+generated`; `GenZ`'s "decode at final
@@ -161,22 +158,16 @@ pub fn kv_cache_bytes(spec: &InferenceSpec, tokens: u64) -> u64 {
 }
 
 /// The [`Phase`] recorded on the invocations of a pass.
-///
-/// Prefill and decode are each one forward computation of the block, so
-/// both are [`Phase::Forward`]: every consumer of forward work (per-phase
-/// sums, the distribution pass) handles an inference derivation unchanged,
-/// and invocation names keep the `<source>.fwd` convention.
 #[must_use]
 pub const fn invocation_phase(pass: InferencePhase) -> Phase {
     match pass {
-        InferencePhase::Prefill | InferencePhase::Decode => Phase::Forward,
+        InferencePhase::Prefill => Phase::Prefill,
+        InferencePhase::Decode => Phase::Decode,
     }
 }
 
-/// Primitive of the gated MLP's `silu(gate)·up`: the vocabulary's
-/// MLP-activation primitive (vector engine), told apart from `GeLU` by its
-/// source `mlp.swiglu` and its op count.
-pub const GATED_ACTIVATION: Primitive = Primitive::Gelu;
+/// Primitive of the gated MLP's `silu(gate)·up`.
+pub const GATED_ACTIVATION: Primitive = Primitive::Swiglu;
 
 /// Sizes of one pass on one rank. Products stay below 2^64 because
 /// validation bounds `b·seq_len·h·max(h, f, seq_len)`.

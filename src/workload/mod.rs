@@ -17,9 +17,8 @@
 //! ```
 //!
 //! Inference ([`inference_spec`], [`inference`]) reuses the model spec, the
-//! primitive vocabulary and the invocation record: a prefill or decode pass
-//! is one forward computation of the block ([`Phase::Forward`]), and
-//! [`InferencePass::pass`] says which.
+//! primitive vocabulary and the invocation record; its passes carry the
+//! phases [`Phase::Prefill`] and [`Phase::Decode`].
 
 pub mod facts;
 pub mod inference;

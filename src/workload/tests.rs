@@ -435,6 +435,7 @@ fn invocations_are_well_formed() {
             Phase::Recommunication => 2,
             Phase::ActivationGradient | Phase::WeightGradient => 3,
             Phase::Optimizer => 4,
+            Phase::Prefill | Phase::Decode => unreachable!("training derives no inference phase"),
         };
         assert!(d
             .invocations

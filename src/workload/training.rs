@@ -28,17 +28,25 @@ pub enum Phase {
     /// Forward collectives re-issued in the backward pass (sequence-parallel
     /// all-gather redo, or forward collectives of a fully recomputed block).
     Recommunication,
+    /// Inference: one forward pass over the prompt that fills the KV cache
+    /// (derived by [`super::inference`], never by the training derivation).
+    Prefill,
+    /// Inference: one generation step of a single new token per sequence
+    /// attending over the KV cache.
+    Decode,
 }
 
 impl Phase {
     /// Every phase, in a fixed order usable as an index.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 8] = [
         Self::Forward,
         Self::Recompute,
         Self::ActivationGradient,
         Self::WeightGradient,
         Self::Optimizer,
         Self::Recommunication,
+        Self::Prefill,
+        Self::Decode,
     ];
 
     /// Position of the phase in [`Phase::ALL`].
@@ -51,6 +59,8 @@ impl Phase {
             Self::WeightGradient => 3,
             Self::Optimizer => 4,
             Self::Recommunication => 5,
+            Self::Prefill => 6,
+            Self::Decode => 7,
         }
     }
 
@@ -64,6 +74,8 @@ impl Phase {
             Self::WeightGradient => "wgrad",
             Self::Optimizer => "optim",
             Self::Recommunication => "recomm",
+            Self::Prefill => "prefill",
+            Self::Decode => "decode",
         }
     }
 }
@@ -86,6 +98,8 @@ pub enum Primitive {
     LayerNorm,
     Softmax,
     Gelu,
+    /// Gated activation of a gated (`SwiGLU`) MLP: `silu(gate) ⊙ up`.
+    Swiglu,
     Dropout,
     ResidualAdd,
     /// Backward of a fork: sums the gradients of an activation's users.
@@ -107,6 +121,7 @@ impl Primitive {
             Self::LayerNorm
             | Self::Softmax
             | Self::Gelu
+            | Self::Swiglu
             | Self::Dropout
             | Self::ResidualAdd
             | Self::GradientSum
