@@ -16,6 +16,7 @@ use crate::opt::{parse_pipeline, PipelineElement};
 /// (so nothing allocated for a call leaks) and the standard conversions.
 pub const TO_LLVM_PIPELINE: &str = "builtin.module(\
     dist-async, dist-sink-waits, dist-canonicalize, lower-dist-to-runtime, \
+    func.func(convert-elementwise-to-linalg), \
     one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
     buffer-results-to-out-params, ownership-based-buffer-deallocation, canonicalize, \
     buffer-deallocation-simplification, bufferization-lower-deallocations, \
@@ -105,3 +106,6 @@ impl Drop for Jit {
         unsafe { mlir_sys::mlirExecutionEngineDestroy(self.raw) }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,47 @@
+// A tensor-parallel linear layer over 4 ranks (local matmul, all-reduce,
+// local scaling) through every stage down to the LLVM dialect; the
+// execution of this program on 4 in-process ranks is in `cargo test`
+// (src/execution/tests.rs).
+// RUN: blueprint-opt %s --dist-async | FileCheck %s --check-prefix=ASYNC
+// RUN: blueprint-opt %s --dist-async --dist-sink-waits | FileCheck %s --check-prefix=SINK
+// RUN: blueprint-opt %s --dist-async --dist-sink-waits --lower-dist-to-runtime | FileCheck %s --check-prefix=CALLS
+// RUN: blueprint-opt %s --pass-pipeline='builtin.module(dist-async, dist-sink-waits, dist-canonicalize, lower-dist-to-runtime, func.func(convert-elementwise-to-linalg), one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, buffer-results-to-out-params, ownership-based-buffer-deallocation, canonicalize, buffer-deallocation-simplification, bufferization-lower-deallocations, convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, convert-cf-to-llvm, reconcile-unrealized-casts)' > %t.llvm.mlir
+// RUN: FileCheck %s --check-prefix=LLVM < %t.llvm.mlir
+// Every allocation is freed: as many frees as mallocs.
+// RUN: grep -c 'llvm.call @malloc' %t.llvm.mlir > %t.mallocs && grep -c 'llvm.call @free' %t.llvm.mlir | diff - %t.mallocs
+// Every stage can be printed.
+// RUN: blueprint-opt %s --dist-async --dist-sink-waits --lower-dist-to-runtime --mlir-print-ir-after-all 2>&1 >/dev/null | FileCheck %s --check-prefix=STAGES
+
+// ASYNC: %[[AR:.*]]:2 = "dist.all_reduce_start"
+// ASYNC-NEXT: "dist.wait"(%[[AR]]#0)
+// SINK: %[[AR:.*]]:2 = "dist.all_reduce_start"
+// SINK-NEXT: %[[LOCAL:.*]] = arith.mulf %{{.*}}, %{{.*}} : tensor<8x16xf32>
+// SINK-NEXT: "dist.wait"(%[[AR]]#0)
+// CALLS: func.func private @_bprt_all_reduce_f32(i64, memref<*xi64>, memref<*xf32>, memref<*xf32>, i32) -> i64
+// CALLS: func.func private @_bprt_wait(i64) -> i64
+// CALLS: %[[H:.*]] = call @_bprt_all_reduce_f32
+// CALLS-NEXT: arith.mulf
+// CALLS-NEXT: call @_bprt_wait(%[[H]])
+// CALLS-NOT: dist.
+// LLVM: llvm.func @_bprt_all_reduce_f32(i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i32) -> i64
+// LLVM: llvm.func @_mlir_ciface_tp_linear
+// STAGES: IR Dump After DistAsync
+// STAGES: IR Dump After DistSinkWaits
+// STAGES: IR Dump After LowerDistToRuntime
+
+"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+"dist.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @tp_linear(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %out: memref<8x16xf32>) attributes {llvm.emit_c_interface} {
+  %xt = bufferization.to_tensor %x restrict : memref<8x16xf32> to tensor<8x16xf32>
+  %wt = bufferization.to_tensor %w restrict : memref<16x16xf32> to tensor<16x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %p = linalg.matmul ins(%xt, %wt : tensor<8x16xf32>, tensor<16x16xf32>) outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %y = "dist.all_reduce"(%p) {id = "ar", mesh = @world, phase = "forward", lineage = "linear", participants = array<i64: 0, 1, 2, 3>, reduction = "sum", message_bytes = 512 : i64} : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  // Independent local work that can overlap the all-reduce.
+  %local = arith.mulf %xt, %xt : tensor<8x16xf32>
+  %z = arith.addf %y, %local : tensor<8x16xf32>
+  bufferization.materialize_in_destination %z in restrict writable %out : (tensor<8x16xf32>, memref<8x16xf32>) -> ()
+  return
+}
