@@ -22,12 +22,10 @@ use melior::{
 use crate::{
     ir::{attr_string_list, collect_ops, i64_array_attr, name_of, str_attr},
     summary::{layer_work, TaskClass, TaskWork},
-    transformer::{
-        binding::{read_spec, TRAINING_SPEC},
-        distribute::phase_name,
-    },
+    summary::LayerWork,
+    transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
     verify::Checker,
-    workload::{derive_training_block, BlockFacts, Phase, TrainingSpec},
+    workload::{derive_training_block, BlockFacts, InferenceSpec, Phase, TrainingSpec},
 };
 
 macro_rules! check_pass {
@@ -63,24 +61,26 @@ mod mesh_strategy {
         "Check that the mesh and tensor-parallel groups agree with the bound strategy", check);
 
     fn check(checker: &mut Checker, module: OperationRef) {
-        let Some(spec) = bound_spec(checker, module) else { return };
-        let map = &spec.mapping;
+        let Some(bound) = bound_strategy(checker, module) else { return };
+        let (world, tp, formula) = match &bound {
+            Bound::Training(spec) => (spec.mapping.dp * spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, "dp x pp x tp"),
+            Bound::Inference(spec) => (spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, "pp x tp"),
+        };
         for op in collect_ops(module) {
             let name = name_of(op);
             if name == "dist.mesh" {
                 let ranks: i64 = i64_array_attr(op, "shape").unwrap_or_default().iter().product();
-                let want = map.dp * map.pp * map.tp;
-                if u64::try_from(ranks).ok() != Some(want) {
-                    checker.error(op, format!("has {ranks} ranks, but the strategy needs dp x pp x tp = {want}"));
+                if u64::try_from(ranks).ok() != Some(world) {
+                    checker.error(op, format!("has {ranks} ranks, but the strategy needs {formula} = {world}"));
                 }
-            } else if attr_string_list(op, "mesh_axes").is_some_and(|a| a == ["tp"]) {
+            } else if attr_string_list(op, "mesh_axes").is_some_and(|a| a == ["tp"] || a == ["tp_kv", "tp_rep"]) {
                 // Dist collectives list their participants; plan tasks count ranks.
                 let n = i64_array_attr(op, "participants")
                     .map(|p| p.len() as i64)
                     .or_else(|| crate::ir::int_attr(op, "ranks"))
                     .unwrap_or(0);
-                if u64::try_from(n).ok() != Some(map.tp) {
-                    checker.error(op, format!("is a tensor-parallel collective over {n} ranks, but the strategy has tp = {}", map.tp));
+                if u64::try_from(n).ok() != Some(tp) {
+                    checker.error(op, format!("is a tensor-parallel collective over {n} ranks, but the strategy has tp = {tp}"));
                 }
             }
         }
@@ -154,45 +154,22 @@ mod conservation {
         let ops = collect_ops(module);
         let dist = layer_work(module, "dist");
         let plan = layer_work(module, "plan");
-        let task_ops: HashMap<String, OperationRef> = ops
+        let located: HashMap<String, OperationRef> = ops
             .iter()
             .filter_map(|op| Some((format!("{}:{}", crate::ir::dialect_of(&name_of(*op)), str_attr(*op, "id")?), *op)))
             .collect();
-        let at = |layer: &str, id: &str| task_ops.get(&format!("{layer}:{id}")).copied().unwrap_or(module);
+        let at = |layer: &str, id: &str| located.get(&format!("{layer}:{id}")).copied().unwrap_or(module);
 
-        // Model -> dist, per task: each invocation of the derivation under
-        // the bound strategy is one dist task with the same facts.
-        let has_model = ops.iter().any(|op| name_of(*op) == "model.decoder_training");
+        // Model -> dist: each invocation of the model's derivation under the
+        // bound strategy is one dist task with the same facts.
+        let has_model = ops.iter().any(|op| matches!(name_of(*op).as_str(), "model.decoder_training" | "model.decoder_inference" | "model.matmul"));
         if has_model && !dist.tasks.is_empty() {
-            if let Some(spec) = bound_spec(checker, module) {
-                match derive_training_block(&spec) {
-                    Err(e) => checker.error(module, format!("the strategy binding does not derive: {e}")),
-                    Ok(derivation) => {
-                        let by_id: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
-                        for inv in &derivation.invocations {
-                            let want = (inv.ops, inv.read_bytes, inv.write_bytes, inv.message_bytes());
-                            match by_id.get(inv.name.as_str()) {
-                                None => checker.error(module, format!("the model's invocation '{}' has no dist task", inv.name)),
-                                Some(task) => {
-                                    let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
-                                    if got != want || task.phase != phase_name(inv.phase) {
-                                        checker.error(at("dist", &task.id), format!(
-                                            "does not conserve the model's work for '{}': (ops, read, write, message bytes, phase) = {:?} {}, derived {:?} {}",
-                                            inv.name, got, task.phase, want, phase_name(inv.phase)
-                                        ));
-                                    }
-                                }
-                            }
-                        }
-                        let modelled: std::collections::HashSet<&str> = derivation.invocations.iter().map(|i| i.name.as_str()).collect();
-                        for task in &dist.tasks {
-                            if task.class == TaskClass::Compute || task.class == TaskClass::TensorParallel {
-                                if !modelled.contains(task.id.as_str()) {
-                                    checker.error(at("dist", &task.id), "is not an invocation of the model's derivation (unattributable work)");
-                                }
-                            }
-                        }
-                        let facts = BlockFacts::from_derivation(&derivation, &spec);
+            match crate::summary::model_work(module) {
+                Err(e) => checker.error(module, e.to_string()),
+                Ok((model, facts)) => {
+                    compare_tasks(checker, &model.tasks, &dist.tasks, "model", &|id| at("dist", id), module);
+                    compare_phases(checker, module, "model", &model, "dist", &dist);
+                    if let Some(facts) = facts {
                         compare_facts(checker, module, "model", &facts, "dist", &dist.block_facts());
                     }
                 }
@@ -222,7 +199,63 @@ mod conservation {
             if plan.tasks.len() != dist.tasks.len() {
                 checker.error(module, format!("the plan has {} tasks but the dist program has {}", plan.tasks.len(), dist.tasks.len()));
             }
-            compare_facts(checker, module, "dist", &dist.block_facts(), "plan", &plan.block_facts());
+            compare_phases(checker, module, "dist", &dist, "plan", &plan);
+            for (kind, bytes) in &dist.memory {
+                let planned = plan.memory.get(kind).copied().unwrap_or(0);
+                if planned != *bytes {
+                    checker.error(module, format!("{kind} memory is {planned} bytes in the plan but {bytes} in the dist program (not conserved)"));
+                }
+            }
+            if !dist.is_inference() {
+                compare_facts(checker, module, "dist", &dist.block_facts(), "plan", &plan.block_facts());
+            }
+        }
+    }
+
+    /// Each expected task (by id) exists among `found` with the same facts,
+    /// and every compute or tensor-parallel task found is expected.
+    fn compare_tasks<'c, 'a>(
+        checker: &mut Checker,
+        expected: &[TaskWork],
+        found: &[TaskWork],
+        source: &str,
+        at: &dyn Fn(&str) -> OperationRef<'c, 'a>,
+        module: OperationRef<'c, 'a>,
+    ) {
+        let by_id: HashMap<&str, &TaskWork> = found.iter().map(|t| (t.id.as_str(), t)).collect();
+        for want in expected {
+            let w = (want.ops, want.read_bytes, want.write_bytes, want.message_bytes);
+            match by_id.get(want.id.as_str()) {
+                None => checker.error(module, format!("the {source}'s invocation '{}' has no dist task", want.id)),
+                Some(task) => {
+                    let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
+                    if got != w || task.phase != want.phase {
+                        checker.error(at(&task.id), format!(
+                            "does not conserve the {source}'s work for '{}': (ops, read, write, message bytes, phase) = {got:?} {}, derived {w:?} {}",
+                            want.id, task.phase, want.phase
+                        ));
+                    }
+                }
+            }
+        }
+        let known: std::collections::HashSet<&str> = expected.iter().map(|t| t.id.as_str()).collect();
+        for task in found {
+            if matches!(task.class, TaskClass::Compute | TaskClass::TensorParallel) && !known.contains(task.id.as_str()) {
+                checker.error(at(&task.id), "is not an invocation of the model's derivation (unattributable work)");
+            }
+        }
+    }
+
+    /// Per-phase operations, bytes and message volume are equal.
+    fn compare_phases(checker: &mut Checker, module: OperationRef, a: &str, left: &LayerWork, b: &str, right: &LayerWork) {
+        let phases: std::collections::BTreeSet<&str> =
+            left.tasks.iter().chain(&right.tasks).map(|t| t.phase.as_str()).collect();
+        for phase in phases {
+            let (l, r) = (left.phase(phase), right.phase(phase));
+            let (l, r) = ((l.ops, l.read_bytes, l.write_bytes, l.message_bytes), (r.ops, r.read_bytes, r.write_bytes, r.message_bytes));
+            if l != r {
+                checker.error(module, format!("phase '{phase}' totals (ops, read, write, message bytes) are {r:?} in the {b} layer but {l:?} in the {a} layer (not conserved)"));
+            }
         }
     }
 
@@ -239,7 +272,8 @@ mod recompute {
         "Check that recompute tasks are exactly the forward clones the recompute policy implies", check);
 
     fn check(checker: &mut Checker, module: OperationRef) {
-        let Some(spec) = bound_spec(checker, module) else { return };
+        // Served blocks recompute nothing.
+        let Some(Bound::Training(spec)) = bound_strategy(checker, module) else { return };
         let Ok(derivation) = derive_training_block(&spec) else { return };
         let dist = layer_work(module, "dist");
         let expected: Vec<&str> = derivation.phase(Phase::Recompute).map(|i| i.name.as_str()).collect();
@@ -270,6 +304,26 @@ mod recompute {
             }
         }
     }
+}
+
+/// The strategy bound on the module, training or inference.
+enum Bound {
+    Training(TrainingSpec),
+    Inference(InferenceSpec),
+}
+
+fn bound_strategy(checker: &mut Checker, module: OperationRef) -> Option<Bound> {
+    use melior::ir::operation::OperationLike;
+    if module.attribute(INFERENCE_SPEC).is_ok() {
+        return match read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string())) {
+            Ok(spec) => Some(Bound::Inference(spec)),
+            Err(e) => {
+                checker.error(module, e.to_string());
+                None
+            }
+        };
+    }
+    bound_spec(checker, module).map(Bound::Training)
 }
 
 fn bound_spec(checker: &mut Checker, module: OperationRef) -> Option<TrainingSpec> {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use melior::ir::OperationRef;
+use melior::ir::{operation::OperationLike, OperationRef};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -46,6 +46,8 @@ pub struct TaskWork {
     /// Engine class (`matrix`, `vector`) or communication kind.
     pub engine: String,
     pub class: TaskClass,
+    /// The primitive of a compute task, when the layer states it.
+    pub primitive: Option<String>,
     pub ops: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
@@ -75,11 +77,44 @@ impl Totals {
 /// The exported summary.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WorkSummary {
-    /// `plan` or `dist`.
+    /// `plan`, `dist` or `model`.
     pub layer: String,
     pub phases: BTreeMap<String, Totals>,
     pub engines: BTreeMap<String, Totals>,
-    pub block: BlockFacts,
+    /// Training block facts (Calculon's field names).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<BlockFacts>,
+    /// Inference facts: the prefill under Calculon's names, matmul FLOPs
+    /// per phase, KV-cache capacity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inference: Option<InferenceSummary>,
+}
+
+/// The prefill forward under Calculon's inference field names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PrefillFacts {
+    pub block_fw_flops: u64,
+    pub block_fw_mem_accessed: u64,
+    pub baseblock_fw_tp_size: u64,
+    pub block_weight_space: u64,
+    pub block_act_working_space: u64,
+}
+
+/// Matmul FLOPs of a phase, split as GenZ splits them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct MatmulFlops {
+    pub per_gpu_layer_flops: u64,
+    pub per_gpu_layer_flops_gemm: u64,
+    pub per_gpu_layer_flops_attn_bmm: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InferenceSummary {
+    pub prefill: PrefillFacts,
+    /// Per phase; present where the layer names primitives (model, dist).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub matmul_flops: BTreeMap<String, MatmulFlops>,
+    pub kv_cache_bytes: u64,
 }
 
 /// The tasks and memory facts of one layer of `module`.
@@ -122,6 +157,7 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
             phase: phase.clone(),
             engine: engine.to_string(),
             class,
+            primitive: str_attr(op, "primitive").map(str::to_string),
             ops: count(op, "ops"),
             read_bytes: count(op, "read_bytes"),
             write_bytes: count(op, "write_bytes"),
@@ -172,6 +208,41 @@ impl LayerWork {
             .sum()
     }
 
+    /// Whether these are the tasks of a served (inference) block.
+    #[must_use]
+    pub fn is_inference(&self) -> bool {
+        self.tasks.iter().any(|t| t.phase == "prefill" || t.phase == "decode")
+    }
+
+    /// Inference facts of these tasks and memory facts.
+    #[must_use]
+    pub fn inference_summary(&self) -> InferenceSummary {
+        let prefill = self.phase("prefill");
+        let memory = |k: &str| self.memory.get(k).copied().unwrap_or(0);
+        let mut matmul_flops: BTreeMap<String, MatmulFlops> = BTreeMap::new();
+        for task in &self.tasks {
+            let Some(primitive) = task.primitive.as_deref() else { continue };
+            let entry = matmul_flops.entry(task.phase.clone()).or_default();
+            match primitive {
+                "matmul" => entry.per_gpu_layer_flops_gemm += task.ops,
+                "batch_matmul" => entry.per_gpu_layer_flops_attn_bmm += task.ops,
+                _ => continue,
+            }
+            entry.per_gpu_layer_flops = entry.per_gpu_layer_flops_gemm + entry.per_gpu_layer_flops_attn_bmm;
+        }
+        InferenceSummary {
+            prefill: PrefillFacts {
+                block_fw_flops: prefill.ops,
+                block_fw_mem_accessed: prefill.read_bytes + prefill.write_bytes,
+                baseblock_fw_tp_size: self.message(Some("prefill"), TaskClass::TensorParallel),
+                block_weight_space: memory("weight"),
+                block_act_working_space: memory("activation_working"),
+            },
+            matmul_flops,
+            kv_cache_bytes: memory("kv_cache"),
+        }
+    }
+
     /// The block facts these tasks and memory facts state.
     #[must_use]
     pub fn block_facts(&self) -> BlockFacts {
@@ -211,23 +282,30 @@ impl LayerWork {
 /// The model's work: the derivation of the bound strategy, each invocation
 /// attributed to the ModelIR op it comes from (the coarse op, or the
 /// decomposed op `model_op_id` names). Block facts come from the algebra.
-pub fn model_work(module: OperationRef) -> Result<(LayerWork, BlockFacts), SummaryError> {
+pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>), SummaryError> {
     use crate::transformer::{
         binding::{read_spec, TRAINING_SPEC},
         distribute::{model_op_id, phase_name},
     };
     use crate::workload::{derive_training_block, Engine, TrainingSpec};
-    let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
-    let derivation = derive_training_block(&spec)?;
     let ops = collect_ops(module);
-    let coarse = ops.iter().any(|op| name_of(*op) == "model.decoder_training");
+    let (invocations, memory, facts, coarse) = if module.attribute(TRAINING_SPEC).is_ok() || !ops.iter().any(|op| name_of(*op) == "model.decoder_inference") {
+        let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
+        let derivation = derive_training_block(&spec)?;
+        let facts = BlockFacts::from_derivation(&derivation, &spec);
+        let coarse = ops.iter().any(|op| name_of(*op) == "model.decoder_training");
+        (derivation.invocations, BTreeMap::new(), Some(facts), coarse)
+    } else {
+        let (invocations, memory) = crate::transformer::distribute_inference::model_invocations(module)?;
+        (invocations, memory, None, true)
+    };
     let ids: std::collections::HashSet<&str> = ops
         .iter()
         .filter(|op| dialect_of(&name_of(**op)) == "model")
         .filter_map(|op| str_attr(*op, "id"))
         .collect();
     let mut tasks = Vec::new();
-    for inv in &derivation.invocations {
+    for inv in &invocations {
         let owner = model_op_id(inv);
         if !coarse && !ids.contains(owner.as_str()) {
             return Err(SummaryError::Unattributed(inv.name.clone(), owner));
@@ -242,14 +320,14 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, BlockFacts), Summa
             phase: phase_name(inv.phase).to_string(),
             engine,
             class: if inv.collective.is_some() { TaskClass::TensorParallel } else { TaskClass::Compute },
+            primitive: Some(crate::transformer::distribute::primitive_name(inv.primitive).to_string()),
             ops: inv.ops,
             read_bytes: inv.read_bytes,
             write_bytes: inv.write_bytes,
             message_bytes: inv.message_bytes(),
         });
     }
-    let facts = BlockFacts::from_derivation(&derivation, &spec);
-    Ok((LayerWork { tasks, memory: BTreeMap::new() }, facts))
+    Ok((LayerWork { tasks, memory }, facts))
 }
 
 /// Summarizes the plan of `module`, or else its dist program, or else its
@@ -259,11 +337,11 @@ pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
     let has = |d: &str| ops.iter().any(|op| dialect_of(&name_of(*op)) == d && name_of(*op) != format!("{d}.header"));
     let (layer, work, block) = if has("plan") {
         let work = layer_work(module, "plan");
-        let block = work.block_facts();
+        let block = (!work.is_inference()).then(|| work.block_facts());
         ("plan", work, block)
     } else if has("dist") {
         let work = layer_work(module, "dist");
-        let block = work.block_facts();
+        let block = (!work.is_inference()).then(|| work.block_facts());
         ("dist", work, block)
     } else if has("model") {
         let (work, block) = model_work(module)?;
@@ -271,11 +349,12 @@ pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
     } else {
         return Err(SummaryError::Empty);
     };
+    let inference = work.is_inference().then(|| work.inference_summary());
     let mut phases: BTreeMap<String, Totals> = BTreeMap::new();
     let mut engines: BTreeMap<String, Totals> = BTreeMap::new();
     for task in &work.tasks {
         phases.entry(task.phase.clone()).or_default().add(task);
         engines.entry(task.engine.clone()).or_default().add(task);
     }
-    Ok(WorkSummary { layer: layer.to_string(), phases, engines, block })
+    Ok(WorkSummary { layer: layer.to_string(), phases, engines, block, inference })
 }

@@ -19,15 +19,17 @@ use crate::{
     diagnostics::DiagnosticSink,
     opt::parse_module,
     summary,
-    transformer::import::import_training,
+    transformer::import::{import_inference, import_training},
     verify::verify_blueprint,
-    workload::{derive_training_block, BlockFacts, TrainingSpec},
+    workload::{derive_training_block, BlockFacts, InferenceFacts, InferenceSpec, TrainingSpec},
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     ImportTraining,
     BlockFacts,
+    ImportInference,
+    InferenceFacts,
     ExportWorkSummary,
 }
 
@@ -36,6 +38,8 @@ USAGE: blueprint-translate <mode> [input] [-o <file>]\n\n\
 MODES:\n\
 \x20 --import-transformer-training SPEC.json   Training spec -> ModelIR (strategy bound on the module)\n\
 \x20 --transformer-block-facts SPEC.json       Derived per-block facts as JSON (Calculon field names)\n\
+\x20 --import-transformer-inference SPEC.json  Inference spec -> ModelIR (prefill, decode, KV cache)\n\
+\x20 --transformer-inference-facts SPEC.json   Prefill and decode facts as JSON (Calculon and GenZ names)\n\
 \x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\n\
 OPTIONS:\n\
 \x20 -o <file>                                 Output file (default: stdout)\n\
@@ -74,6 +78,8 @@ fn run(args: &[String]) -> Result<(), String> {
             }
             "--import-transformer-training" => set(Mode::ImportTraining, &mut mode)?,
             "--transformer-block-facts" => set(Mode::BlockFacts, &mut mode)?,
+            "--import-transformer-inference" => set(Mode::ImportInference, &mut mode)?,
+            "--transformer-inference-facts" => set(Mode::InferenceFacts, &mut mode)?,
             "--export-work-summary" => set(Mode::ExportWorkSummary, &mut mode)?,
             "--mlir-print-op-generic" => generic = true,
             "-o" => output = Some(iter.next().ok_or("blueprint-translate: -o needs a file name")?.clone()),
@@ -98,6 +104,15 @@ fn run(args: &[String]) -> Result<(), String> {
             let spec = training_spec(&name, &bytes)?;
             let derivation = derive_training_block(&spec).map_err(|e| format!("{name}: error: {e}"))?;
             let facts = BlockFacts::from_derivation(&derivation, &spec);
+            serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
+        }
+        Mode::ImportInference => {
+            let spec = inference_spec(&name, &bytes)?;
+            print_verified(&name, &import_inference(&spec), generic)?
+        }
+        Mode::InferenceFacts => {
+            let spec = inference_spec(&name, &bytes)?;
+            let facts = InferenceFacts::from_spec(&spec).map_err(|e| format!("{name}: error: {e}"))?;
             serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
         }
         Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
@@ -135,6 +150,11 @@ fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
                 })
         }
     }
+}
+
+fn inference_spec(name: &str, bytes: &[u8]) -> Result<InferenceSpec, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
+    InferenceSpec::from_json(text).map_err(|e| format!("{name}: error: {e}"))
 }
 
 fn training_spec(name: &str, bytes: &[u8]) -> Result<TrainingSpec, String> {

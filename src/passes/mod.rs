@@ -34,8 +34,18 @@ pub static PASSES: &[PassInfo] = &[
         create: crate::transformer::distribute::create,
     },
     PassInfo {
+        name: "distribute-transformer-inference",
+        summary: "Derive the tensor-parallel dist program of one served block (prefill and decode) from ModelIR and its strategy",
+        create: crate::transformer::distribute_inference::create,
+    },
+    PassInfo {
         name: "plan-transformer-training",
         summary: "Turn the dist program into a portable plan with exact work facts and abstract resources",
+        create: crate::transformer::plan::create,
+    },
+    PassInfo {
+        name: "plan-transformer-inference",
+        summary: "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",
         create: crate::transformer::plan::create,
     },
     PassInfo {

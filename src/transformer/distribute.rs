@@ -187,7 +187,7 @@ pub fn primitive_name(primitive: Primitive) -> &'static str {
     }
 }
 
-const MESH: &str = "block_mesh";
+pub(crate) const MESH: &str = "block_mesh";
 
 struct Mesh {
     dp: u64,
@@ -209,7 +209,7 @@ impl Mesh {
     }
 }
 
-fn ranks(list: &[u64]) -> String {
+pub(crate) fn ranks(list: &[u64]) -> String {
     let items: Vec<String> = list.iter().map(u64::to_string).collect();
     format!("array<i64: {}>", items.join(", "))
 }
@@ -328,17 +328,17 @@ fn program_text(
 }
 
 /// A serial token chain: each task depends on the one before it.
-struct Chain {
-    text: String,
-    counter: usize,
-    previous: String,
-    previous_type: String,
+pub(crate) struct Chain {
+    pub(crate) text: String,
+    pub(crate) counter: usize,
+    pub(crate) previous: String,
+    pub(crate) previous_type: String,
 }
 
 impl Chain {
     /// Appends a task whose only result is its token; `$DEPS` and
     /// `$DEP_TYPE` in `line` stand for the previous task's value and type.
-    fn push(&mut self, line: &str) {
+    pub(crate) fn push(&mut self, line: &str) {
         let token = format!("%t{}", self.counter);
         self.counter += 1;
         let line = line.replace("$DEPS", &self.previous).replace("$DEP_TYPE", &self.previous_type);
@@ -348,7 +348,7 @@ impl Chain {
     }
 
     /// Like [`Chain::push`] for a task that also returns a value named `value`.
-    fn push_named(&mut self, line: &str, value: &str) {
+    pub(crate) fn push_named(&mut self, line: &str, value: &str) {
         let token = format!("%t{}", self.counter);
         self.counter += 1;
         let line = line.replace("$DEPS", &self.previous).replace("$DEP_TYPE", &self.previous_type);

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::binding::{spec_attribute_text, TRAINING_SPEC};
-use crate::workload::{Datatype, TrainingSpec};
+use super::binding::{spec_attribute_text, INFERENCE_SPEC, TRAINING_SPEC};
+use crate::workload::{Datatype, InferenceSpec, TrainingSpec};
 
 /// The MLIR element type of a datatype.
 #[must_use]
@@ -94,4 +94,82 @@ pub fn datatype_name(datatype: Datatype) -> &'static str {
         Datatype::Bfloat16 => "bfloat16",
         Datatype::Float32 => "float32",
     }
+}
+
+/// The shape of one block's KV cache (K and V stacked) for `tokens` tokens;
+/// the token dimension is symbolic (`?`) when `tokens` is `None`.
+#[must_use]
+pub fn kv_cache_type(spec: &InferenceSpec, tokens: Option<u64>) -> String {
+    let kv_width = spec.model.kv_heads() * spec.model.head_dim;
+    let tokens = tokens.map_or("?".to_string(), |t| t.to_string());
+    format!(
+        "tensor<2x{}x{tokens}x{kv_width}x{}>",
+        spec.workload.batch,
+        element_type(spec.workload.kv_datatype())
+    )
+}
+
+/// ModelIR text for one decoder block served under `spec` (validated by the
+/// caller): the prefill over the prompt, which writes the KV cache, and a
+/// decode step at the final context, which reads the whole cache and
+/// appends one token. The cache's token dimension is symbolic, so the
+/// dataflow prefill -> decode is explicit at every context length.
+#[must_use]
+pub fn import_inference(spec: &InferenceSpec) -> String {
+    let m = &spec.model;
+    let w = &spec.workload;
+    let dt = element_type(w.datatype);
+    let width = m.heads * m.head_dim;
+    let kv_width = m.kv_heads() * m.head_dim;
+    let ffn_in = if m.gated_mlp { 2 * m.ffn_hidden } else { m.ffn_hidden };
+    let params = block_parameters(m.hidden, width, kv_width, ffn_in, m.ffn_hidden);
+    let prompt = tensor(&[w.batch, w.prompt_tokens, m.hidden], dt);
+    let token = tensor(&[w.batch, 1, m.hidden], dt);
+    let cache = kv_cache_type(spec, None);
+    let dims = |phase: &str, query: u64, context: u64| {
+        format!(
+            "phase = \"{phase}\", hidden = {} : i64, ffn_hidden = {} : i64, heads = {} : i64, kv_heads = {} : i64, head_dim = {} : i64, batch = {} : i64, query_tokens = {query} : i64, context_tokens = {context} : i64, datatype = \"{}\", kv_datatype = \"{}\", effects = [\"mutation\"]",
+            m.hidden, m.ffn_hidden, m.heads, m.kv_heads(), m.head_dim, w.batch,
+            datatype_name(w.datatype), datatype_name(w.kv_datatype())
+        )
+    };
+
+    let mut text = String::new();
+    let _ = writeln!(text, "module attributes {{{INFERENCE_SPEC} = {}}} {{", spec_attribute_text(spec));
+    let _ = writeln!(text, "  \"model.header\"() {{schema_name = \"blueprint.model\", schema_version = \"1.0\"}} : () -> ()");
+    let _ = writeln!(text, "  func.func @decoder_block_inference() {{");
+    let _ = writeln!(text, "    %prompt = \"model.value\"() {{id = \"prompt.in\", role = \"input\"}} : () -> {prompt}");
+    let mut params_ssa = Vec::new();
+    let mut param_types = Vec::new();
+    for (i, (id, shape)) in params.iter().enumerate() {
+        let ty = tensor(shape, dt);
+        let _ = writeln!(text, "    %p{i} = \"model.value\"() {{id = \"{id}\", role = \"parameter\"}} : () -> {ty}");
+        params_ssa.push(format!("%p{i}"));
+        param_types.push(ty);
+    }
+    let _ = writeln!(
+        text,
+        "    %out, %kv = \"model.decoder_inference\"(%prompt, {}) {{id = \"prefill\", {}}} : ({prompt}, {}) -> ({prompt}, {cache})",
+        params_ssa.join(", "),
+        dims("prefill", w.prompt_tokens, w.prompt_tokens),
+        param_types.join(", ")
+    );
+    let _ = writeln!(text, "    \"model.output\"(%out) {{id = \"prompt.out\"}} : ({prompt}) -> ()");
+    if w.generated_tokens > 0 {
+        let context = w.final_context();
+        let _ = writeln!(text, "    %token = \"model.value\"() {{id = \"token.in\", role = \"input\"}} : () -> {token}");
+        let _ = writeln!(
+            text,
+            "    %next, %kv_next = \"model.decoder_inference\"(%token, {}, %kv) {{id = \"decode\", {}}} : ({token}, {}, {cache}) -> ({token}, {cache})",
+            params_ssa.join(", "),
+            dims("decode", 1, context),
+            param_types.join(", ")
+        );
+        let _ = writeln!(text, "    \"model.output\"(%next) {{id = \"token.out\"}} : ({token}) -> ()");
+        let _ = writeln!(text, "    \"model.output\"(%kv_next) {{id = \"kv.out\"}} : ({cache}) -> ()");
+    } else {
+        let _ = writeln!(text, "    \"model.output\"(%kv) {{id = \"kv.out\"}} : ({cache}) -> ()");
+    }
+    let _ = writeln!(text, "    return\n  }}\n}}");
+    text
 }

@@ -5,6 +5,7 @@
 pub mod binding;
 pub mod decompose;
 pub mod distribute;
+pub mod distribute_inference;
 pub mod import;
 pub mod plan;
 
