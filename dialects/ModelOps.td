@@ -241,6 +241,45 @@ def Model_DropoutOp : Model_UnaryOp<"dropout",
     "Dropout; consumes random state (its `effects` must say so)",
     "%d = \"model.dropout\"(%x) {id = \"attn.dropout\", effects = [\"random_state\"]} : (tensor<8192x6144xf16>) -> tensor<8192x6144xf16>">;
 
+def Model_SwigluOp : Model_BinaryOp<"swiglu",
+    "SwiGLU gating: `silu(gate) * up`, element-wise",
+    "%h = \"model.swiglu\"(%gate, %up) {id = \"mlp.swiglu\"} : (tensor<8x128xf16>, tensor<8x128xf16>) -> tensor<8x128xf16>">;
+
+def Model_SplitOp : Model_Op<"split"> {
+  let summary = "Split a tensor into equal parts along one dimension";
+  let description = [{
+    Every result has the input's shape with dimension `dim` divided by the
+    number of results (for example the fused gate and up projections of a
+    gated MLP).
+
+    ```mlir
+    %gate, %up = "model.split"(%w) {id = "mlp.fc1.split", dim = 1 : i64}
+        : (tensor<64x256xf16>) -> (tensor<64x128xf16>, tensor<64x128xf16>)
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input), Model_CommonAttrs,
+                       (ins Blueprint_Count:$dim));
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+}
+
+def Model_KvAppendOp : Model_Op<"kv_append"> {
+  let summary = "Append new keys and values to a KV cache";
+  let description = [{
+    The cache after a pass: `cache` (absent for the prefill, which starts a
+    fresh cache) with this pass's `keys` and `values` appended along the
+    token dimension. Implementations update the cache in place, so the op
+    declares the `mutation` effect.
+
+    ```mlir
+    %kv1 = "model.kv_append"(%kv0, %k, %v) {id = "decode.attn.kv_append", effects = ["mutation"]}
+        : (tensor<2x1x?x128xf16>, tensor<1x1x128xf16>, tensor<1x1x128xf16>) -> tensor<2x1x?x128xf16>
+    ```
+  }];
+  let arguments = !con((ins Optional<AnyRankedTensor>:$cache, AnyRankedTensor:$keys,
+                            AnyRankedTensor:$values), Model_CommonAttrs);
+  let results = (outs AnyRankedTensor:$new_cache);
+}
+
 def Model_ForkOp : Model_Op<"fork"> {
   let summary = "Use one value in several places (explicit fan-out)";
   let description = [{

@@ -289,7 +289,8 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
     };
     use crate::workload::{derive_training_block, Engine, TrainingSpec};
     let ops = collect_ops(module);
-    let (invocations, memory, facts, coarse) = if module.attribute(TRAINING_SPEC).is_ok() || !ops.iter().any(|op| name_of(*op) == "model.decoder_inference") {
+    let served = module.attribute(crate::transformer::binding::INFERENCE_SPEC).is_ok();
+    let (invocations, memory, facts, coarse) = if !served {
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
         let derivation = derive_training_block(&spec)?;
         let facts = BlockFacts::from_derivation(&derivation, &spec);
@@ -297,7 +298,8 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
         (derivation.invocations, BTreeMap::new(), Some(facts), coarse)
     } else {
         let (invocations, memory) = crate::transformer::distribute_inference::model_invocations(module)?;
-        (invocations, memory, None, true)
+        let coarse = ops.iter().any(|op| name_of(*op) == "model.decoder_inference");
+        (invocations, memory, None, coarse)
     };
     let ids: std::collections::HashSet<&str> = ops
         .iter()

@@ -46,9 +46,13 @@ pub fn create() -> Pass {
 }
 
 fn run(module: OperationRef, pass: ExternalPass) {
-    let blocks: Vec<OperationRef> = crate::ir::collect_ops(module)
-        .into_iter()
-        .filter(|op| name_of(*op) == "model.decoder_training")
+    let ops = crate::ir::collect_ops(module);
+    let blocks: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == "model.decoder_training").collect();
+    // Served blocks: one function per prefill (with its decode steps).
+    let served: Vec<OperationRef> = ops
+        .iter()
+        .copied()
+        .filter(|op| name_of(*op) == "model.decoder_inference" && str_attr(*op, "phase") == Some("prefill"))
         .collect();
     // Validate and generate everything before touching the module.
     let mut plans = Vec::new();
@@ -57,6 +61,16 @@ fn run(module: OperationRef, pass: ExternalPass) {
             Ok(plan) => plans.push(plan),
             Err(message) => {
                 emit_error(block.location(), &format!("'model.decoder_training' op {message}"));
+                pass.signal_failure();
+                return;
+            }
+        }
+    }
+    for prefill in served {
+        match plan_inference(prefill) {
+            Ok(plan) => plans.push(plan),
+            Err(message) => {
+                emit_error(prefill.location(), &format!("'model.decoder_inference' op {message}"));
                 pass.signal_failure();
                 return;
             }
@@ -274,4 +288,139 @@ fn decomposed_text(function: &str, values: &[(String, String, String)], output_i
     e.op("model.output", &[(&st, state_ty)], &id("optimizer.state.next"), &[]);
     let _ = writeln!(e.text, "    return\n  }}\n}}");
     e.text
+}
+
+/// Plans the decomposition of a served block: the function holding the
+/// prefill `op` (and its decode steps).
+fn plan_inference<'c, 'a>(prefill: OperationRef<'c, 'a>) -> Result<(OperationRef<'c, 'a>, String), String> {
+    let function = prefill.parent_operation().filter(|f| name_of(*f) == "func.func").ok_or("must be directly in a 'func.func' to be decomposed")?;
+    let name = str_attr(function, "sym_name").ok_or("is in a function without a name")?;
+    let mut phases = Vec::new();
+    for op in crate::ir::collect_ops(function).into_iter().skip(1) {
+        let op_name = name_of(op);
+        let belongs = match op_name.as_str() {
+            "model.value" => users(op.result(0).map_err(|e| e.to_string())?).iter().all(|u| name_of(*u) == "model.decoder_inference"),
+            "model.output" => op.operand(0).ok().and_then(defining_op).is_some_and(|d| name_of(d) == "model.decoder_inference"),
+            "model.decoder_inference" => {
+                phases.push(op);
+                true
+            }
+            "func.return" => true,
+            _ => false,
+        };
+        if !belongs {
+            return Err(format!("cannot be decomposed: its function also holds '{op_name}' (it must hold only the served block)"));
+        }
+    }
+    let dim = |op: OperationRef, n: &str| int_attr(op, n).and_then(|v| u64::try_from(v).ok()).ok_or_else(|| format!("has no valid '{n}'"));
+    let value_of = |op: OperationRef, i: usize| -> Result<(String, String, String), String> {
+        let operand = op.operand(i).map_err(|e| e.to_string())?;
+        let def = defining_op(operand).filter(|d| name_of(*d) == "model.value").ok_or("has an operand that is not a 'model.value'")?;
+        Ok((str_attr(def, "id").unwrap_or_default().to_string(), str_attr(def, "role").unwrap_or_default().to_string(), type_string(operand.r#type())))
+    };
+    let mut e = Emitter { text: String::new(), next: 0, location: super::located("block", prefill.location()) };
+    let _ = writeln!(e.text, "module {{\n  func.func @{name}() {{");
+    // Parameters once, shared by every phase.
+    let mut params = Vec::new();
+    for i in 1..=10 {
+        let (id, role, ty) = value_of(prefill, i)?;
+        let ssa = e.op("model.value", &[], &format!("id = {}, role = {}", quote(&id), quote(&role)), &[&ty])[0].clone();
+        params.push((ssa, ty));
+    }
+    let mut cache: Option<(String, String)> = None;
+    for op in phases {
+        let phase = str_attr(op, "phase").unwrap_or_default().to_string();
+        let (input_id, input_role, input_ty) = value_of(op, 0)?;
+        let input = e.op("model.value", &[], &format!("id = {}, role = {}", quote(&input_id), quote(&input_role)), &[&input_ty])[0].clone();
+        let (h, f, a, d, b, q) = (dim(op, "hidden")?, dim(op, "ffn_hidden")?, dim(op, "heads")?, dim(op, "head_dim")?, dim(op, "batch")?, dim(op, "query_tokens")?);
+        let kv = dim(op, "kv_heads")?;
+        let element = tensor_element(op.operand(0).map_err(|e| e.to_string())?.r#type()).map(type_string).ok_or("has a non-tensor input")?;
+        let cache_ty = type_string(op.result(1).map_err(|e| e.to_string())?.r#type());
+        let gated = params[8].1 != tensor(&[h, f], &element);
+        let result = serve_phase(&mut e, &phase, &input, &params, cache.as_ref(), &cache_ty, ServeDims { b, q, h, f, a, kv, d, gated }, &element);
+        // Outputs keep the coarse op's output ids.
+        for (index, value) in [&result.0, &result.1].into_iter().enumerate() {
+            let out = op.result(index).map_err(|e| e.to_string())?;
+            for user in users(out) {
+                if let Some(id) = str_attr(user, "id") {
+                    let ty = type_string(out.r#type());
+                    e.op("model.output", &[(value, &ty)], &format!("id = {}", quote(id)), &[]);
+                }
+            }
+        }
+        cache = Some((result.1, cache_ty));
+    }
+    let _ = writeln!(e.text, "    return\n  }}\n}}");
+    Ok((function, e.text))
+}
+
+struct ServeDims {
+    b: u64,
+    q: u64,
+    h: u64,
+    f: u64,
+    a: u64,
+    kv: u64,
+    d: u64,
+    gated: bool,
+}
+
+/// The forward primitives of one inference phase; returns (output, cache).
+#[allow(clippy::too_many_arguments)]
+fn serve_phase(
+    e: &mut Emitter,
+    phase: &str,
+    x: &str,
+    params: &[(String, String)],
+    cache: Option<&(String, String)>,
+    cache_ty: &str,
+    dims: ServeDims,
+    dt: &str,
+) -> (String, String) {
+    let ServeDims { b, q, h, f, a, kv, d, gated } = dims;
+    let id = |source: &str| format!("id = {}", quote(&format!("{phase}.{source}")));
+    let act = tensor(&[b, q, h], dt);
+    let width = tensor(&[b, q, a * d], dt);
+    let kv_width = tensor(&[b, q, kv * d], dt);
+    let ffn = tensor(&[b, q, f], dt);
+    let scores_ty = format!("tensor<{b}x{a}x{q}x?x{dt}>");
+    let p = |i: usize| (params[i].0.as_str(), params[i].1.as_str());
+    let fork1 = e.op("model.fork", &[(x, &act)], &id("attn.fork"), &[&act, &act]);
+    let n1 = e.op("model.layer_norm", &[(&fork1[1], &act), p(0), p(1)], &id("attn.ln"), &[&act])[0].clone();
+    let qkv = e.op("model.fork", &[(&n1, &act)], &id("attn.qkv_fork"), &[&act, &act, &act]);
+    let qq = e.op("model.matmul", &[(&qkv[0], &act), p(2)], &id("attn.q"), &[&width])[0].clone();
+    let kk = e.op("model.matmul", &[(&qkv[1], &act), p(3)], &id("attn.k"), &[&kv_width])[0].clone();
+    let vv = e.op("model.matmul", &[(&qkv[2], &act), p(4)], &id("attn.v"), &[&kv_width])[0].clone();
+    let mut append_operands: Vec<(&str, &str)> = Vec::new();
+    if let Some((previous, previous_ty)) = cache {
+        append_operands.push((previous, previous_ty));
+    }
+    append_operands.push((&kk, &kv_width));
+    append_operands.push((&vv, &kv_width));
+    let new_cache = e.op("model.kv_append", &append_operands, &format!("{}, effects = [\"mutation\"]", id("attn.kv_append")), &[cache_ty])[0].clone();
+    // Attention reads the whole cache: every cached key and value.
+    let sc = e.op("model.batch_matmul", &[(&qq, &width), (&new_cache, cache_ty)], &id("attn.scores"), &[&scores_ty])[0].clone();
+    let sm = e.op("model.softmax", &[(&sc, &scores_ty)], &format!("{}, dim = 3 : i64", id("attn.softmax")), &[&scores_ty])[0].clone();
+    let pd = e.op("model.dropout", &[(&sm, &scores_ty)], &format!("{}, effects = [\"random_state\"]", id("attn.prob_dropout")), &[&scores_ty])[0].clone();
+    let ctx = e.op("model.batch_matmul", &[(&pd, &scores_ty), (&new_cache, cache_ty)], &id("attn.context"), &[&width])[0].clone();
+    let pj = e.op("model.matmul", &[(&ctx, &width), p(5)], &id("attn.proj"), &[&act])[0].clone();
+    let dr1 = e.op("model.dropout", &[(&pj, &act)], &format!("{}, effects = [\"random_state\"]", id("attn.dropout")), &[&act])[0].clone();
+    let h1 = e.op("model.add", &[(&dr1, &act), (&fork1[0], &act)], &id("attn.residual"), &[&act])[0].clone();
+    let fork2 = e.op("model.fork", &[(&h1, &act)], &id("mlp.fork"), &[&act, &act]);
+    let n2 = e.op("model.layer_norm", &[(&fork2[1], &act), p(6), p(7)], &id("mlp.ln"), &[&act])[0].clone();
+    let down = if gated {
+        let half = tensor(&[h, f], dt);
+        let parts = e.op("model.split", &[p(8)], &format!("{}, dim = 1 : i64", id("mlp.fc1.split")), &[&half, &half]);
+        let gate = e.op("model.matmul", &[(&n2, &act), (&parts[0], &half)], &id("mlp.gate"), &[&ffn])[0].clone();
+        let up = e.op("model.matmul", &[(&n2, &act), (&parts[1], &half)], &id("mlp.up"), &[&ffn])[0].clone();
+        let g = e.op("model.swiglu", &[(&gate, &ffn), (&up, &ffn)], &id("mlp.swiglu"), &[&ffn])[0].clone();
+        e.op("model.matmul", &[(&g, &ffn), p(9)], &id("mlp.down"), &[&act])[0].clone()
+    } else {
+        let u = e.op("model.matmul", &[(&n2, &act), p(8)], &id("mlp.fc1"), &[&ffn])[0].clone();
+        let g = e.op("model.gelu", &[(&u, &ffn)], &id("mlp.gelu"), &[&ffn])[0].clone();
+        e.op("model.matmul", &[(&g, &ffn), p(9)], &id("mlp.fc2"), &[&act])[0].clone()
+    };
+    let dr2 = e.op("model.dropout", &[(&down, &act)], &format!("{}, effects = [\"random_state\"]", id("mlp.dropout")), &[&act])[0].clone();
+    let y = e.op("model.add", &[(&dr2, &act), (&fork2[0], &act)], &id("mlp.residual"), &[&act])[0].clone();
+    (y, new_cache)
 }

@@ -136,20 +136,23 @@ fn check_dimensions<'c, 'a>(block: OperationRef<'c, 'a>, spec: &TrainingSpec) ->
 
 /// The id a decomposed ModelIR gives the op an invocation comes from:
 /// the forward op itself, or its `.agrad` / `.wgrad` / `.optim` companion.
-/// Collectives belong to the layer next to them.
+/// Collectives belong to the op next to them: the layer norm before a TP
+/// entry, the dropout after a TP exit (present in every MLP variant).
 #[must_use]
 pub fn model_op_id(inv: &PrimitiveInvocation) -> String {
     let base = match inv.source.as_str() {
         "attn.tp_entry" => "attn.ln",
-        "attn.tp_exit" => "attn.proj",
+        "attn.tp_exit" => "attn.dropout",
         "mlp.tp_entry" => "mlp.ln",
-        "mlp.tp_exit" => "mlp.fc2",
+        "mlp.tp_exit" => "mlp.dropout",
         other => other,
     };
     match inv.phase {
         Phase::ActivationGradient => format!("{base}.agrad"),
         Phase::WeightGradient => format!("{base}.wgrad"),
         Phase::Optimizer => format!("{base}.optim"),
+        Phase::Prefill => format!("prefill.{base}"),
+        Phase::Decode => format!("decode.{base}"),
         _ => base.to_string(),
     }
 }

@@ -73,22 +73,26 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
         return Err((*existing, "distribute-transformer-inference: the module already holds a 'dist' program".into()));
     }
     let phases: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == "model.decoder_inference").collect();
-    let Some(&prefill) = phases.iter().find(|op| str_attr(**op, "phase") == Some("prefill")) else {
-        return Err((module, "distribute-transformer-inference: no prefill 'model.decoder_inference' op to distribute".into()));
+    // A decomposed served block is found by its prefill query projection.
+    let by_id = |id: &str| ops.iter().copied().find(|op| dialect_of(&name_of(*op)) == "model" && str_attr(*op, "id") == Some(id));
+    let Some(prefill) = phases.iter().copied().find(|op| str_attr(*op, "phase") == Some("prefill")).or_else(|| by_id("prefill.attn.q")) else {
+        return Err((module, "distribute-transformer-inference: no prefill 'model.decoder_inference' op (or decomposed served block) to distribute".into()));
     };
     let spec: InferenceSpec = read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))
         .map_err(|e| (prefill, format!("distribute-transformer-inference: {e}")))?;
     for &op in &phases {
         check_dimensions(op, &spec)?;
     }
-    let decode = phases.iter().copied().find(|op| str_attr(*op, "phase") == Some("decode"));
     let prefill_work = derive_prefill_block(&spec).map_err(|e| (prefill, e.to_string()))?;
-    let decode_work = match decode {
-        Some(op) => {
+    let decode = phases.iter().copied().find(|op| str_attr(*op, "phase") == Some("decode"));
+    let decode_work = match (decode, by_id("decode.attn.q")) {
+        (Some(op), _) => {
             let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);
             Some((op, derive_decode_block(&spec, context).map_err(|e| (op, e.to_string()))?))
         }
-        None => None,
+        // Decomposed: the decode step at the final context, as imported.
+        (None, Some(op)) => Some((op, derive_decode_block(&spec, spec.workload.final_context()).map_err(|e| (op, e.to_string()))?)),
+        (None, None) => None,
     };
     let model_ids: HashSet<String> = ops
         .iter()
@@ -235,6 +239,8 @@ pub fn model_invocations(
         if name_of(op) == "model.decoder_inference" && str_attr(op, "phase") == Some("decode") {
             let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);
             invocations.extend(derive_decode_block(&spec, context)?.invocations);
+        } else if name_of(op) == "model.matmul" && str_attr(op, "id") == Some("decode.attn.q") {
+            invocations.extend(derive_decode_block(&spec, spec.workload.final_context())?.invocations);
         }
     }
     let memory = [

@@ -15,6 +15,7 @@ const REQUIRED_EFFECTS: &[(&str, &str)] = &[
     ("model.optimizer_step", "parameter_update"),
     ("model.decoder_training", "parameter_update"),
     ("model.decoder_inference", "mutation"),
+    ("model.kv_append", "mutation"),
 ];
 
 pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
@@ -35,6 +36,7 @@ pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
             "model.fork" => check_fork(checker, op),
             "model.matmul" => check_matmul(checker, op),
             "model.optimizer_step" => check_optimizer_step(checker, op),
+            "model.split" => check_split(checker, op),
             _ => {}
         }
     }
@@ -135,5 +137,29 @@ fn check_optimizer_step(checker: &mut Checker, op: OperationRef) {
     let new_states = op.result_count().saturating_sub(1);
     if states != new_states {
         checker.error(op, format!("expected {states} new_state results (one per state operand), but got {new_states}"));
+    }
+}
+
+/// Every result is the input with `dim` divided evenly by the result count.
+fn check_split(checker: &mut Checker, op: OperationRef) {
+    let (Ok(input), Some(dim)) = (op.operand(0), int_attr(op, "dim")) else { return };
+    let Some(shape) = tensor_shape(input.r#type()) else { return };
+    let Ok(dim) = usize::try_from(dim) else { return };
+    if dim >= shape.len() {
+        checker.error(op, format!("dim {dim} is not a dimension of the input (rank {})", shape.len()));
+        return;
+    }
+    let parts = op.result_count() as i64;
+    let Some(extent) = shape[dim] else { return };
+    if parts == 0 || extent % parts != 0 {
+        checker.error(op, format!("dimension {dim} of size {extent} cannot be split into {parts} equal parts"));
+        return;
+    }
+    let mut expected = shape.clone();
+    expected[dim] = Some(extent / parts);
+    for (index, result) in op.results().enumerate() {
+        if tensor_shape(result.r#type()).is_some_and(|s| s != expected) {
+            checker.error(op, format!("result #{index} has type {}, but splitting gives dimension {dim} of size {}", type_string(result.r#type()), extent / parts));
+        }
     }
 }

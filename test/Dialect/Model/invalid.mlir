@@ -320,3 +320,43 @@ func.func @kv_heads() {
   %y, %kv1 = "model.decoder_inference"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p) {id = "prefill", phase = "prefill", hidden = 4 : i64, ffn_hidden = 16 : i64, heads = 4 : i64, kv_heads = 3 : i64, head_dim = 1 : i64, batch = 1 : i64, query_tokens = 4 : i64, context_tokens = 4 : i64, datatype = "float16", kv_datatype = "float16"} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>) -> (tensor<1x4x4xf16>, tensor<2x1x4x4xf16>)
   return
 }
+
+// -----
+
+"model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+func.func @uneven_split() {
+  %w = "model.value"() {id = "w", role = "parameter"} : () -> tensor<4x6xf16>
+  // expected-error @+1 {{'model.split' op dimension 1 of size 6 cannot be split into 4 equal parts}}
+  %a:4 = "model.split"(%w) {id = "s", dim = 1 : i64} : (tensor<4x6xf16>) -> (tensor<4x1xf16>, tensor<4x1xf16>, tensor<4x1xf16>, tensor<4x1xf16>)
+  return
+}
+
+// -----
+
+"model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+func.func @split_result_shape() {
+  %w = "model.value"() {id = "w", role = "parameter"} : () -> tensor<4x6xf16>
+  // expected-error @+1 {{'model.split' op result #0 has type tensor<4x2xf16>, but splitting gives dimension 1 of size 3}}
+  %a:2 = "model.split"(%w) {id = "s", dim = 1 : i64} : (tensor<4x6xf16>) -> (tensor<4x2xf16>, tensor<4x2xf16>)
+  return
+}
+
+// -----
+
+"model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+func.func @split_dim() {
+  %w = "model.value"() {id = "w", role = "parameter"} : () -> tensor<4x6xf16>
+  // expected-error @+1 {{'model.split' op dim 2 is not a dimension of the input (rank 2)}}
+  %a:2 = "model.split"(%w) {id = "s", dim = 2 : i64} : (tensor<4x6xf16>) -> (tensor<4x3xf16>, tensor<4x3xf16>)
+  return
+}
+
+// -----
+
+"model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+func.func @append_without_mutation() {
+  %k = "model.value"() {id = "k", role = "activation"} : () -> tensor<1x4x8xf16>
+  // expected-error @+1 {{'model.kv_append' op must declare effect 'mutation' in 'effects'}}
+  %kv = "model.kv_append"(%k, %k) {id = "kv"} : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
+  return
+}
