@@ -336,7 +336,8 @@ func.func @uneven_split() {
 "model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
 func.func @split_result_shape() {
   %w = "model.value"() {id = "w", role = "parameter"} : () -> tensor<4x6xf16>
-  // expected-error @+1 {{'model.split' op result #0 has type tensor<4x2xf16>, but splitting gives dimension 1 of size 3}}
+  // expected-error @+2 {{'model.split' op result #0 has type tensor<4x2xf16>, but splitting gives dimension 1 of size 3}}
+  // expected-error @+1 {{'model.split' op result #1 has type tensor<4x2xf16>, but splitting gives dimension 1 of size 3}}
   %a:2 = "model.split"(%w) {id = "s", dim = 1 : i64} : (tensor<4x6xf16>) -> (tensor<4x2xf16>, tensor<4x2xf16>)
   return
 }

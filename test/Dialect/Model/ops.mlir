@@ -66,13 +66,13 @@ func.func @state_and_effects() {
   // CHECK: "model.swiglu"(%{{.*}}, %{{.*}}) {id = "gating"} : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
   %sw = "model.swiglu"(%wa, %wb) {id = "gating"} : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
   "model.output"(%sw) {id = "gating.out"} : (tensor<16x16xf16>) -> ()
-  %keys = "model.value"() {id = "k", role = "activation"} : () -> tensor<1x4x8xf16>
-  %vals = "model.value"() {id = "v", role = "activation"} : () -> tensor<1x4x8xf16>
+  %keys = "model.value"() {id = "keys", role = "activation"} : () -> tensor<1x4x8xf16>
+  %vals = "model.value"() {id = "vals", role = "activation"} : () -> tensor<1x4x8xf16>
   // CHECK: %[[KV:.*]] = "model.kv_append"(%{{.*}}, %{{.*}}) {effects = ["mutation"], id = "kv.first"} : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
   %kv0 = "model.kv_append"(%keys, %vals) {id = "kv.first", effects = ["mutation"]} : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
   // CHECK: "model.kv_append"(%[[KV]], %{{.*}}, %{{.*}}) {effects = ["mutation"], id = "kv.next"}
   %kv1 = "model.kv_append"(%kv0, %keys, %vals) {id = "kv.next", effects = ["mutation"]} : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
-  "model.output"(%kv1) {id = "kv.out"} : (tensor<2x1x?x8xf16>) -> ()
+  "model.output"(%kv1) {id = "kv.appended"} : (tensor<2x1x?x8xf16>) -> ()
   "model.output"(%dsum) {id = "fork.in.grad"} : (tensor<8x16xf16>) -> ()
   "model.output"(%ga) {id = "x.grad.out"} : (tensor<8x16xf16>) -> ()
   return
