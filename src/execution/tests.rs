@@ -6,8 +6,6 @@
 
 use std::ffi::c_void;
 
-use melior::ir::operation::OperationLike;
-
 use super::{run_pipeline, Jit, TO_LLVM_PIPELINE};
 use crate::{
     context::create_context,

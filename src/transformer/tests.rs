@@ -1,10 +1,9 @@
 //! End-to-end: spec -> ModelIR -> dist -> plan -> work summary, in process,
 //! against the Calculon oracle (read from the shared file, not copied).
 
-use melior::ir::operation::OperationLike;
 use serde_json::Value as Json;
 
-use super::import::import_training;
+use super::import::{import_inference, import_training};
 use crate::{
     context::create_context,
     diagnostics::DiagnosticSink,
@@ -12,7 +11,7 @@ use crate::{
     execution::run_pipeline,
     opt::parse_module,
     summary::summarize,
-    workload::{BlockFacts, TrainingSpec},
+    workload::{BlockFacts, InferenceSpec, TrainingSpec},
 };
 
 const PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training)";
@@ -42,7 +41,7 @@ fn plan(spec: &TrainingSpec) -> (BlockFacts, [String; 3]) {
     assert!(crate::verify::verify_blueprint(op), "{:?}", sink.take());
     let summary = summarize(op).expect("plan present");
     assert_eq!(summary.layer, "plan");
-    (summary.block, ["model", "dist", "plan"].map(|layer| layer_digest(op, layer)))
+    (summary.block.expect("a training plan states block facts"), ["model", "dist", "plan"].map(|layer| layer_digest(op, layer)))
 }
 
 #[test]
@@ -86,4 +85,50 @@ fn digests_are_deterministic_and_ignore_non_workload_attributes() {
     assert_eq!(changed[0], first[0]);
     assert_ne!(changed[1], first[1]);
     assert_ne!(changed[2], first[2]);
+}
+
+fn inference_cases(file: &str) -> Vec<Json> {
+    let path = format!("{}/../shared/oracles/inference/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let json: Json = serde_json::from_str(&text).expect("oracle is JSON");
+    json["cases"].as_array().expect("cases array").clone()
+}
+
+fn serve(case: &Json, pipeline: &str) -> crate::summary::WorkSummary {
+    let spec = serde_json::json!({"model": case["model"], "workload": case["workload"], "mapping": case["mapping"]});
+    let spec = InferenceSpec::from_json(&spec.to_string()).expect("oracle case is a valid spec");
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, import_inference(&spec).as_bytes(), "spec").expect("import parses");
+    if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
+        panic!("{e}: {:?}", sink.take());
+    }
+    summarize(module.as_operation()).expect("summary")
+}
+
+#[test]
+fn inference_oracles_match_through_the_mlir_pipeline() {
+    let mut failures = Vec::new();
+    for case in inference_cases("prefill-calculon.json") {
+        let summary = serve(&case, "builtin.module(distribute-transformer-inference, plan-transformer-inference, check-conservation)");
+        let prefill = serde_json::to_value(summary.inference.expect("inference summary").prefill).expect("serializes");
+        for (field, want) in case["block"].as_object().expect("block") {
+            if &prefill[field] != want {
+                failures.push(format!("{}: {field} = {}, oracle {want}", case["name"], prefill[field]));
+            }
+        }
+    }
+    for case in inference_cases("llama2-genz.json") {
+        let summary = serve(&case, "builtin.module(distribute-transformer-inference, check-conservation)");
+        let flops = summary.inference.expect("inference summary").matmul_flops;
+        for (phase, key) in [("prefill", "prefill"), ("decode", "decode_at_final_context")] {
+            let got = serde_json::to_value(flops.get(phase).copied().unwrap_or_default()).expect("serializes");
+            for field in ["per_gpu_layer_flops", "per_gpu_layer_flops_gemm", "per_gpu_layer_flops_attn_bmm"] {
+                if got[field] != case[key][field] {
+                    failures.push(format!("{} {phase}: {field} = {}, oracle {}", case["name"], got[field], case[key][field]));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
