@@ -91,6 +91,11 @@ pub fn i64_array_attr(op: OperationRef, name: &str) -> Option<Vec<i64>> {
 
 #[must_use]
 pub fn i64_array_value(attribute: Attribute) -> Option<Vec<i64>> {
+    // melior's failing `try_from` prints the attribute into its error, so
+    // every conversion here checks the kind first.
+    if !attribute.is_dense_i64_array() {
+        return None;
+    }
     let array = DenseI64ArrayAttribute::try_from(attribute).ok()?;
     (0..array.len()).map(|i| array.element(i).ok()).collect()
 }
@@ -109,12 +114,19 @@ pub fn i32_array_attr(op: OperationRef, name: &str) -> Option<Vec<i64>> {
 
 #[must_use]
 pub fn symbol_attr<'c>(op: OperationRef<'c, '_>, name: &str) -> Option<&'c str> {
-    FlatSymbolRefAttribute::try_from(op.attribute(name).ok()?).ok().map(|a| a.value())
+    let attribute = op.attribute(name).ok()?;
+    if !attribute.is_flat_symbol_ref() {
+        return None;
+    }
+    FlatSymbolRefAttribute::try_from(attribute).ok().map(|a| a.value())
 }
 
 /// A list of strings, if `attribute` is an array of string attributes.
 #[must_use]
 pub fn string_list(attribute: Attribute) -> Option<Vec<String>> {
+    if !attribute.is_array() {
+        return None;
+    }
     let array = ArrayAttribute::try_from(attribute).ok()?;
     (0..array.len())
         .map(|i| {
@@ -127,6 +139,9 @@ pub fn string_list(attribute: Attribute) -> Option<Vec<String>> {
 /// A list of lists of strings (`split_axes`), if `attribute` is one.
 #[must_use]
 pub fn string_list_list(attribute: Attribute) -> Option<Vec<Vec<String>>> {
+    if !attribute.is_array() {
+        return None;
+    }
     let array = ArrayAttribute::try_from(attribute).ok()?;
     (0..array.len())
         .map(|i| string_list(array.element(i).ok()?))
@@ -136,14 +151,16 @@ pub fn string_list_list(attribute: Attribute) -> Option<Vec<Vec<String>>> {
 /// Attribute names and string values nested in `attribute` (through arrays
 /// and dictionaries), for the forbidden-field checks.
 pub fn visit_nested(attribute: Attribute, visit: &mut dyn FnMut(Nested)) {
-    if let Ok(dictionary) = DictionaryAttribute::try_from(attribute) {
+    if attribute.is_dictionary() {
+        let Ok(dictionary) = DictionaryAttribute::try_from(attribute) else { return };
         for i in 0..dictionary.len() {
             if let Ok((key, value)) = dictionary.element(i) {
                 visit(Nested::Key(identifier_str(key)));
                 visit_nested(value, visit);
             }
         }
-    } else if let Ok(array) = ArrayAttribute::try_from(attribute) {
+    } else if attribute.is_array() {
+        let Ok(array) = ArrayAttribute::try_from(attribute) else { return };
         for i in 0..array.len() {
             if let Ok(element) = array.element(i) {
                 visit_nested(element, visit);
@@ -162,6 +179,9 @@ pub enum Nested<'s> {
 /// Shape of a ranked tensor type (`None` for dynamic dims), or `None`.
 #[must_use]
 pub fn tensor_shape(ty: Type) -> Option<Vec<Option<i64>>> {
+    if !ty.is_ranked_tensor() {
+        return None;
+    }
     let tensor = RankedTensorType::try_from(ty).ok()?;
     Some(
         (0..tensor.rank())
@@ -176,12 +196,18 @@ pub fn tensor_shape(ty: Type) -> Option<Vec<Option<i64>>> {
 /// Element type of a ranked tensor type.
 #[must_use]
 pub fn tensor_element<'c>(ty: Type<'c>) -> Option<Type<'c>> {
+    if !ty.is_ranked_tensor() {
+        return None;
+    }
     RankedTensorType::try_from(ty).ok().map(|t| t.element())
 }
 
 /// The op that defines `value`, if it is an op result.
 #[must_use]
 pub fn defining_op<'c, 'a>(value: Value<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
+    if !value.is_operation_result() {
+        return None;
+    }
     let result = melior::ir::operation::OperationResult::try_from(value).ok()?;
     Some(result.owner())
 }

@@ -367,7 +367,8 @@ fn process_chunk(
     let Some(mut module) = parse_module(context, sink, source, name) else {
         return Ok(None);
     };
-    if !module.as_operation().verify() || !verify_blueprint(module.as_operation()) {
+    // The parser has already run MLIR's verifier (IRDL constraints included).
+    if !verify_blueprint(module.as_operation()) {
         return Ok(None);
     }
     if !options.pipeline.is_empty() {

@@ -94,7 +94,9 @@ pub fn quote(text: &str) -> String {
 /// and booleans.
 #[must_use]
 pub fn attribute_to_json(attribute: Attribute) -> Option<Json> {
-    if let Ok(dictionary) = DictionaryAttribute::try_from(attribute) {
+    // Check kinds first: melior's failing conversions print the attribute.
+    if attribute.is_dictionary() {
+        let dictionary = DictionaryAttribute::try_from(attribute).ok()?;
         let mut map = serde_json::Map::new();
         for i in 0..dictionary.len() {
             let (key, value) = dictionary.element(i).ok()?;
@@ -102,7 +104,8 @@ pub fn attribute_to_json(attribute: Attribute) -> Option<Json> {
         }
         return Some(Json::Object(map));
     }
-    if let Ok(array) = ArrayAttribute::try_from(attribute) {
+    if attribute.is_array() {
+        let array = ArrayAttribute::try_from(attribute).ok()?;
         return (0..array.len())
             .map(|i| array.element(i).ok().and_then(attribute_to_json))
             .collect::<Option<Vec<_>>>()
