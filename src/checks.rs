@@ -225,6 +225,7 @@ mod conservation {
         let by_id: HashMap<&str, &TaskWork> = found.iter().map(|t| (t.id.as_str(), t)).collect();
         for want in expected {
             let w = (want.ops, want.read_bytes, want.write_bytes, want.message_bytes);
+            // (The model names transfers by the same ids as distribution.)
             match by_id.get(want.id.as_str()) {
                 None => checker.error(module, format!("the {source}'s invocation '{}' has no dist task", want.id)),
                 Some(task) => {

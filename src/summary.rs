@@ -329,6 +329,30 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             message_bytes: inv.message_bytes(),
         });
     }
+    // Transfers between pipeline stages and the data-parallel gradient
+    // reduction are not block primitives; the strategy implies them.
+    if let Some(facts) = &facts {
+        let transfer = |id: &str, phase: &str, engine: &str, class: TaskClass, bytes: u64| TaskWork {
+            id: id.to_string(),
+            phase: phase.to_string(),
+            engine: engine.to_string(),
+            class,
+            primitive: None,
+            ops: 0,
+            read_bytes: 0,
+            write_bytes: 0,
+            message_bytes: bytes,
+        };
+        if facts.block_fw_pp_size > 0 {
+            tasks.push(transfer("pp.send_activation", "forward", "point_to_point", TaskClass::Pipeline, facts.block_fw_pp_size));
+        }
+        if facts.block_bw_pp_size > 0 {
+            tasks.push(transfer("pp.recv_grad", "activation_gradient", "point_to_point", TaskClass::Pipeline, facts.block_bw_pp_size));
+        }
+        if facts.block_dp_size > 0 {
+            tasks.push(transfer("dp.grad_reduce", "weight_gradient", "all_reduce", TaskClass::DataParallel, facts.block_dp_size));
+        }
+    }
     Ok((LayerWork { tasks, memory }, facts))
 }
 

@@ -14,7 +14,7 @@ use crate::{
     workload::{BlockFacts, InferenceSpec, TrainingSpec},
 };
 
-const PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training)";
+const PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
 
 fn oracle_cases() -> Vec<Json> {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json");
