@@ -178,13 +178,14 @@ mod conservation {
         // Dist -> plan, per task (by lineage) and in total.
         if !plan.tasks.is_empty() {
             let by_id: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+            let planned_by_id: HashMap<&str, &TaskWork> = plan.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
             for op in &ops {
                 let name = name_of(*op);
                 if name != "plan.compute_task" && name != "plan.collective_task" {
                     continue;
                 }
                 let lineage = str_attr(*op, "lineage").unwrap_or_default();
-                let Some(planned) = plan.tasks.iter().find(|t| Some(t.id.as_str()) == str_attr(*op, "id")) else { continue };
+                let Some(planned) = str_attr(*op, "id").and_then(|id| planned_by_id.get(id)) else { continue };
                 match by_id.get(lineage) {
                     None => checker.error(*op, format!("has lineage '{lineage}', which is no task of the dist program")),
                     Some(source) => {
@@ -280,10 +281,12 @@ mod recompute {
         let expected: Vec<&str> = derivation.phase(Phase::Recompute).map(|i| i.name.as_str()).collect();
         let found: Vec<&TaskWork> = dist.tasks.iter().filter(|t| t.phase == "recompute").collect();
         let ids: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
-        let ops = collect_ops(module);
-        let at = |id: &str| {
-            ops.iter().copied().find(|op| crate::ir::dialect_of(&name_of(*op)) == "dist" && str_attr(*op, "id") == Some(id)).unwrap_or(module)
-        };
+        let dist_ops: HashMap<&str, OperationRef> = collect_ops(module)
+            .into_iter()
+            .filter(|op| crate::ir::dialect_of(&name_of(*op)) == "dist")
+            .filter_map(|op| Some((str_attr(op, "id")?, op)))
+            .collect();
+        let at = |id: &str| dist_ops.get(id).copied().unwrap_or(module);
         for task in &found {
             if !expected.contains(&task.id.as_str()) {
                 checker.error(at(&task.id), format!("is a recompute task, but the '{:?}' recompute policy does not clone it", spec.mapping.recompute));
