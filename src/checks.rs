@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 
 use melior::{
-    ir::{r#type::TypeId, OperationRef},
-    pass::{create_external, ExternalPass, Pass},
+    ir::OperationRef,
+    pass::ExternalPass,
 };
 
 use crate::{
@@ -28,36 +28,22 @@ use crate::{
     workload::{derive_training_block, BlockFacts, InferenceSpec, Phase, TrainingSpec},
 };
 
+/// A check pass: runs `$body` with a [`Checker`] and fails if it reported.
 macro_rules! check_pass {
-    ($create:ident, $id:ident, $name:literal, $argument:literal, $summary:literal, $body:path) => {
-        #[repr(align(8))]
-        struct $id;
-
-        #[must_use]
-        pub fn $create() -> Pass {
-            static ID: $id = $id;
-            create_external(
-                |module: OperationRef, pass: ExternalPass| {
-                    let mut checker = Checker::default();
-                    $body(&mut checker, module);
-                    if checker.failed() {
-                        pass.signal_failure();
-                    }
-                },
-                TypeId::create(&ID),
-                $name,
-                $argument,
-                $summary,
-                "builtin.module",
-                &[],
-            )
-        }
+    ($name:literal, $argument:literal, $summary:literal, $body:path) => {
+        crate::passes::external_pass!($name, $argument, $summary, |module: OperationRef, pass: ExternalPass| {
+            let mut checker = Checker::default();
+            $body(&mut checker, module);
+            if checker.failed() {
+                pass.signal_failure();
+            }
+        });
     };
 }
 
 mod mesh_strategy {
     use super::*;
-    check_pass!(create, MeshStrategyId, "CheckMeshStrategy", "check-mesh-strategy",
+    check_pass!("CheckMeshStrategy", "check-mesh-strategy",
         "Check that the mesh and tensor-parallel groups agree with the bound strategy", check);
 
     fn check(checker: &mut Checker, module: OperationRef) {
@@ -89,7 +75,7 @@ mod mesh_strategy {
 
 mod collective_groups {
     use super::*;
-    check_pass!(create, CollectiveGroupsId, "CheckCollectiveGroups", "check-collective-groups",
+    check_pass!("CheckCollectiveGroups", "check-collective-groups",
         "Check that each collective's participants are the mesh group it claims", check);
 
     fn check(checker: &mut Checker, module: OperationRef) {
@@ -147,7 +133,7 @@ mod collective_groups {
 
 mod conservation {
     use super::*;
-    check_pass!(create, ConservationId, "CheckConservation", "check-conservation",
+    check_pass!("CheckConservation", "check-conservation",
         "Check that work, bytes, message volume and memory are conserved from model to dist to plan", check);
 
     fn check(checker: &mut Checker, module: OperationRef) {
@@ -270,7 +256,7 @@ mod conservation {
 
 mod recompute {
     use super::*;
-    check_pass!(create, RecomputeId, "CheckRecompute", "check-recompute",
+    check_pass!("CheckRecompute", "check-recompute",
         "Check that recompute tasks are exactly the forward clones the recompute policy implies", check);
 
     fn check(checker: &mut Checker, module: OperationRef) {

@@ -24,10 +24,9 @@ use melior::{
     ir::{
         block::BlockLike,
         operation::{OperationBuilder, OperationLike},
-        r#type::TypeId,
         BlockRef, Location, OperationRef, Region, RegionLike, Value, ValueLike,
     },
-    pass::{create_external, ExternalPass, Pass},
+    pass::ExternalPass,
 };
 
 use super::runtime_abi::{reduction_code, ElementType, RuntimeFunction};
@@ -40,29 +39,20 @@ use crate::{
     passes::rewrite::{erase, identifier, known_attribute, known_type, replace_all_uses},
 };
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
-#[must_use]
-pub fn create() -> Pass {
-    create_external(
-        run,
-        TypeId::create(&PASS_ID),
-        "LowerDistToRuntime",
-        "lower-dist-to-runtime",
-        "Lower async dist communication, redistribution copies and waits to runtime calls",
-        "builtin.module",
-        &[
+crate::passes::external_pass!(
+    "LowerDistToRuntime",
+    "lower-dist-to-runtime",
+    "Lower async dist communication, redistribution copies and waits to runtime calls",
+    run,
+    &[
             DialectHandle::arith(),
             DialectHandle::func(),
             DialectHandle::memref(),
             DialectHandle::tensor(),
             // SAFETY: the handle getter has no preconditions.
             unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__bufferization__()) },
-        ],
-    )
-}
+        ]
+);
 
 /// What one async op lowers to, decided before anything changes.
 struct Lowering<'c, 'a> {

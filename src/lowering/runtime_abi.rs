@@ -150,4 +150,27 @@ mod tests {
         }
         assert_eq!(ElementType::from_mlir("f8E4M3FN"), None);
     }
+
+    /// The lowering's table and the runtime's exports are two sides of one
+    /// ABI: every entry point the lowering can call exists in the runtime.
+    #[test]
+    fn every_lowered_entry_point_is_exported_by_the_runtime() {
+        let exported: Vec<&str> = crate::runtime::symbols().into_iter().map(|(name, _)| name).collect();
+        let mut functions = vec![RuntimeFunction::Wait, RuntimeFunction::NProcs, RuntimeFunction::PRank];
+        for e in ElementType::ALL {
+            functions.extend([
+                RuntimeFunction::AllReduce(e),
+                RuntimeFunction::ReduceScatter(e),
+                RuntimeFunction::AllGather(e),
+                RuntimeFunction::AllToAll(e),
+                RuntimeFunction::Broadcast(e),
+                RuntimeFunction::SendRecv(e),
+                RuntimeFunction::CopyReshape(e),
+                RuntimeFunction::CopyPermute(e),
+            ]);
+        }
+        for function in functions {
+            assert!(exported.contains(&function.symbol().as_str()), "{function} is not exported by the runtime");
+        }
+    }
 }

@@ -13,10 +13,9 @@ use melior::{
     apply_patterns_and_fold_greedily_with_op, create_op_rewrite_pattern,
     ir::{
         operation::{OperationBuilder, OperationLike},
-        r#type::TypeId,
         OperationRef, Type, ValueLike,
     },
-    pass::{create_external, ExternalPass, Pass},
+    pass::ExternalPass,
     GreedyRewriteDriverConfig, PatternRewriter, RewritePatternSet,
 };
 
@@ -31,22 +30,12 @@ use crate::{
 
 const COPIES: [&str; 2] = ["dist.copy_reshape", "dist.copy_permute"];
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
-#[must_use]
-pub fn create() -> Pass {
-    create_external(
-        run,
-        TypeId::create(&PASS_ID),
-        "DistCanonicalize",
-        "dist-canonicalize",
-        "Refine redistribution copy result types and fold producer casts (greedy, to a fixpoint)",
-        "builtin.module",
-        &[],
-    )
-}
+crate::passes::external_pass!(
+    "DistCanonicalize",
+    "dist-canonicalize",
+    "Refine redistribution copy result types and fold producer casts (greedy, to a fixpoint)",
+    run
+);
 
 fn run(module: OperationRef, pass: ExternalPass) {
     let context_ref = module.context();

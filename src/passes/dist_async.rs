@@ -5,10 +5,10 @@
 
 use melior::{
     ir::{
-        block::BlockLike, operation::OperationLike, operation::OperationBuilder, r#type::TypeId,
+        block::BlockLike, operation::OperationLike, operation::OperationBuilder,
         OperationRef, ValueLike,
     },
-    pass::{create_external, ExternalPass, Pass},
+    pass::ExternalPass,
 };
 
 use super::rewrite::{attributes_of, erase, known_type, replace_all_uses};
@@ -24,22 +24,12 @@ pub const SYNC_COMMUNICATION: [&str; 6] = [
     "dist.p2p",
 ];
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
-#[must_use]
-pub fn create() -> Pass {
-    create_external(
-        run,
-        TypeId::create(&PASS_ID),
-        "DistAsync",
-        "dist-async",
-        "Turn synchronous collectives and point-to-point transfers into start + wait",
-        "builtin.module",
-        &[],
-    )
-}
+crate::passes::external_pass!(
+    "DistAsync",
+    "dist-async",
+    "Turn synchronous collectives and point-to-point transfers into start + wait",
+    run
+);
 
 fn run(module: OperationRef, pass: ExternalPass) {
     let targets: Vec<OperationRef> = collect_ops(module)

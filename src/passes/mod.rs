@@ -1,5 +1,32 @@
 //! Blueprint's Rust passes and the table the driver reads them from.
 
+/// Defines `pub fn create() -> Pass` for an external pass on
+/// `builtin.module`: its name, command-line argument, summary, the function
+/// that runs it, and optionally the dialects it creates ops of.
+macro_rules! external_pass {
+    ($name:literal, $argument:literal, $summary:literal, $run:expr $(,)?) => {
+        crate::passes::external_pass!($name, $argument, $summary, $run, &[]);
+    };
+    ($name:literal, $argument:literal, $summary:literal, $run:expr, $dialects:expr $(,)?) => {
+        #[must_use]
+        pub fn create() -> melior::pass::Pass {
+            #[repr(align(8))]
+            struct PassId;
+            static PASS_ID: PassId = PassId;
+            melior::pass::create_external(
+                $run,
+                melior::ir::r#type::TypeId::create(&PASS_ID),
+                $name,
+                $argument,
+                $summary,
+                "builtin.module",
+                $dialects,
+            )
+        }
+    };
+}
+pub(crate) use external_pass;
+
 mod copy_canonicalize;
 pub(crate) mod dist_async;
 pub(crate) mod rewrite;

@@ -5,8 +5,8 @@
 //! and with no later use it stops before the block's terminator.
 
 use melior::{
-    ir::{block::BlockLike, operation::OperationLike, r#type::TypeId, OperationRef},
-    pass::{create_external, ExternalPass, Pass},
+    ir::{block::BlockLike, operation::OperationLike, OperationRef},
+    pass::ExternalPass,
 };
 
 use super::rewrite::move_before;
@@ -15,22 +15,12 @@ use crate::{
     verify::is_async_op,
 };
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
-#[must_use]
-pub fn create() -> Pass {
-    create_external(
-        run,
-        TypeId::create(&PASS_ID),
-        "DistSinkWaits",
-        "dist-sink-waits",
-        "Move each dist.wait down to just before the first use of its results",
-        "builtin.module",
-        &[],
-    )
-}
+crate::passes::external_pass!(
+    "DistSinkWaits",
+    "dist-sink-waits",
+    "Move each dist.wait down to just before the first use of its results",
+    run
+);
 
 fn run(module: OperationRef, _pass: ExternalPass) {
     let waits: Vec<OperationRef> =

@@ -2,28 +2,19 @@
 //! check Blueprint IR at any point (the driver also runs it after every pass).
 
 use melior::{
-    ir::{r#type::TypeId, OperationRef},
-    pass::{create_external, ExternalPass, Pass},
+    ir::OperationRef,
+    pass::ExternalPass,
 };
 
 use crate::verify::verify_blueprint;
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
-pub fn create() -> Pass {
-    create_external(
-        |op: OperationRef, pass: ExternalPass| {
-            if !verify_blueprint(op) {
-                pass.signal_failure();
-            }
-        },
-        TypeId::create(&PASS_ID),
-        "BlueprintVerify",
-        "blueprint-verify",
-        "Run Blueprint's layer verifiers",
-        "builtin.module",
-        &[],
-    )
-}
+crate::passes::external_pass!(
+    "BlueprintVerify",
+    "blueprint-verify",
+    "Run Blueprint's layer verifiers",
+    |op: OperationRef, pass: ExternalPass| {
+        if !verify_blueprint(op) {
+        pass.signal_failure();
+        }
+        }
+);

@@ -17,8 +17,8 @@
 use std::fmt::Write as _;
 
 use melior::{
-    ir::{operation::OperationLike, r#type::TypeId, OperationRef, ValueLike},
-    pass::{create_external, ExternalPass, Pass},
+    ir::{operation::OperationLike, OperationRef, ValueLike},
+    pass::ExternalPass,
 };
 
 use super::{binding::quote, import::tensor, Generated};
@@ -28,22 +28,12 @@ use crate::{
     passes::rewrite::erase,
 };
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
-#[must_use]
-pub fn create() -> Pass {
-    create_external(
-        run,
-        TypeId::create(&PASS_ID),
-        "ModelDecomposeTransformer",
-        "model-decompose-transformer",
-        "Expand the coarse decoder training op into primitive ModelIR ops with explicit dataflow",
-        "builtin.module",
-        &[],
-    )
-}
+crate::passes::external_pass!(
+    "ModelDecomposeTransformer",
+    "model-decompose-transformer",
+    "Expand the coarse decoder training op into primitive ModelIR ops with explicit dataflow",
+    run
+);
 
 fn run(module: OperationRef, pass: ExternalPass) {
     let ops = crate::ir::collect_ops(module);

@@ -19,8 +19,8 @@
 use std::{collections::HashSet, fmt::Write as _};
 
 use melior::{
-    ir::{operation::OperationLike, r#type::TypeId, OperationRef},
-    pass::{create_external, ExternalPass, Pass},
+    ir::{operation::OperationLike, OperationRef},
+    pass::ExternalPass,
 };
 
 use super::{
@@ -28,7 +28,6 @@ use super::{
     import::{element_type, tensor},
 };
 use crate::{
-    diagnostics::emit_error,
     digest::layer_digest,
     ir::{collect_ops, dialect_of, int_attr, name_of, str_attr},
     workload::{
@@ -37,35 +36,15 @@ use crate::{
     },
 };
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
-#[must_use]
-pub fn create() -> Pass {
-    create_external(
-        run,
-        TypeId::create(&PASS_ID),
-        "DistributeTransformerTraining",
-        "distribute-transformer-training",
-        "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",
-        "builtin.module",
-        &[],
-    )
-}
+crate::passes::external_pass!(
+    "DistributeTransformerTraining",
+    "distribute-transformer-training",
+    "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",
+    run
+);
 
 fn run(module: OperationRef, pass: ExternalPass) {
-    match prepare(module) {
-        Ok(text) => {
-            if !super::append_parsed(module, &text) {
-                pass.signal_failure();
-            }
-        }
-        Err((op, message)) => {
-            emit_error(op.location(), &message);
-            pass.signal_failure();
-        }
-    }
+    super::run_generating(module, pass, prepare);
 }
 
 type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);

@@ -28,6 +28,27 @@ pub fn located(name: &str, from: melior::ir::Location) -> String {
     }
 }
 
+/// Runs a pass that builds IR as text: `prepare` validates the input and
+/// returns the text (or the op to blame and why); only then is the parsed
+/// result appended, so a failing pass leaves the module unchanged.
+pub(crate) fn run_generating<'c, 'a>(
+    module: OperationRef<'c, 'a>,
+    pass: melior::pass::ExternalPass,
+    prepare: impl FnOnce(OperationRef<'c, 'a>) -> Result<String, (OperationRef<'c, 'a>, String)>,
+) {
+    match prepare(module) {
+        Ok(text) => {
+            if !append_parsed(module, &text) {
+                pass.signal_failure();
+            }
+        }
+        Err((op, message)) => {
+            emit_error(op.location(), &message);
+            pass.signal_failure();
+        }
+    }
+}
+
 /// Parses `text` (a `module { ... }` Blueprint generated) in the context of
 /// `module` and moves its top-level ops to the end of `module`. Returns
 /// false, with a diagnostic, if the text does not parse; `module` is then

@@ -14,13 +14,12 @@
 use std::{collections::HashMap, fmt::Write as _};
 
 use melior::{
-    ir::{operation::OperationLike, r#type::TypeId, OperationRef, ValueLike},
-    pass::{create_external, ExternalPass, Pass},
+    ir::{operation::OperationLike, OperationRef, ValueLike},
+    pass::ExternalPass,
 };
 
 use super::binding::quote;
 use crate::{
-    diagnostics::emit_error,
     digest::layer_digest,
     ir::{
         attr_string_list, collect_ops, defining_op, dialect_of, i64_array_attr, int_attr, name_of,
@@ -28,38 +27,18 @@ use crate::{
     },
 };
 
-#[repr(align(8))]
-struct PassId;
-static PASS_ID: PassId = PassId;
-
 /// Alignment of every planned buffer (a power of two; abstract, not a bank).
 const BUFFER_ALIGNMENT: u64 = 256;
 
-#[must_use]
-pub fn create() -> Pass {
-    create_external(
-        run,
-        TypeId::create(&PASS_ID),
-        "PlanTransformerTraining",
-        "plan-transformer-training",
-        "Turn the dist program into a portable plan with exact work facts and abstract resources",
-        "builtin.module",
-        &[],
-    )
-}
+crate::passes::external_pass!(
+    "PlanTransformerTraining",
+    "plan-transformer-training",
+    "Turn the dist program into a portable plan with exact work facts and abstract resources",
+    run
+);
 
 fn run(module: OperationRef, pass: ExternalPass) {
-    match plan_text(module) {
-        Ok(text) => {
-            if !super::append_parsed(module, &text) {
-                pass.signal_failure();
-            }
-        }
-        Err((op, message)) => {
-            emit_error(op.location(), &message);
-            pass.signal_failure();
-        }
-    }
+    super::run_generating(module, pass, plan_text);
 }
 
 type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
