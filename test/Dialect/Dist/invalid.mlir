@@ -460,3 +460,27 @@ func.func @reserved_semantic_field(%t: !dist.token) {
   %t1 = "dist.compute"(%t) {id = "c", mesh = @tp, phase = "forward", lineage = "l", engine = "vector", primitive = "gelu", ops = 1 : i64, read_bytes = 2 : i64, write_bytes = 2 : i64, user.info = {datatype = "float16"}} : (!dist.token) -> !dist.token
   return
 }
+
+// -----
+
+"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+"dist.mesh"() {sym_name = "tp", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+// expected-error @+1 {{'dist.memory' op attribute 'bytes' must be non-negative, but got -1}}
+"dist.memory"() {id = "m", mesh = @tp, kind = "weight", bytes = -1 : i64, lineage = "b"} : () -> ()
+
+// -----
+
+"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+"dist.mesh"() {sym_name = "tp", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+// expected-error @+1 {{'"registers"' does not satisfy the constraint}}
+"dist.memory"() {id = "m", mesh = @tp, kind = "registers", bytes = 1 : i64, lineage = "b"} : () -> ()
+
+// -----
+
+"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+"dist.mesh"() {sym_name = "tp", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+func.func @negative_local_work(%x: tensor<4xf16>) {
+  // expected-error @+1 {{'dist.all_reduce' op attribute 'ops' must be non-negative, but got -4}}
+  %y = "dist.all_reduce"(%x) {id = "ar", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1>, reduction = "sum", message_bytes = 8 : i64, ops = -4 : i64} : (tensor<4xf16>) -> tensor<4xf16>
+  return
+}

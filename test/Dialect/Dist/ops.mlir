@@ -9,6 +9,9 @@
 // CHECK: "dist.mesh"() {axes = ["dp", "tp"], shape = array<i64: 2, 4>, sym_name = "grid"}
 "dist.mesh"() {sym_name = "grid", axes = ["dp", "tp"], shape = array<i64: 2, 4>} : () -> ()
 
+// CHECK: "dist.memory"() {bytes = 4096 : i64, id = "mem.kv", kind = "kv_cache", lineage = "kv", mesh = @tp}
+"dist.memory"() {id = "mem.kv", mesh = @tp, kind = "kv_cache", bytes = 4096 : i64, lineage = "kv"} : () -> ()
+
 // CHECK-LABEL: func.func @tasks
 func.func @tasks() {
   // CHECK: %[[X:.*]] = "dist.value"() {id = "x", lineage = "block.in", mesh = @tp, split_axes = {{\[\[}}], ["tp"], []]} : () -> tensor<2x8x16xf16>
@@ -35,6 +38,12 @@ func.func @tasks() {
   %pp = "dist.p2p"(%bc) {id = "send", mesh = @tp, phase = "forward", source = 1 : i64, dest = 3 : i64, message_bytes = 512 : i64, lineage = "stage"} : (tensor<2x8x16xf16>) -> tensor<2x8x16xf16>
   // CHECK: "dist.reshard"(%{{.*}}) {from_split_axes = {{\[\[}}], ["tp"], []], id = "rsh", {{.*}}to_split_axes = {{\[\[}}], [], []]}
   %r = "dist.reshard"(%pp) {id = "rsh", mesh = @tp, phase = "forward", from_split_axes = [[], ["tp"], []], to_split_axes = [[], [], []], lineage = "x"} : (tensor<2x8x16xf16>) -> tensor<2x8x16xf16>
+  // A task that also produces a boundary value; communication with its
+  // local work and the mesh axes it claims.
+  // CHECK: %[[T:.*]]:2 = "dist.compute"(%{{.*}}) {{.*}} : (!dist.token) -> (!dist.token, tensor<2x8x16xf16>)
+  %tv, %v = "dist.compute"(%done) {id = "fw.last", mesh = @tp, phase = "forward", engine = "vector", primitive = "residual_add", ops = 8 : i64, read_bytes = 16 : i64, write_bytes = 8 : i64, lineage = "res"} : (!dist.token) -> (!dist.token, tensor<2x8x16xf16>)
+  // CHECK: "dist.all_reduce"(%[[T]]#1) {id = "ar.work", {{.*}}mesh_axes = ["tp"], {{.*}}ops = 256 : i64, {{.*}}read_bytes = 512 : i64, {{.*}}write_bytes = 512 : i64}
+  %arw = "dist.all_reduce"(%v) {id = "ar.work", mesh = @tp, phase = "forward", participants = array<i64: 0, 1, 2, 3>, reduction = "sum", mesh_axes = ["tp"], message_bytes = 512 : i64, ops = 256 : i64, read_bytes = 512 : i64, write_bytes = 512 : i64, lineage = "res"} : (tensor<2x8x16xf16>) -> tensor<2x8x16xf16>
   // CHECK: "dist.output"(%{{.*}}) {id = "y", lineage = "block.out", mesh = @tp, split_axes = {{\[\[}}], [], []]}
   "dist.output"(%r) {id = "y", mesh = @tp, split_axes = [[], [], []], lineage = "block.out"} : (tensor<2x8x16xf16>) -> ()
   return
