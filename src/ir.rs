@@ -193,6 +193,12 @@ pub fn tensor_shape(ty: Type) -> Option<Vec<Option<i64>>> {
     )
 }
 
+/// Whether a ranked tensor type carries an encoding attribute.
+#[must_use]
+pub fn tensor_has_encoding(ty: Type) -> bool {
+    ty.is_ranked_tensor() && RankedTensorType::try_from(ty).ok().and_then(|t| t.encoding()).is_some()
+}
+
 /// Element type of a ranked tensor type.
 #[must_use]
 pub fn tensor_element<'c>(ty: Type<'c>) -> Option<Type<'c>> {

@@ -153,6 +153,13 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, teams: &HashMap<String, i64>) -> R
         .ok_or_else(|| format!("communicates {}, not a ranked tensor", type_string(input.r#type())))?;
     let element = ElementType::from_mlir(&element)
         .ok_or_else(|| format!("has element type {element}, which the runtime does not support"))?;
+    // Tensors become plain (identity-layout) memrefs: an encoding has no
+    // buffer form here.
+    for ty in [Some(input.r#type()), op.result(1).ok().map(|r| r.r#type())].into_iter().flatten() {
+        if crate::ir::tensor_has_encoding(ty) {
+            return Err(format!("communicates {}, whose tensor encoding the runtime lowering does not support", type_string(ty)));
+        }
+    }
     let team = match (symbol_attr(op, "mesh").or_else(|| symbol_attr(op, "team")), int_attr(op, "team")) {
         (Some(mesh), _) => *teams.get(mesh).ok_or_else(|| format!("names mesh @{mesh}, which is not in this module"))?,
         (None, Some(team)) => team,

@@ -80,6 +80,10 @@ fn constant_index(op: OperationRef, operand: usize) -> Option<i64> {
 fn refine_result_type(op: OperationRef, rewriter: &PatternRewriter) -> bool {
     let Ok(result) = op.result(1) else { return false };
     let original = result.r#type();
+    // A refined type would drop the encoding, which a cast cannot bridge.
+    if crate::ir::tensor_has_encoding(original) {
+        return false;
+    }
     let (Some(shape), Some(element), Some(start)) =
         (tensor_shape(original), tensor_element(original), nl_shape_start(op))
     else {

@@ -52,3 +52,14 @@ func.func @clash(%l: tensor<4xi64>, %i: index) -> tensor<4xi64> {
   "dist.wait"(%h) : (!dist.async_handle) -> ()
   return %o : tensor<4xi64>
 }
+
+// -----
+
+"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+"dist.mesh"() {sym_name = "tp", axes = ["tp"], shape = array<i64: 2>} : () -> ()
+func.func @encoded(%x: tensor<4xf32, "sparse">) {
+  // expected-error @+1 {{'dist.all_gather_start' op communicates tensor<4xf32, "sparse">, whose tensor encoding the runtime lowering does not support}}
+  %h, %y = "dist.all_gather_start"(%x) {id = "ag", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1>, message_bytes = 16 : i64} : (tensor<4xf32, "sparse">) -> (!dist.async_handle, tensor<8xf32, "sparse">)
+  "dist.wait"(%h) : (!dist.async_handle) -> ()
+  return
+}
