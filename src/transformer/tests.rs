@@ -132,3 +132,23 @@ fn inference_oracles_match_through_the_mlir_pipeline() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn a_failing_pass_leaves_the_module_unchanged() {
+    // A strategy whose TP does not divide the heads: distribution must fail
+    // after validation, before touching anything.
+    let case = &oracle_cases()[0];
+    let spec = spec_of(case);
+    let text = import_training(&spec).replacen("\"tp\" = 8 : i64", "\"tp\" = 7 : i64", 1);
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, text.as_bytes(), "spec").expect("parses");
+    let before = module.as_operation().to_string();
+    assert!(run_pipeline(&context, &mut module, PIPELINE).is_err());
+    assert_eq!(module.as_operation().to_string(), before);
+    let diagnostics = sink.take();
+    assert!(
+        diagnostics.iter().any(|d| d.message.contains("mapping.tp = 7 must divide model.heads")),
+        "{diagnostics:?}"
+    );
+}
