@@ -103,54 +103,30 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 );
             }
             "dist.compute" => {
-                let deps = dep_tokens(op, &tokens);
-                let ops_count = int_attr(op, "ops").unwrap_or(0);
-                let read = int_attr(op, "read_bytes").unwrap_or(0);
-                let write = int_attr(op, "write_bytes").unwrap_or(0);
                 let capability = if str_attr(op, "engine") == Some("matrix") { "matrix_multiply" } else { "vector_elementwise" };
                 let ranks = i64_array_attr(op, "ranks").map_or_else(|| mesh_size(op), |r| r.len() as u64);
-                let token = format!("%p{next}");
+                let token = plan_task(op, &tokens, &mut tasks, next, PlanTask { kind: "compute_task", capability, ranks, message_bytes: None, extra: String::new() });
                 next += 1;
-                let _ = writeln!(
-                    tasks,
-                    "    {token} = \"plan.compute_task\"({}) {{id = {id}, lineage = {id}, phase = {phase}, capability = \"{capability}\", ops = {ops_count} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops_count} : i64, memory_demand = {} : i64, network_demand = 0 : i64, ranks = {ranks} : i64, group = \"compute\"}} : ({}) -> !plan.token {}",
-                    deps.join(", "),
-                    read + write,
-                    vec!["!plan.token"; deps.len()].join(", "),
-                    super::located(str_attr(op, "id").unwrap_or_default(), op.location()),
-                    id = quote(str_attr(op, "id").unwrap_or_default()),
-                    phase = quote(str_attr(op, "phase").unwrap_or_default()),
-                );
                 if let Ok(result) = op.result(0) {
                     tokens.insert(result.to_raw().ptr as usize, token);
                 }
             }
             "dist.all_reduce" | "dist.reduce_scatter" | "dist.all_gather" | "dist.all_to_all" | "dist.broadcast" | "dist.p2p" => {
-                let deps = dep_tokens(op, &tokens);
                 let capability = match name.as_str() {
                     "dist.p2p" => "point_to_point",
-                    other => other.trim_start_matches("dist."),
+                    "dist.all_reduce" => "all_reduce",
+                    "dist.reduce_scatter" => "reduce_scatter",
+                    "dist.all_gather" => "all_gather",
+                    "dist.all_to_all" => "all_to_all",
+                    _ => "broadcast",
                 };
-                let ops_count = int_attr(op, "ops").unwrap_or(0);
-                let read = int_attr(op, "read_bytes").unwrap_or(0);
-                let write = int_attr(op, "write_bytes").unwrap_or(0);
-                let message = int_attr(op, "message_bytes").unwrap_or(0);
                 let ranks = i64_array_attr(op, "participants").map_or(2, |p| p.len() as u64);
-                let axes = attr_string_list(op, "mesh_axes").map_or_else(String::new, |axes| {
+                let extra = attr_string_list(op, "mesh_axes").map_or_else(String::new, |axes| {
                     format!(", mesh_axes = [{}]", axes.iter().map(|a| quote(a)).collect::<Vec<_>>().join(", "))
                 });
-                let token = format!("%p{next}");
+                let message_bytes = Some(int_attr(op, "message_bytes").unwrap_or(0));
+                let token = plan_task(op, &tokens, &mut tasks, next, PlanTask { kind: "collective_task", capability, ranks, message_bytes, extra });
                 next += 1;
-                let _ = writeln!(
-                    tasks,
-                    "    {token} = \"plan.collective_task\"({}) {{id = {id}, lineage = {id}, phase = {phase}, capability = \"{capability}\", message_bytes = {message} : i64, ops = {ops_count} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops_count} : i64, memory_demand = {} : i64, network_demand = {message} : i64, ranks = {ranks} : i64, group = \"network\"{axes}}} : ({}) -> !plan.token {}",
-                    deps.join(", "),
-                    read + write,
-                    vec!["!plan.token"; deps.len()].join(", "),
-                    super::located(str_attr(op, "id").unwrap_or_default(), op.location()),
-                    id = quote(str_attr(op, "id").unwrap_or_default()),
-                    phase = quote(str_attr(op, "phase").unwrap_or_default()),
-                );
                 if let Ok(result) = op.result(0) {
                     tokens.insert(result.to_raw().ptr as usize, token);
                 }
@@ -170,6 +146,46 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
     text.push_str(&tasks);
     let _ = writeln!(text, "    return\n  }}\n}}");
     Ok(text)
+}
+
+/// What distinguishes a compute task from a collective task in the plan.
+struct PlanTask {
+    kind: &'static str,
+    capability: &'static str,
+    ranks: u64,
+    /// Present for communication: copied exactly, and the network demand.
+    message_bytes: Option<i64>,
+    /// Further attributes, already spelled (`, mesh_axes = [...]`).
+    extra: String,
+}
+
+/// Appends the plan task for dist task `op` to `tasks` as `%p<index>`, with
+/// its facts copied and its abstract demand; returns its token name.
+fn plan_task(op: OperationRef, tokens: &HashMap<usize, String>, tasks: &mut String, index: usize, task: PlanTask) -> String {
+    let deps = dep_tokens(op, tokens);
+    let count = |name: &str| int_attr(op, name).unwrap_or(0);
+    let (ops, read, write) = (count("ops"), count("read_bytes"), count("write_bytes"));
+    let id = str_attr(op, "id").unwrap_or_default();
+    let (group, network, message) = match task.message_bytes {
+        Some(bytes) => ("network", bytes, format!("message_bytes = {bytes} : i64, ")),
+        None => ("compute", 0, String::new()),
+    };
+    let token = format!("%p{index}");
+    let _ = writeln!(
+        tasks,
+        "    {token} = \"plan.{kind}\"({}) {{id = {qid}, lineage = {qid}, phase = {phase}, capability = \"{capability}\", {message}ops = {ops} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops} : i64, memory_demand = {} : i64, network_demand = {network} : i64, ranks = {ranks} : i64, group = \"{group}\"{extra}}} : ({}) -> !plan.token {}",
+        deps.join(", "),
+        read + write,
+        vec!["!plan.token"; deps.len()].join(", "),
+        super::located(id, op.location()),
+        kind = task.kind,
+        qid = quote(id),
+        phase = quote(str_attr(op, "phase").unwrap_or_default()),
+        capability = task.capability,
+        ranks = task.ranks,
+        extra = task.extra,
+    );
+    token
 }
 
 /// Plan tokens of the dist tasks `op` depends on (directly, or through a
