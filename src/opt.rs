@@ -156,11 +156,11 @@ pub fn help_text() -> String {
          BLUEPRINT PASSES:\n",
     );
     for pass in passes::PASSES {
-        text.push_str(&format!("  --{:<32} {}\n", pass.name, pass.summary));
+        text.push_str(&format!("  --{:<34} {}\n", pass.name, pass.summary));
     }
     text.push_str("\nDIALECTS:\n");
     for dialect in ods::DIALECTS {
-        text.push_str(&format!("  {:<34} {}\n", dialect.name, dialect.summary));
+        text.push_str(&format!("  {:<36} {}\n", dialect.name, dialect.summary));
     }
     text.push_str("\nUpstream MLIR passes are accepted by name in --pass-pipeline and as flags.\n");
     text

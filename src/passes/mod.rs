@@ -52,7 +52,7 @@ pub static PASSES: &[PassInfo] = &[
     },
     PassInfo {
         name: "model-decompose-transformer",
-        summary: "Expand the coarse decoder training op into primitive ModelIR ops with explicit dataflow",
+        summary: "Expand coarse decoder training and inference ops into primitive ModelIR ops with explicit dataflow",
         create: crate::transformer::decompose::create,
     },
     PassInfo {

@@ -31,7 +31,7 @@ use crate::{
 crate::passes::external_pass!(
     "ModelDecomposeTransformer",
     "model-decompose-transformer",
-    "Expand the coarse decoder training op into primitive ModelIR ops with explicit dataflow",
+    "Expand coarse decoder training and inference ops into primitive ModelIR ops with explicit dataflow",
     run
 );
 
