@@ -88,11 +88,16 @@ def Model_ValueOp : Model_Op<"value"> {
 def Model_OutputOp : Model_Op<"output"> {
   let summary = "Mark a value as an output of the workload";
   let description = [{
+    `role` states the role of the value leaving the workload when it is
+    state (the KV cache after a phase, updated parameters).
+
     ```mlir
     "model.output"(%y) {id = "block.out"} : (tensor<4x2048x6144xf16>) -> ()
+    "model.output"(%kv) {id = "kv.out", role = "kv_cache"} : (tensor<2x1x?x4096xf16>) -> ()
     ```
   }];
-  let arguments = !con((ins AnyRankedTensor:$value), Model_CommonAttrs);
+  let arguments = !con((ins AnyRankedTensor:$value), Model_CommonAttrs,
+                       (ins OptionalAttr<Model_Role>:$role));
 }
 
 //===----------------------------------------------------------------------===//

@@ -249,7 +249,7 @@ fn decomposed_text(function: &str, values: &[(String, String, String)], output_i
     let d_f1 = grad(&mut e, "attn.ln", &[(&d_n1, &act)], (&fork1[1], &act));
     let d_ln1 = wgrad(&mut e, "attn.ln", (&d_n1, &act), (&fork1[1], &act), &[norm, norm]);
     let dx = grad(&mut e, "attn.fork", &[(&d_f1, &act), (&d_h1, &act)], (x, &act));
-    e.op("model.output", &[(&dx, &act)], &id("block.in.grad"), &[]);
+    e.op("model.output", &[(&dx, &act)], &format!("{}, role = \"activation_gradient\"", id("block.in.grad")), &[]);
 
     // Optimizer: one step per parameter, threading the flat state.
     let state_ty = ty(11);
@@ -272,10 +272,10 @@ fn decomposed_text(function: &str, values: &[(String, String, String)], output_i
             &format!("{}, effects = [\"parameter_update\"]", id(step_id)),
             &[p_ty, state_ty],
         );
-        e.op("model.output", &[(&out[0], p_ty)], &id(&format!("{}.next", step_id.trim_end_matches(".optim"))), &[]);
+        e.op("model.output", &[(&out[0], p_ty)], &format!("{}, role = \"parameter\"", id(&format!("{}.next", step_id.trim_end_matches(".optim")))), &[]);
         st = out[1].clone();
     }
-    e.op("model.output", &[(&st, state_ty)], &id("optimizer.state.next"), &[]);
+    e.op("model.output", &[(&st, state_ty)], &format!("{}, role = \"optimizer_state\"", id("optimizer.state.next")), &[]);
     let _ = writeln!(e.text, "    return\n  }}\n}}");
     e.text
 }
@@ -334,7 +334,8 @@ fn plan_inference<'c, 'a>(prefill: OperationRef<'c, 'a>) -> Result<(OperationRef
             for user in users(out) {
                 if let Some(id) = str_attr(user, "id") {
                     let ty = type_string(out.r#type());
-                    e.op("model.output", &[(value, &ty)], &format!("id = {}", quote(id)), &[]);
+                    let role = str_attr(user, "role").map_or_else(String::new, |r| format!(", role = {}", quote(r)));
+                    e.op("model.output", &[(value, &ty)], &format!("id = {}{role}", quote(id)), &[]);
                 }
             }
         }

@@ -166,9 +166,9 @@ pub fn import_inference(spec: &InferenceSpec) -> String {
             param_types.join(", ")
         );
         let _ = writeln!(text, "    \"model.output\"(%next) {{id = \"token.out\"}} : ({token}) -> ()");
-        let _ = writeln!(text, "    \"model.output\"(%kv_next) {{id = \"kv.out\"}} : ({cache}) -> ()");
+        let _ = writeln!(text, "    \"model.output\"(%kv_next) {{id = \"kv.out\", role = \"kv_cache\"}} : ({cache}) -> ()");
     } else {
-        let _ = writeln!(text, "    \"model.output\"(%kv) {{id = \"kv.out\"}} : ({cache}) -> ()");
+        let _ = writeln!(text, "    \"model.output\"(%kv) {{id = \"kv.out\", role = \"kv_cache\"}} : ({cache}) -> ()");
     }
     let _ = writeln!(text, "    return\n  }}\n}}");
     text

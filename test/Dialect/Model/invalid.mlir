@@ -361,3 +361,13 @@ func.func @append_without_mutation() {
   %kv = "model.kv_append"(%k, %k) {id = "kv"} : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
   return
 }
+
+// -----
+
+"model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+func.func @output_role() {
+  %x = "model.value"() {id = "x", role = "input"} : () -> tensor<4xf16>
+  // expected-error @+1 {{'model.output' op attribute 'role' must be one of 'parameter', 'activation', 'activation_gradient', 'weight_gradient', 'optimizer_state', 'kv_cache', 'input', but got "cache"}}
+  "model.output"(%x) {id = "out", role = "cache"} : (tensor<4xf16>) -> ()
+  return
+}

@@ -72,7 +72,8 @@ func.func @state_and_effects() {
   %kv0 = "model.kv_append"(%keys, %vals) {id = "kv.first", effects = ["mutation"]} : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
   // CHECK: "model.kv_append"(%[[KV]], %{{.*}}, %{{.*}}) {effects = ["mutation"], id = "kv.next"}
   %kv1 = "model.kv_append"(%kv0, %keys, %vals) {id = "kv.next", effects = ["mutation"]} : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
-  "model.output"(%kv1) {id = "kv.appended"} : (tensor<2x1x?x8xf16>) -> ()
+  // CHECK: "model.output"(%{{.*}}) {id = "kv.appended", role = "kv_cache"}
+  "model.output"(%kv1) {id = "kv.appended", role = "kv_cache"} : (tensor<2x1x?x8xf16>) -> ()
   "model.output"(%dsum) {id = "fork.in.grad"} : (tensor<8x16xf16>) -> ()
   "model.output"(%ga) {id = "x.grad.out"} : (tensor<8x16xf16>) -> ()
   return
