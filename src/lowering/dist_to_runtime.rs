@@ -5,9 +5,10 @@
 //!
 //! Per async op: the input tensor becomes an unranked memref
 //! (`bufferization.to_buffer` + `memref.cast`); the output is a `tensor.empty`
-//! whose buffer the runtime fills; rank, shape and offset lists are small
-//! heap buffers freed right after the call; the handle becomes the call's
-//! `i64`. The wait becomes `_bprt_wait`, after which the output buffer is
+//! whose buffer the runtime fills; rank, shape and offset lists are stack
+//! buffers in a `memref.alloca_scope` around the call (released when it
+//! ends, also inside loops; the runtime copies what it needs at the start);
+//! the handle becomes the call's `i64`. The wait becomes `_bprt_wait`, after which the output buffer is
 //! read back as a tensor (`bufferization.to_tensor`).
 //!
 //! Where it does better than the reference: every declaration is inserted
@@ -197,16 +198,45 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, teams: &HashMap<String, i64>) -> R
     Ok(Lowering { start: op, wait, function, team, scalars, participants })
 }
 
-/// Inserts ops before a fixed op, in the context of that op.
+/// Inserts ops before a fixed op (or at the end of a block), in the
+/// context of an anchor op.
 struct Emitter<'c, 'a> {
     block: BlockRef<'c, 'a>,
-    before: OperationRef<'c, 'a>,
+    before: Option<OperationRef<'c, 'a>>,
+    anchor: OperationRef<'c, 'a>,
     location: Location<'c>,
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
     fn new(before: OperationRef<'c, 'a>) -> Option<Self> {
-        Some(Self { block: before.block()?, before, location: before.location() })
+        Some(Self { block: before.block()?, before: Some(before), anchor: before, location: before.location() })
+    }
+
+    /// `memref.alloca_scope` before the anchor, returning one `i64`, and an
+    /// emitter that appends to its body: stack lists made inside it are
+    /// released when the scope ends, also inside loops.
+    fn alloca_scope(&self) -> (OperationRef<'c, 'a>, Emitter<'c, 'a>) {
+        let region = Region::new();
+        region.append_block(melior::ir::Block::new(&[]));
+        let operation = OperationBuilder::new("memref.alloca_scope", self.location)
+            .add_results(&[known_type(self.anchor, "i64")])
+            .add_regions([region])
+            .build()
+            .unwrap_or_else(|e| unreachable!("lowering built an invalid alloca_scope: {e}"));
+        let scope = self.insert(operation);
+        let body = scope
+            .region(0)
+            .ok()
+            .and_then(|r| r.first_block())
+            .unwrap_or_else(|| unreachable!("alloca_scope has a body"));
+        (scope, Emitter { block: body, before: None, anchor: self.anchor, location: self.location })
+    }
+
+    fn insert(&self, operation: melior::ir::Operation<'c>) -> OperationRef<'c, 'a> {
+        match self.before {
+            Some(before) => self.block.insert_operation_before(before, operation),
+            None => self.block.append_operation(operation),
+        }
     }
 
     /// Builds `name(operands) {attributes} : results` before the anchor.
@@ -217,7 +247,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         results: &[&str],
         attributes: &[(&str, &str)],
     ) -> OperationRef<'c, 'a> {
-        let anchor = self.before;
+        let anchor = self.anchor;
         let results: Vec<_> = results.iter().map(|t| known_type(anchor, t)).collect();
         let attributes: Vec<_> = attributes
             .iter()
@@ -229,7 +259,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .add_attributes(&attributes)
             .build()
             .unwrap_or_else(|e| unreachable!("lowering built an invalid '{name}': {e}"));
-        self.block.insert_operation_before(self.before, operation)
+        self.insert(operation)
     }
 
     fn value(op: OperationRef<'c, 'a>) -> Value<'c, 'a> {
@@ -283,6 +313,11 @@ fn lower(l: &Lowering) {
     let output_buffer = Emitter::value(at.op("bufferization.to_buffer", &[empty], &[&memref_of(&result_type)], &[]));
     let output_view = Emitter::value(at.op("memref.cast", &[output_buffer], &[&format!("memref<*x{element}>")], &[]));
 
+    // The call and the stack lists it reads live in one allocation scope.
+    let (scope, at) = {
+        let (scope, inner) = at.alloca_scope();
+        (scope, inner)
+    };
     let team = at.constant(l.team, "i64");
     let mut arguments = vec![team];
     match l.function {
@@ -315,7 +350,8 @@ fn lower(l: &Lowering) {
     }
     let symbol = l.function.symbol();
     let call = at.op("func.call", &arguments, &["i64"], &[("callee", &format!("@{symbol}"))]);
-    let handle = Emitter::value(call);
+    at.op("memref.alloca_scope.return", &[Emitter::value(call)], &[], &[]);
+    let handle = Emitter::value(scope);
 
     let Some(at_wait) = Emitter::new(l.wait) else { return };
     at_wait.op("func.call", &[handle], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Wait.symbol()))]);
@@ -405,7 +441,7 @@ fn declare(module: OperationRef, used: &BTreeMap<String, RuntimeFunction>) {
     let Ok(region) = module.region(0) else { return };
     let Some(body) = region.first_block() else { return };
     let Some(first) = body.first_operation() else { return };
-    let at = Emitter { block: body, before: first, location: module.location() };
+    let at = Emitter { block: body, before: Some(first), anchor: first, location: module.location() };
     for (symbol, function) in used {
         if existing.contains(symbol) {
             continue;
@@ -420,7 +456,7 @@ fn declare(module: OperationRef, used: &BTreeMap<String, RuntimeFunction>) {
             .add_regions([region])
             .build()
             .unwrap_or_else(|e| unreachable!("invalid runtime declaration: {e}"));
-        at.block.insert_operation_before(first, operation);
+        at.insert(operation);
     }
 }
 

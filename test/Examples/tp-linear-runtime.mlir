@@ -19,11 +19,18 @@
 // SINK-NEXT: "dist.wait"(%[[AR]]#0)
 // CALLS: func.func private @_bprt_all_reduce_f32(i64, memref<*xi64>, memref<*xf32>, memref<*xf32>, i32) -> i64
 // CALLS: func.func private @_bprt_wait(i64) -> i64
-// CALLS: %[[H:.*]] = call @_bprt_all_reduce_f32
+// CALLS: %[[H:.*]] = memref.alloca_scope
+// CALLS: func.call @_bprt_all_reduce_f32
+// CALLS: memref.alloca_scope.return
+// CALLS-NEXT: }
 // CALLS-NEXT: arith.mulf
 // CALLS-NEXT: call @_bprt_wait(%[[H]])
 // CALLS-NOT: dist.
 // LLVM: llvm.func @_bprt_all_reduce_f32(i64, i64, !llvm.ptr, i64, !llvm.ptr, i64, !llvm.ptr, i32) -> i64
+// The call's stack lists are released right after it.
+// LLVM: llvm.intr.stacksave
+// LLVM: llvm.call @_bprt_all_reduce_f32
+// LLVM: llvm.intr.stackrestore
 // LLVM: llvm.func @_mlir_ciface_tp_linear
 // STAGES: IR Dump After DistAsync
 // STAGES: IR Dump After DistSinkWaits

@@ -21,12 +21,16 @@
 // CHECK: %[[EMPTY:.*]] = tensor.empty(%[[NS0]]) : tensor<?xi64>
 // CHECK: %[[OUT:.*]] = bufferization.to_buffer %[[EMPTY]] : tensor<?xi64> to memref<?xi64>
 // CHECK: %[[OUTU:.*]] = memref.cast %[[OUT]] : memref<?xi64> to memref<*xi64>
+// The shape and offset lists live on the stack for the call only.
+// CHECK: %[[SCOPE:.*]] = memref.alloca_scope -> (i64) {
 // CHECK: %[[TEAM:.*]] = arith.constant 22 : i64
 // CHECK: %[[GS:.*]] = memref.alloca() : memref<2xindex>
 // CHECK: memref.store %[[G0]], %[[GS]]
 // CHECK: memref.store %[[G1]], %[[GS]]
-// CHECK: %[[H:.*]] = call @_bprt_copy_reshape_i64(%[[TEAM]], %[[INU]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUTU]])
-// CHECK-NEXT: %{{.*}} = call @_bprt_wait(%[[H]]) : (i64) -> i64
+// CHECK: %[[H:.*]] = func.call @_bprt_copy_reshape_i64(%[[TEAM]], %[[INU]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUTU]])
+// CHECK-NEXT: memref.alloca_scope.return %[[H]] : i64
+// CHECK-NEXT: }
+// CHECK-NEXT: %{{.*}} = call @_bprt_wait(%[[SCOPE]]) : (i64) -> i64
 // CHECK-NEXT: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?xi64> to tensor<?xi64>
 // CHECK-NEXT: return %[[R]]
 "dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
@@ -40,9 +44,10 @@ func.func @reshape_2d_to_1d(%local: tensor<?x?xi64>, %g0: index, %g1: index, %o0
 // tensor.empty without operands (the reference builds an invalid one).
 // CHECK-LABEL: func.func @permute_static
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<6x2xi64>
+// CHECK: %[[SCOPE:.*]] = memref.alloca_scope
 // CHECK: %[[AXES:.*]] = memref.alloca() : memref<2xi64>
-// CHECK: %[[H:.*]] = call @_bprt_copy_permute_i64(
-// CHECK-NEXT: call @_bprt_wait(%[[H]])
+// CHECK: func.call @_bprt_copy_permute_i64(
+// CHECK: call @_bprt_wait(%[[SCOPE]])
 // CHECK-NEXT: bufferization.to_tensor %{{.*}} restrict writable : memref<6x2xi64> to tensor<6x2xi64>
 func.func @permute_static(%local: tensor<2x6xi64>, %g0: index, %g1: index, %o0: index, %o1: index) -> tensor<6x2xi64> {
   %h, %out = "dist.copy_permute"(%local, %g0, %g1, %o0, %o1, %o1, %o0, %g1, %g0) {team = 22 : i64, axes = array<i64: 1, 0>, operandSegmentSizes = array<i32: 1, 2, 2, 2, 2>} : (tensor<2x6xi64>, index, index, index, index, index, index, index, index) -> (!dist.async_handle, tensor<6x2xi64>)
@@ -71,13 +76,13 @@ func.func @permute_static(%local: tensor<2x6xi64>, %g0: index, %g1: index, %o0: 
 func.func @collectives(%x: tensor<8x16xf32>, %h16: tensor<8x?xf16>, %b: tensor<?x4xbf16>, %flags: tensor<4xi1>) -> (tensor<8x16xf32>, tensor<2x?xf16>, tensor<?x4xbf16>, tensor<4xi1>) {
   // CHECK: %[[P:.*]] = memref.alloca() : memref<4xi64>
   // CHECK: %[[SUM:.*]] = arith.constant 0 : i32
-  // CHECK: call @_bprt_all_reduce_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SUM]])
+  // CHECK: func.call @_bprt_all_reduce_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SUM]])
   %h0, %y = "dist.all_reduce_start"(%x) {id = "ar", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, reduction = "sum", message_bytes = 512 : i64} : (tensor<8x16xf32>) -> (!dist.async_handle, tensor<8x16xf32>)
   // The dynamic dim of the result is read from the input.
   // CHECK: %[[D1:.*]] = tensor.dim %arg1, %{{.*}} : tensor<8x?xf16>
   // CHECK: tensor.empty(%[[D1]]) : tensor<2x?xf16>
   // CHECK: %[[MAX:.*]] = arith.constant 1 : i32
-  // CHECK: call @_bprt_reduce_scatter_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MAX]], %{{.*}})
+  // CHECK: func.call @_bprt_reduce_scatter_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MAX]], %{{.*}})
   %h1, %r = "dist.reduce_scatter_start"(%h16) {id = "rs", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, reduction = "max", message_bytes = 512 : i64} : (tensor<8x?xf16>) -> (!dist.async_handle, tensor<2x?xf16>)
   // Along the gathered axis the size is scaled by the participant count.
   // CHECK: %[[D0:.*]] = tensor.dim %arg2
