@@ -24,12 +24,13 @@ use melior::{
 };
 
 use super::{
+    Failure,
     binding::{read_spec, TRAINING_SPEC},
     import::{element_type, tensor},
 };
 use crate::{
     digest::layer_digest,
-    ir::{collect_ops, dialect_of, int_attr, name_of, str_attr},
+    ir::{collect_ops, dialect_of, name_of, str_attr},
     workload::{
         derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, CollectiveKind,
         Engine, Phase, Primitive, PrimitiveInvocation, TrainingSpec,
@@ -47,14 +48,10 @@ fn run(module: OperationRef, pass: ExternalPass) {
     super::run_generating(module, pass, prepare);
 }
 
-type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
-
 /// Checks the input and builds the program text; nothing is changed here.
 fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>> {
     let ops = collect_ops(module);
-    if let Some(existing) = ops.iter().find(|op| dialect_of(&name_of(**op)) == "dist") {
-        return Err((*existing, "distribute-transformer-training: the module already holds a 'dist' program".into()));
-    }
+    super::ensure_no_dist_program(&ops, "distribute-transformer-training")?;
     // The block: the coarse op, or a decomposed block (its `attn.q` matmul).
     let coarse: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == "model.decoder_training").collect();
     let decomposed = ops.iter().copied().find(|op| name_of(*op) == "model.matmul" && str_attr(*op, "id") == Some("attn.q"));
@@ -89,22 +86,14 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
 /// The coarse op's dimensions must be the bound spec's.
 fn check_dimensions<'c, 'a>(block: OperationRef<'c, 'a>, spec: &TrainingSpec) -> Result<(), Failure<'c, 'a>> {
     let m = &spec.model;
-    let expected = [
+    super::check_bound_dimensions(block, TRAINING_SPEC, &[
         ("hidden", m.hidden),
         ("ffn_hidden", m.ffn_hidden),
         ("seq_len", m.seq_len),
         ("heads", m.heads),
         ("head_dim", m.head_dim),
         ("microbatch", spec.workload.microbatch),
-    ];
-    for (name, want) in expected {
-        let found = int_attr(block, name).unwrap_or(-1);
-        if u64::try_from(found).ok() != Some(want) {
-            return Err((block, format!(
-                "'model.decoder_training' op {name} is {found}, but the strategy binding '{TRAINING_SPEC}' says {want}"
-            )));
-        }
-    }
+    ])?;
     let datatype = str_attr(block, "datatype").unwrap_or("");
     let want = super::import::datatype_name(spec.workload.datatype);
     if datatype != want {

@@ -20,6 +20,7 @@ use melior::{
 };
 
 use super::{
+    Failure,
     binding::{read_spec, INFERENCE_SPEC},
     distribute::{model_op_id, phase_name, primitive_name, ranks, Chain, MESH},
     import::{element_type, kv_cache_type, tensor},
@@ -44,13 +45,9 @@ fn run(module: OperationRef, pass: ExternalPass) {
     super::run_generating(module, pass, prepare);
 }
 
-type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
-
 fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>> {
     let ops = collect_ops(module);
-    if let Some(existing) = ops.iter().find(|op| dialect_of(&name_of(**op)) == "dist") {
-        return Err((*existing, "distribute-transformer-inference: the module already holds a 'dist' program".into()));
-    }
+    super::ensure_no_dist_program(&ops, "distribute-transformer-inference")?;
     let phases: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == "model.decoder_inference").collect();
     // A decomposed served block is found by its prefill query projection.
     let by_id = |id: &str| ops.iter().copied().find(|op| dialect_of(&name_of(*op)) == "model" && str_attr(*op, "id") == Some(id));
@@ -103,20 +100,14 @@ fn owner(ids: &HashSet<String>, inv: &PrimitiveInvocation, coarse: &str) -> Stri
 
 fn check_dimensions<'c, 'a>(op: OperationRef<'c, 'a>, spec: &InferenceSpec) -> Result<(), Failure<'c, 'a>> {
     let m = &spec.model;
-    for (name, want) in [
+    super::check_bound_dimensions(op, INFERENCE_SPEC, &[
         ("hidden", m.hidden),
         ("ffn_hidden", m.ffn_hidden),
         ("heads", m.heads),
         ("kv_heads", m.kv_heads()),
         ("head_dim", m.head_dim),
         ("batch", spec.workload.batch),
-    ] {
-        let found = int_attr(op, name).unwrap_or(-1);
-        if u64::try_from(found).ok() != Some(want) {
-            return Err((op, format!("'model.decoder_inference' op {name} is {found}, but the strategy binding '{INFERENCE_SPEC}' says {want}")));
-        }
-    }
-    Ok(())
+    ])
 }
 
 /// Mesh axes of the tensor-parallel group: KV-head split, then replication.
@@ -212,8 +203,9 @@ pub fn model_invocations(
     module: OperationRef,
 ) -> Result<(Vec<PrimitiveInvocation>, std::collections::BTreeMap<String, u64>), crate::summary::SummaryError> {
     let spec: InferenceSpec = read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))?;
-    let mut invocations = derive_prefill_block(&spec)?.invocations;
-    let memory_of = derive_prefill_block(&spec)?.memory;
+    let prefill = derive_prefill_block(&spec)?;
+    let memory_of = prefill.memory;
+    let mut invocations = prefill.invocations;
     for op in collect_ops(module) {
         if name_of(op) == "model.decoder_inference" && str_attr(op, "phase") == Some("decode") {
             let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);

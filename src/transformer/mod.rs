@@ -28,13 +28,41 @@ pub fn located(name: &str, from: melior::ir::Location) -> String {
     }
 }
 
+/// The op a pass blames and why.
+pub(crate) type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
+
+/// Fails unless each named integer attribute of `op` equals the bound
+/// spec's value (the ModelIR op and the strategy binding must agree).
+pub(crate) fn check_bound_dimensions<'c, 'a>(
+    op: OperationRef<'c, 'a>,
+    binding: &str,
+    expected: &[(&str, u64)],
+) -> Result<(), Failure<'c, 'a>> {
+    for &(name, want) in expected {
+        let found = crate::ir::int_attr(op, name).unwrap_or(-1);
+        if u64::try_from(found).ok() != Some(want) {
+            let op_name = crate::ir::name_of(op);
+            return Err((op, format!("'{op_name}' op {name} is {found}, but the strategy binding '{binding}' says {want}")));
+        }
+    }
+    Ok(())
+}
+
+/// Fails if `ops` already hold a `dist` program (`pass` names the pass).
+pub(crate) fn ensure_no_dist_program<'c, 'a>(ops: &[OperationRef<'c, 'a>], pass: &str) -> Result<(), Failure<'c, 'a>> {
+    match ops.iter().find(|op| crate::ir::dialect_of(&crate::ir::name_of(**op)) == "dist") {
+        Some(existing) => Err((*existing, format!("{pass}: the module already holds a 'dist' program"))),
+        None => Ok(()),
+    }
+}
+
 /// Runs a pass that builds IR as text: `prepare` validates the input and
 /// returns the text (or the op to blame and why); only then is the parsed
 /// result appended, so a failing pass leaves the module unchanged.
 pub(crate) fn run_generating<'c, 'a>(
     module: OperationRef<'c, 'a>,
     pass: melior::pass::ExternalPass,
-    prepare: impl FnOnce(OperationRef<'c, 'a>) -> Result<String, (OperationRef<'c, 'a>, String)>,
+    prepare: impl FnOnce(OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>>,
 ) {
     match prepare(module) {
         Ok(text) => {

@@ -18,7 +18,7 @@ use melior::{
     pass::ExternalPass,
 };
 
-use super::binding::quote;
+use super::{binding::quote, Failure};
 use crate::{
     digest::layer_digest,
     ir::{
@@ -40,8 +40,6 @@ crate::passes::external_pass!(
 fn run(module: OperationRef, pass: ExternalPass) {
     super::run_generating(module, pass, plan_text);
 }
-
-type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
 
 fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>> {
     let ops = collect_ops(module);
