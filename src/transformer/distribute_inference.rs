@@ -29,7 +29,7 @@ use crate::{
     digest::layer_digest,
     ir::{collect_ops, dialect_of, int_attr, name_of, str_attr},
     workload::{
-        derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, Engine,
+        derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, BlockMemory, Engine,
         InferenceSpec, PrimitiveInvocation,
     },
 };
@@ -75,7 +75,7 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
         .filter(|op| dialect_of(&name_of(**op)) == "model")
         .filter_map(|op| str_attr(*op, "id").map(str::to_string))
         .collect();
-    let mut text = header(&spec, &layer_digest(module, "model"), prefill);
+    let mut text = header(&spec, &prefill_work.memory, &layer_digest(module, "model"), prefill);
     let mut chain = Chain { text: String::new(), counter: 0, previous: "%prompt".into(), previous_type: String::new() };
     let m = &spec.model;
     let dt = element_type(spec.workload.datatype);
@@ -113,7 +113,7 @@ fn check_dimensions<'c, 'a>(op: OperationRef<'c, 'a>, spec: &InferenceSpec) -> R
 /// Mesh axes of the tensor-parallel group: KV-head split, then replication.
 const TP_AXES: &str = "[\"tp_kv\", \"tp_rep\"]";
 
-fn header(spec: &InferenceSpec, model_digest: &str, anchor: OperationRef) -> String {
+fn header(spec: &InferenceSpec, prefill_memory: &BlockMemory, model_digest: &str, anchor: OperationRef) -> String {
     let m = &spec.model;
     let w = &spec.workload;
     let tp = spec.mapping.tp;
@@ -124,7 +124,6 @@ fn header(spec: &InferenceSpec, model_digest: &str, anchor: OperationRef) -> Str
     let _ = writeln!(t, "module {{");
     let _ = writeln!(t, "  \"dist.header\"() {{schema_name = \"blueprint.dist\", schema_version = \"1.0\", model_digest = \"{model_digest}\"}} : () -> () {}", at("dist.header"));
     let _ = writeln!(t, "  \"dist.mesh\"() {{sym_name = \"{MESH}\", axes = [\"pp\", \"tp_kv\", \"tp_rep\"], shape = array<i64: {}, {kv_split}, {}>}} : () -> () {}", spec.mapping.pp, tp / kv_split, at(MESH));
-    let prefill_memory = derive_prefill_block(spec).map(|d| d.memory).unwrap_or_default();
     for (kind, bytes) in [
         ("weight", prefill_memory.weights),
         ("activation_working", prefill_memory.act_working_space),
