@@ -143,7 +143,10 @@ def Dist_MemoryOp : Dist_Op<"memory"> {
     Aggregate memory facts of the program: `bytes` each rank of `mesh`
     needs for one class of state (weights, activations kept for the
     backward pass, gradients, optimizer state, KV cache, ...). Planning turns
-    each into a buffer of exactly that size.
+    each into a buffer of exactly that size. State sharded over a group
+    (the distributed optimizer's gradients and state over DP) gives the
+    group's total in `bytes` and the group size in `shared_by`: each rank
+    holds `bytes / shared_by`, which need not be a whole number.
 
     ```mlir
     "dist.memory"() {id = "mem.weight", mesh = @tp, kind = "weight",
@@ -151,7 +154,8 @@ def Dist_MemoryOp : Dist_Op<"memory"> {
     ```
   }];
   let arguments = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh, Dist_MemoryKind:$kind,
-                       Blueprint_Count:$bytes, StrAttr:$lineage);
+                       Blueprint_Count:$bytes, StrAttr:$lineage,
+                       OptionalAttr<Blueprint_PositiveCount>:$shared_by);
 }
 
 //===----------------------------------------------------------------------===//
@@ -166,7 +170,9 @@ def Dist_ComputeOp : Dist_Op<"compute"> {
     and `write_bytes`. `engine` is the abstract engine class, `primitive`
     names the primitive. The task's completion is its token; a task that
     produces a boundary value (such as the block output at the forward
-    terminal) also returns it as `value`.
+    terminal) also returns it as `value`. Work split evenly over a group of
+    `shared_by` ranks (a sharded optimizer step) states the group's totals;
+    each rank does `1/shared_by` of them.
 
     ```mlir
     %t = "dist.compute"(%x) {id = "fw.qkv", mesh = @tp, phase = "forward",
@@ -179,7 +185,8 @@ def Dist_ComputeOp : Dist_Op<"compute"> {
                        (ins Dist_Engine:$engine, StrAttr:$primitive,
                             Blueprint_Count:$ops, Blueprint_Count:$read_bytes,
                             Blueprint_Count:$write_bytes,
-                            OptionalAttr<DenseI64ArrayAttr>:$ranks));
+                            OptionalAttr<DenseI64ArrayAttr>:$ranks,
+                            OptionalAttr<Blueprint_PositiveCount>:$shared_by));
   let results = (outs Dist_Token:$token, Optional<AnyRankedTensor>:$value);
 }
 

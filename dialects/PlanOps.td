@@ -88,8 +88,9 @@ def Plan_ComputeTaskOp : Plan_Op<"compute_task"> {
   let description = [{
     `lineage` is the id of the `dist` task it was derived from; `ops`,
     `read_bytes` and `write_bytes` are copied exactly from it. `*_demand`
-    is the abstract per-rank resource demand, `ranks` how many logical
-    ranks run the task.
+    is the abstract resource demand, `ranks` how many logical ranks run the
+    task. `shared_by`, when present, is copied from a task whose work a
+    group of ranks splits evenly: facts and demand are the group's totals.
 
     ```mlir
     %t = "plan.compute_task"() {id = "fw.qkv", lineage = "fw.qkv", phase = "forward",
@@ -100,7 +101,8 @@ def Plan_ComputeTaskOp : Plan_Op<"compute_task"> {
     ```
   }];
   let arguments = !con((ins Variadic<Plan_Token>:$deps), Plan_TaskAttrs,
-                       (ins Plan_ComputeCapability:$capability));
+                       (ins Plan_ComputeCapability:$capability,
+                            OptionalAttr<Blueprint_PositiveCount>:$shared_by));
   let results = (outs Plan_Token:$token);
 }
 
@@ -133,7 +135,8 @@ def Plan_BufferOp : Plan_Op<"buffer"> {
     A symbol for a buffer the plan needs per rank. `alignment` is a power
     of two; `memory_space` is an abstract kind, never a physical bank;
     `contents` says what it holds. `lineage` names the distributed value or
-    memory fact it comes from.
+    memory fact it comes from. A buffer sharded over a group states the
+    group's total `size` and the group size `shared_by`.
 
     ```mlir
     "plan.buffer"() {sym_name = "kv_cache", size = 8388608 : i64, alignment = 64 : i64,
@@ -143,7 +146,7 @@ def Plan_BufferOp : Plan_Op<"buffer"> {
   let arguments = (ins SymbolNameAttr:$sym_name, Blueprint_Count:$size,
                        ConfinedAttr<I64Attr, [IntPositivePowerOf2]>:$alignment,
                        Plan_MemorySpace:$memory_space, Plan_BufferContents:$contents,
-                       StrAttr:$lineage);
+                       StrAttr:$lineage, OptionalAttr<Blueprint_PositiveCount>:$shared_by);
 }
 
 def Plan_ObjectiveOp : Plan_Op<"objective"> {

@@ -187,10 +187,13 @@ mod conservation {
                 checker.error(module, format!("the plan has {} tasks but the dist program has {}", plan.tasks.len(), dist.tasks.len()));
             }
             compare_phases(checker, module, "dist", &dist, "plan", &plan);
-            for (kind, bytes) in &dist.memory {
-                let planned = plan.memory.get(kind).copied().unwrap_or(0);
-                if planned != *bytes {
-                    checker.error(module, format!("{kind} memory is {planned} bytes in the plan but {bytes} in the dist program (not conserved)"));
+            for (kind, fact) in &dist.memory {
+                let planned = plan.memory.get(kind).copied().unwrap_or_default();
+                if planned != *fact {
+                    checker.error(module, format!(
+                        "{kind} memory is {} bytes over {} ranks in the plan but {} over {} in the dist program (not conserved)",
+                        planned.bytes, planned.shared_by, fact.bytes, fact.shared_by
+                    ));
                 }
             }
             if !dist.is_inference() {

@@ -52,6 +52,8 @@ pub struct TaskWork {
     pub read_bytes: u64,
     pub write_bytes: u64,
     pub message_bytes: u64,
+    /// Ranks that split the task's work evenly (1 when unshared).
+    pub shared_by: u64,
 }
 
 /// Totals over a set of tasks.
@@ -75,7 +77,7 @@ impl Totals {
 }
 
 /// The exported summary.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorkSummary {
     /// `plan`, `dist` or `model`.
     pub layer: String,
@@ -117,11 +119,26 @@ pub struct InferenceSummary {
     pub kv_cache_bytes: u64,
 }
 
+/// Memory of one kind: the total bytes, held evenly by `shared_by` ranks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryFact {
+    pub bytes: u64,
+    pub shared_by: u64,
+}
+
+impl MemoryFact {
+    /// One rank's bytes.
+    #[must_use]
+    pub fn per_rank(self) -> f64 {
+        crate::workload::share(self.bytes, self.shared_by)
+    }
+}
+
 /// The tasks and memory facts of one layer of `module`.
 pub struct LayerWork {
     pub tasks: Vec<TaskWork>,
-    /// Bytes per memory kind (`weight`, `optimizer_state`, ...).
-    pub memory: BTreeMap<String, u64>,
+    /// Memory per kind (`weight`, `optimizer_state`, ...).
+    pub memory: BTreeMap<String, MemoryFact>,
 }
 
 fn count(op: OperationRef, name: &str) -> u64 {
@@ -162,6 +179,7 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
             read_bytes: count(op, "read_bytes"),
             write_bytes: count(op, "write_bytes"),
             message_bytes: count(op, "message_bytes"),
+            shared_by: count(op, "shared_by").max(1),
         };
         match base {
             "dist.compute" => tasks.push(task(str_attr(op, "engine").unwrap_or_default(), TaskClass::Compute)),
@@ -175,13 +193,12 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
                 let kind = str_attr(op, "capability").unwrap_or_default();
                 tasks.push(task(kind, class_of(op, kind)));
             }
-            "dist.memory" => {
-                let kind = str_attr(op, "kind").unwrap_or_default().to_string();
-                *memory.entry(kind).or_insert(0) += count(op, "bytes");
-            }
-            "plan.buffer" => {
-                let kind = str_attr(op, "contents").unwrap_or_default().to_string();
-                *memory.entry(kind).or_insert(0) += count(op, "size");
+            "dist.memory" | "plan.buffer" => {
+                let (kind, size) = if base == "dist.memory" { ("kind", "bytes") } else { ("contents", "size") };
+                let kind = str_attr(op, kind).unwrap_or_default().to_string();
+                let entry = memory.entry(kind).or_insert(MemoryFact { bytes: 0, shared_by: 1 });
+                entry.bytes = entry.bytes.saturating_add(count(op, size));
+                entry.shared_by = count(op, "shared_by").max(1);
             }
             _ => {}
         }
@@ -218,7 +235,7 @@ impl LayerWork {
     #[must_use]
     pub fn inference_summary(&self) -> InferenceSummary {
         let prefill = self.phase("prefill");
-        let memory = |k: &str| self.memory.get(k).copied().unwrap_or(0);
+        let memory = |k: &str| self.memory.get(k).map_or(0, |m| m.bytes);
         let mut matmul_flops: BTreeMap<String, MatmulFlops> = BTreeMap::new();
         for task in &self.tasks {
             let Some(primitive) = task.primitive.as_deref() else { continue };
@@ -251,16 +268,21 @@ impl LayerWork {
             let t = self.phase(p);
             t.read_bytes + t.write_bytes
         };
-        let memory = |k: &str| self.memory.get(k).copied().unwrap_or(0);
+        // One rank's share of work a group splits (the sharded optimizer).
+        let per_rank = |p: &str, value: fn(&TaskWork) -> u64| -> f64 {
+            self.tasks.iter().filter(|t| t.phase == p).map(|t| crate::workload::share(value(t), t.shared_by)).sum()
+        };
+        let memory = |k: &str| self.memory.get(k).map_or(0, |m| m.bytes);
+        let memory_per_rank = |k: &str| self.memory.get(k).map_or(0.0, |m| m.per_rank());
         BlockFacts {
             block_fw_flops: flops("forward"),
             block_agrad_flops: flops("activation_gradient"),
             block_wgrad_flops: flops("weight_gradient"),
-            block_optim_flops: flops("optimizer"),
+            block_optim_flops: per_rank("optimizer", |t| t.ops),
             block_fw_mem_accessed: bytes("forward"),
             block_agrad_mem_accessed: bytes("activation_gradient"),
             block_wgrad_mem_accessed: bytes("weight_gradient"),
-            block_optim_mem_accessed: bytes("optimizer"),
+            block_optim_mem_accessed: per_rank("optimizer", |t| t.read_bytes + t.write_bytes),
             baseblock_fw_tp_size: self.message(Some("forward"), TaskClass::TensorParallel),
             baseblock_bw_tp_size: self.message(Some("activation_gradient"), TaskClass::TensorParallel),
             baseblock_recomm_size: self.message(Some("recommunication"), TaskClass::TensorParallel),
@@ -271,10 +293,10 @@ impl LayerWork {
             block_act_working_space: memory("activation_working"),
             block_act_storage_space: memory("activation_storage"),
             block_act_checkpoint_size: memory("activation_checkpoint"),
-            block_weight_grad_space: memory("weight_gradient"),
+            block_weight_grad_space: memory_per_rank("weight_gradient"),
             block_weight_grad_space_no_sharding: memory("weight_gradient_unsharded"),
             block_act_grad_space: memory("activation_gradient"),
-            block_optimizer_space: memory("optimizer_state"),
+            block_optimizer_space: memory_per_rank("optimizer_state"),
         }
     }
 }
@@ -327,6 +349,7 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             read_bytes: inv.read_bytes,
             write_bytes: inv.write_bytes,
             message_bytes: inv.message_bytes(),
+            shared_by: inv.shared_by,
         });
     }
     // Transfers between pipeline stages and the data-parallel gradient
@@ -342,6 +365,7 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             read_bytes: 0,
             write_bytes: 0,
             message_bytes: bytes,
+            shared_by: 1,
         };
         if facts.block_fw_pp_size > 0 {
             tasks.push(transfer("pp.send_activation", "forward", "point_to_point", TaskClass::Pipeline, facts.block_fw_pp_size));

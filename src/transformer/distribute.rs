@@ -209,17 +209,18 @@ fn program_text(
     let _ = writeln!(t, "  \"dist.header\"() {{schema_name = \"blueprint.dist\", schema_version = \"1.0\", model_digest = \"{model_digest}\"}} : () -> () {}", at("dist.header"));
     let _ = writeln!(t, "  \"dist.mesh\"() {{sym_name = \"{MESH}\", axes = [\"dp\", \"pp\", \"tp\"], shape = array<i64: {}, {}, {}>}} : () -> () {}", mesh.dp, mesh.pp, mesh.tp, at(MESH));
     let memory = &derivation.memory;
-    for (kind, bytes) in [
-        ("weight", memory.weights),
-        ("activation_working", memory.act_working_space),
-        ("activation_storage", memory.act_storage_space),
-        ("activation_checkpoint", memory.act_checkpoint),
-        ("weight_gradient", memory.weight_grads),
-        ("weight_gradient_unsharded", memory.weight_grads_unsharded),
-        ("activation_gradient", memory.act_grads),
-        ("optimizer_state", memory.optimizer),
+    let sharded = if memory.shards > 1 { format!(", shared_by = {} : i64", memory.shards) } else { String::new() };
+    for (kind, bytes, shared) in [
+        ("weight", memory.weights, ""),
+        ("activation_working", memory.act_working_space, ""),
+        ("activation_storage", memory.act_storage_space, ""),
+        ("activation_checkpoint", memory.act_checkpoint, ""),
+        ("weight_gradient", memory.weight_grads, sharded.as_str()),
+        ("weight_gradient_unsharded", memory.weight_grads_unsharded, ""),
+        ("activation_gradient", memory.act_grads, ""),
+        ("optimizer_state", memory.optimizer, sharded.as_str()),
     ] {
-        let _ = writeln!(t, "  \"dist.memory\"() {{id = \"mem.{kind}\", mesh = @{MESH}, kind = \"{kind}\", bytes = {bytes} : i64, lineage = \"block\"}} : () -> () {}", at(&format!("mem.{kind}")));
+        let _ = writeln!(t, "  \"dist.memory\"() {{id = \"mem.{kind}\", mesh = @{MESH}, kind = \"{kind}\", bytes = {bytes} : i64, lineage = \"block\"{shared}}} : () -> () {}", at(&format!("mem.{kind}")));
     }
     let _ = writeln!(t, "  func.func @decoder_block_dist() {{");
     let _ = writeln!(t, "    %in = \"dist.value\"() {{id = \"block.in\", mesh = @{MESH}, split_axes = {activation_split}, lineage = \"block.in\"}} : () -> {activation} {}", at("block.in"));
@@ -274,8 +275,9 @@ fn program_text(
             continue;
         }
         let engine = if inv.engine == Engine::Matrix { "matrix" } else { "vector" };
+        let shared = if inv.shared_by > 1 { format!(", shared_by = {} : i64", inv.shared_by) } else { String::new() };
         let attrs = format!(
-            "{{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", engine = \"{engine}\", primitive = \"{}\", ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"{compute_ranks}}}",
+            "{{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", engine = \"{engine}\", primitive = \"{}\", ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"{compute_ranks}{shared}}}",
             inv.name, primitive_name(inv.primitive), inv.ops, inv.read_bytes, inv.write_bytes
         );
         if Some(index) != last_forward_compute {

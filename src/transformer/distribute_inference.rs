@@ -200,7 +200,7 @@ fn emit_phase(
 /// activations, KV capacity at the end of generation).
 pub fn model_invocations(
     module: OperationRef,
-) -> Result<(Vec<PrimitiveInvocation>, std::collections::BTreeMap<String, u64>), crate::summary::SummaryError> {
+) -> Result<(Vec<PrimitiveInvocation>, std::collections::BTreeMap<String, crate::summary::MemoryFact>), crate::summary::SummaryError> {
     let spec: InferenceSpec = read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))?;
     let prefill = derive_prefill_block(&spec)?;
     let memory_of = prefill.memory;
@@ -219,6 +219,7 @@ pub fn model_invocations(
         ("kv_cache".to_string(), kv_cache_bytes(&spec, spec.workload.final_context())),
     ]
     .into_iter()
+    .map(|(kind, bytes)| (kind, crate::summary::MemoryFact { bytes, shared_by: 1 }))
     .collect();
     Ok((invocations, memory))
 }

@@ -83,8 +83,8 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 let bytes = int_attr(op, "bytes").unwrap_or(0);
                 let _ = writeln!(
                     buffers,
-                    "  \"plan.buffer\"() {{sym_name = {}, size = {bytes} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"{kind}\", lineage = {}}} : () -> () {}",
-                    quote(&format!("buffer.{id}")), quote(id), super::located(&format!("buffer.{id}"), op.location())
+                    "  \"plan.buffer\"() {{sym_name = {}, size = {bytes} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"{kind}\", lineage = {}{}}} : () -> () {}",
+                    quote(&format!("buffer.{id}")), quote(id), shared_by(op), super::located(&format!("buffer.{id}"), op.location())
                 );
             }
             "dist.value" | "dist.output" => {
@@ -103,7 +103,7 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
             "dist.compute" => {
                 let capability = if str_attr(op, "engine") == Some("matrix") { "matrix_multiply" } else { "vector_elementwise" };
                 let ranks = i64_array_attr(op, "ranks").map_or_else(|| mesh_size(op), |r| r.len() as u64);
-                let token = plan_task(op, &tokens, &mut tasks, next, PlanTask { kind: "compute_task", capability, ranks, message_bytes: None, extra: String::new() });
+                let token = plan_task(op, &tokens, &mut tasks, next, PlanTask { kind: "compute_task", capability, ranks, message_bytes: None, extra: shared_by(op) });
                 next += 1;
                 if let Ok(result) = op.result(0) {
                     tokens.insert(result.to_raw().ptr as usize, token);
@@ -144,6 +144,11 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
     text.push_str(&tasks);
     let _ = writeln!(text, "    return\n  }}\n}}");
     Ok(text)
+}
+
+/// `, shared_by = N` when `op` states a sharing group, else nothing.
+fn shared_by(op: OperationRef) -> String {
+    int_attr(op, "shared_by").map_or_else(String::new, |n| format!(", shared_by = {n} : i64"))
 }
 
 /// What distinguishes a compute task from a collective task in the plan.

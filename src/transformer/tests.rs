@@ -16,8 +16,20 @@ use crate::{
 
 const PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
 
+/// The eight Table 5 cases.
 fn oracle_cases() -> Vec<Json> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json");
+    cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json"))
+}
+
+/// Table 5, the 24 random whole-step cases and the recorded ones.
+fn all_oracle_cases() -> Vec<Json> {
+    let mut cases = oracle_cases();
+    cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json")));
+    cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/recorded-cases.json")));
+    cases
+}
+
+fn cases_of(path: &str) -> Vec<Json> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     let json: Json = serde_json::from_str(&text).expect("oracle is JSON");
     json["cases"].as_array().expect("cases array").clone()
@@ -46,8 +58,8 @@ fn plan(spec: &TrainingSpec) -> (BlockFacts, [String; 3]) {
 
 #[test]
 fn every_oracle_case_matches_through_the_mlir_pipeline() {
-    let cases = oracle_cases();
-    assert_eq!(cases.len(), 8);
+    let cases = all_oracle_cases();
+    assert!(cases.len() > 32);
     let mut failures = Vec::new();
     for case in &cases {
         let expected: BlockFacts = serde_json::from_value(case["block"].clone()).expect("oracle block facts");
@@ -148,7 +160,7 @@ fn a_failing_pass_leaves_the_module_unchanged() {
     assert_eq!(module.as_operation().to_string(), before);
     let diagnostics = sink.take();
     assert!(
-        diagnostics.iter().any(|d| d.message.contains("mapping.tp = 7 must divide model.heads")),
+        diagnostics.iter().any(|d| d.message.contains("mapping.tp = 7 must divide model.hidden")),
         "{diagnostics:?}"
     );
 }

@@ -12,21 +12,30 @@
 use serde::{Deserialize, Serialize};
 
 use super::spec::TrainingSpec;
-use super::training::{BlockDerivation, BlockMemory, CollectiveKind, Phase, PrimitiveInvocation};
+use super::training::{
+    share, BlockDerivation, BlockMemory, CollectiveKind, Phase, PrimitiveInvocation,
+};
 
-/// Calculon's per-block, per-microbatch, per-rank integers; field names are
-/// the oracle's `block` keys.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Relative tolerance for the per-rank shares of sharded state and work,
+/// which are quotients (Calculon computes them in floating point).
+pub const SHARE_TOLERANCE: f64 = 1e-9;
+
+/// Calculon's per-block, per-microbatch, per-rank quantities; field names
+/// are the oracle's `block` keys. Everything is an exact integer except the
+/// optimizer work and the sharded gradient and optimizer state, which are a
+/// rank's share (`total / dp` under optimizer sharding) and need not be
+/// whole numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlockFacts {
     pub block_fw_flops: u64,
     pub block_agrad_flops: u64,
     pub block_wgrad_flops: u64,
-    pub block_optim_flops: u64,
+    pub block_optim_flops: f64,
     pub block_fw_mem_accessed: u64,
     pub block_agrad_mem_accessed: u64,
     pub block_wgrad_mem_accessed: u64,
-    pub block_optim_mem_accessed: u64,
+    pub block_optim_mem_accessed: f64,
     pub baseblock_fw_tp_size: u64,
     pub baseblock_bw_tp_size: u64,
     pub baseblock_recomm_size: u64,
@@ -37,10 +46,48 @@ pub struct BlockFacts {
     pub block_act_working_space: u64,
     pub block_act_storage_space: u64,
     pub block_act_checkpoint_size: u64,
-    pub block_weight_grad_space: u64,
+    pub block_weight_grad_space: f64,
     pub block_weight_grad_space_no_sharding: u64,
     pub block_act_grad_space: u64,
-    pub block_optimizer_space: u64,
+    pub block_optimizer_space: f64,
+}
+
+/// One fact: an exact count, or a share that may be fractional.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FactValue {
+    Count(u64),
+    Share(f64),
+}
+
+impl FactValue {
+    #[must_use]
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Self::Count(v) => v as f64,
+            Self::Share(v) => v,
+        }
+    }
+
+    /// Counts must be equal; shares agree to [`SHARE_TOLERANCE`].
+    #[must_use]
+    pub fn agrees_with(self, other: Self) -> bool {
+        match (self, other) {
+            (Self::Count(a), Self::Count(b)) => a == b,
+            (a, b) => {
+                let (a, b) = (a.as_f64(), b.as_f64());
+                a == b || (a - b).abs() <= SHARE_TOLERANCE * a.abs().max(b.abs())
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for FactValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Count(v) => write!(f, "{v}"),
+            Self::Share(v) => write!(f, "{v}"),
+        }
+    }
 }
 
 impl BlockFacts {
@@ -56,43 +103,42 @@ impl BlockFacts {
 
     /// Every field with its oracle name, in declaration order.
     #[must_use]
-    pub fn fields(&self) -> [(&'static str, u64); 22] {
+    pub fn fields(&self) -> [(&'static str, FactValue); 22] {
+        use FactValue::{Count as C, Share as S};
         [
-            ("block_fw_flops", self.block_fw_flops),
-            ("block_agrad_flops", self.block_agrad_flops),
-            ("block_wgrad_flops", self.block_wgrad_flops),
-            ("block_optim_flops", self.block_optim_flops),
-            ("block_fw_mem_accessed", self.block_fw_mem_accessed),
-            ("block_agrad_mem_accessed", self.block_agrad_mem_accessed),
-            ("block_wgrad_mem_accessed", self.block_wgrad_mem_accessed),
-            ("block_optim_mem_accessed", self.block_optim_mem_accessed),
-            ("baseblock_fw_tp_size", self.baseblock_fw_tp_size),
-            ("baseblock_bw_tp_size", self.baseblock_bw_tp_size),
-            ("baseblock_recomm_size", self.baseblock_recomm_size),
-            ("block_fw_pp_size", self.block_fw_pp_size),
-            ("block_bw_pp_size", self.block_bw_pp_size),
-            ("block_dp_size", self.block_dp_size),
-            ("block_weight_space", self.block_weight_space),
-            ("block_act_working_space", self.block_act_working_space),
-            ("block_act_storage_space", self.block_act_storage_space),
-            ("block_act_checkpoint_size", self.block_act_checkpoint_size),
-            ("block_weight_grad_space", self.block_weight_grad_space),
-            (
-                "block_weight_grad_space_no_sharding",
-                self.block_weight_grad_space_no_sharding,
-            ),
-            ("block_act_grad_space", self.block_act_grad_space),
-            ("block_optimizer_space", self.block_optimizer_space),
+            ("block_fw_flops", C(self.block_fw_flops)),
+            ("block_agrad_flops", C(self.block_agrad_flops)),
+            ("block_wgrad_flops", C(self.block_wgrad_flops)),
+            ("block_optim_flops", S(self.block_optim_flops)),
+            ("block_fw_mem_accessed", C(self.block_fw_mem_accessed)),
+            ("block_agrad_mem_accessed", C(self.block_agrad_mem_accessed)),
+            ("block_wgrad_mem_accessed", C(self.block_wgrad_mem_accessed)),
+            ("block_optim_mem_accessed", S(self.block_optim_mem_accessed)),
+            ("baseblock_fw_tp_size", C(self.baseblock_fw_tp_size)),
+            ("baseblock_bw_tp_size", C(self.baseblock_bw_tp_size)),
+            ("baseblock_recomm_size", C(self.baseblock_recomm_size)),
+            ("block_fw_pp_size", C(self.block_fw_pp_size)),
+            ("block_bw_pp_size", C(self.block_bw_pp_size)),
+            ("block_dp_size", C(self.block_dp_size)),
+            ("block_weight_space", C(self.block_weight_space)),
+            ("block_act_working_space", C(self.block_act_working_space)),
+            ("block_act_storage_space", C(self.block_act_storage_space)),
+            ("block_act_checkpoint_size", C(self.block_act_checkpoint_size)),
+            ("block_weight_grad_space", S(self.block_weight_grad_space)),
+            ("block_weight_grad_space_no_sharding", C(self.block_weight_grad_space_no_sharding)),
+            ("block_act_grad_space", C(self.block_act_grad_space)),
+            ("block_optimizer_space", S(self.block_optimizer_space)),
         ]
     }
 
-    /// Fields that differ from `expected`, as `(name, self, expected)`.
+    /// Fields that differ from `expected`, as `(name, self, expected)`:
+    /// counts exactly, shares beyond [`SHARE_TOLERANCE`].
     #[must_use]
-    pub fn mismatches(&self, expected: &Self) -> Vec<(&'static str, u64, u64)> {
+    pub fn mismatches(&self, expected: &Self) -> Vec<(&'static str, FactValue, FactValue)> {
         self.fields()
             .into_iter()
             .zip(expected.fields())
-            .filter(|((_, got), (_, want))| got != want)
+            .filter(|((_, got), (_, want))| !got.agrees_with(*want))
             .map(|((name, got), (_, want))| (name, got, want))
             .collect()
     }
@@ -109,6 +155,8 @@ pub struct WorkItem {
     pub write_bytes: u64,
     /// Collective kind and logical message bytes, for collectives.
     pub collective: Option<(CollectiveKind, u64)>,
+    /// Ranks that split the work evenly (see [`PrimitiveInvocation::shared_by`]).
+    pub shared_by: u64,
 }
 
 impl From<&PrimitiveInvocation> for WorkItem {
@@ -119,12 +167,13 @@ impl From<&PrimitiveInvocation> for WorkItem {
             read_bytes: inv.read_bytes,
             write_bytes: inv.write_bytes,
             collective: inv.collective.map(|c| (c.kind, c.message_bytes)),
+            shared_by: inv.shared_by,
         }
     }
 }
 
 /// Totals of one phase.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PhaseSum {
     pub ops: u64,
     /// Read plus write bytes.
@@ -132,10 +181,14 @@ pub struct PhaseSum {
     pub message_bytes: u64,
     pub items: u64,
     pub collectives: u64,
+    /// One rank's operations: `ops` with shared work divided by its group.
+    pub ops_per_rank: f64,
+    /// One rank's bytes, likewise.
+    pub bytes_per_rank: f64,
 }
 
 /// Per-phase totals of a set of work items.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct WorkTotals {
     sums: [PhaseSum; Phase::ALL.len()],
 }
@@ -149,6 +202,8 @@ impl WorkTotals {
             .bytes
             .saturating_add(item.read_bytes.saturating_add(item.write_bytes));
         sum.items = sum.items.saturating_add(1);
+        sum.ops_per_rank += share(item.ops, item.shared_by);
+        sum.bytes_per_rank += share(item.read_bytes.saturating_add(item.write_bytes), item.shared_by);
         if let Some((_, message)) = item.collective {
             sum.message_bytes = sum.message_bytes.saturating_add(message);
             sum.collectives = sum.collectives.saturating_add(1);
@@ -173,8 +228,9 @@ impl FromIterator<WorkItem> for WorkTotals {
 }
 
 /// Bytes of the activation one pipeline stage sends to the next per
-/// microbatch and block boundary: sequence-split under RS+AG (Calculon's
-/// `_block_fw_pp_size`), 0 without pipeline parallelism.
+/// microbatch and block boundary: sequence-split under RS+AG and
+/// `p2p_rs_ag` (Calculon's `_block_fw_pp_size`), 0 without pipeline
+/// parallelism.
 #[must_use]
 pub fn pipeline_message_bytes(spec: &TrainingSpec) -> u64 {
     let (model, map) = (&spec.model, &spec.mapping);
@@ -182,7 +238,7 @@ pub fn pipeline_message_bytes(spec: &TrainingSpec) -> u64 {
         return 0;
     }
     let tokens = spec.workload.microbatch.saturating_mul(model.seq_len);
-    let tokens = if map.sequence_parallel() {
+    let tokens = if map.pipeline_sequence_split() {
         tokens.checked_div(map.tp).unwrap_or(0)
     } else {
         tokens
@@ -210,11 +266,11 @@ pub fn facts_from_work(
         block_fw_flops: fw.ops,
         block_agrad_flops: agrad.ops,
         block_wgrad_flops: wgrad.ops,
-        block_optim_flops: optim.ops,
+        block_optim_flops: optim.ops_per_rank,
         block_fw_mem_accessed: fw.bytes,
         block_agrad_mem_accessed: agrad.bytes,
         block_wgrad_mem_accessed: wgrad.bytes,
-        block_optim_mem_accessed: optim.bytes,
+        block_optim_mem_accessed: optim.bytes_per_rank,
         baseblock_fw_tp_size: fw.message_bytes,
         baseblock_bw_tp_size: agrad.message_bytes,
         baseblock_recomm_size: recomm.message_bytes,
@@ -232,9 +288,9 @@ pub fn facts_from_work(
         block_act_working_space: memory.act_working_space,
         block_act_storage_space: memory.act_storage_space,
         block_act_checkpoint_size: memory.act_checkpoint,
-        block_weight_grad_space: memory.weight_grads,
+        block_weight_grad_space: memory.weight_grads_per_rank(),
         block_weight_grad_space_no_sharding: memory.weight_grads_unsharded,
         block_act_grad_space: memory.act_grads,
-        block_optimizer_space: memory.optimizer,
+        block_optimizer_space: memory.optimizer_per_rank(),
     }
 }

@@ -267,6 +267,7 @@ impl<'a> Builder<'a> {
             write_bytes: work.write,
             collective,
             source: source.to_owned(),
+            shared_by: 1,
         });
     }
 

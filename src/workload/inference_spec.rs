@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::spec::{
-    parse_json, positive, tp_divides, Datatype, ModelSpec, SpecError, MAX_WORK_SCALE,
+    in_range, parse_json, positive, tp_divides, work_scale, Datatype, ModelSpec, SpecError,
+    MAX_WORK_SCALE, MAX_WORLD_SIZE,
 };
 
 /// Which phases of a request a spec is about (the Calculon cases say
@@ -161,11 +162,21 @@ impl InferenceSpec {
     /// The first violated rule, as a [`SpecError`] naming the field.
     pub fn validate(&self) -> Result<(), SpecError> {
         let (model, work, map) = (&self.model, &self.workload, &self.mapping);
+        // Workload first: a defaulted `model.seq_len` comes from it.
+        in_range("workload.generated_tokens", work.generated_tokens)?;
+        let counts = [
+            ("workload.batch", work.batch),
+            ("workload.prompt_tokens", work.prompt_tokens),
+            ("mapping.tp", map.tp),
+            ("mapping.pp", map.pp),
+        ];
+        for (field, value) in counts {
+            in_range(field, value)?;
+        }
         model.validate()?;
-        positive("workload.batch", work.batch)?;
-        positive("workload.prompt_tokens", work.prompt_tokens)?;
-        positive("mapping.tp", map.tp)?;
-        positive("mapping.pp", map.pp)?;
+        for (field, value) in counts {
+            positive(field, value)?;
+        }
 
         let Some(context) = work.prompt_tokens.checked_add(work.generated_tokens) else {
             return Err(SpecError::TooLarge {
@@ -192,7 +203,8 @@ impl InferenceSpec {
             _ => {}
         }
 
-        // Query heads (hence hidden, as a·d = h) and the MLP split over TP.
+        // Hidden, query heads and the MLP split over TP.
+        tp_divides("model.hidden", model.hidden, map.tp)?;
         tp_divides("model.heads", model.heads, map.tp)?;
         // KV heads split evenly over TP, or each is replicated on tp/kv ranks
         // (GenZ: per-rank KV heads max(kv_heads/TP, 1)).
@@ -211,18 +223,22 @@ impl InferenceSpec {
             });
         }
 
+        let world = u128::from(map.tp) * u128::from(map.pp);
+        if world > u128::from(MAX_WORLD_SIZE) {
+            return Err(SpecError::TooLarge {
+                what: "mapping.tp × mapping.pp",
+                value: world,
+                limit: u128::from(MAX_WORLD_SIZE),
+            });
+        }
         // Same bound as training, with the longest servable context as the
         // sequence: every prefill / decode-step quantity, and every whole-run
-        // decode total (at most seq_len steps of b·h·max(h, f, seq_len)-sized
-        // work), stays far below 2^64.
-        let widest = model.hidden.max(model.ffn_hidden).max(model.seq_len);
-        let scale = u128::from(work.batch)
-            .saturating_mul(u128::from(model.seq_len))
-            .saturating_mul(u128::from(model.hidden))
-            .saturating_mul(u128::from(widest));
+        // decode total (at most seq_len steps of b·h·max(h, f, seq_len, a·d)-
+        // sized work), stays far below 2^64.
+        let scale = work_scale(work.batch, model);
         if scale > MAX_WORK_SCALE {
             return Err(SpecError::TooLarge {
-                what: "workload.batch × model.seq_len × model.hidden × max(hidden, ffn_hidden, seq_len)",
+                what: "workload.batch × model.seq_len × model.hidden × max(hidden, ffn_hidden, seq_len, heads × head_dim)",
                 value: scale,
                 limit: MAX_WORK_SCALE,
             });

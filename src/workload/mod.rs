@@ -32,7 +32,8 @@ mod inference_tests;
 mod tests;
 
 pub use facts::{
-    facts_from_work, pipeline_message_bytes, BlockFacts, PhaseSum, WorkItem, WorkTotals,
+    facts_from_work, pipeline_message_bytes, BlockFacts, FactValue, PhaseSum, WorkItem,
+    WorkTotals, SHARE_TOLERANCE,
 };
 pub use inference::{
     derive_decode_block, derive_decode_pass, derive_prefill_block, derive_prefill_pass,
@@ -44,9 +45,10 @@ pub use inference_spec::{
 };
 pub use spec::{
     Datatype, ModelSpec, PipelineSchedule, Recompute, SpecError, TpComm, TrainingMappingSpec,
+    MAX_SPEC_INTEGER, MAX_WORLD_SIZE,
     TrainingSpec, TrainingWorkloadSpec,
 };
 pub use training::{
     derive_training_block, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine,
-    Phase, Primitive, PrimitiveInvocation,
+    share, Phase, Primitive, PrimitiveInvocation,
 };

@@ -9,13 +9,24 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Largest value allowed for `batch·seq·hidden·max(hidden, ffn_hidden, seq)`.
+/// Largest value allowed for
+/// `batch·seq·hidden·max(hidden, ffn_hidden, seq, heads·head_dim)`.
 ///
 /// Every per-invocation quantity of the derivation is at most 14× that
 /// product times 4 bytes, and a phase sums fewer than 32 invocations, so
 /// 2^54 keeps every sum below 2^64 with room to spare. The largest oracle
 /// case (megatron-1T) is about 2^42.3.
 pub(super) const MAX_WORK_SCALE: u128 = 1 << 54;
+
+/// Largest value any integer field of a spec may hold: 2^53, the largest
+/// integer every consumer (JSON readers, `f64` estimates, MLIR's `i64`
+/// attributes) represents exactly. One rule for every field and command.
+pub const MAX_SPEC_INTEGER: u64 = 1 << 53;
+
+/// Largest logical world (`tp × pp × dp`, or `tp × pp` for inference) a
+/// spec may ask for: 2^24 ranks, far beyond any machine built, and small
+/// enough that per-rank tables stay cheap.
+pub const MAX_WORLD_SIZE: u64 = 1 << 24;
 
 /// Dimensions and semantics of a decoder-only Transformer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,7 +44,8 @@ pub struct ModelSpec {
     pub seq_len: u64,
     /// Query heads `a`.
     pub heads: u64,
-    /// Per-head width `d`; `a·d` must equal `h`.
+    /// Per-head width `d` (Megatron's `kv_channels`, Calculon's
+    /// `attn_size`); the attention width `a·d` may differ from `h`.
     pub head_dim: u64,
     /// Decoder blocks in the whole model.
     pub blocks: u64,
@@ -110,6 +122,10 @@ pub enum TpComm {
     Ar,
     /// Sequence parallelism: all-gather before / reduce-scatter after.
     RsAg,
+    /// All-reduce inside the block, but pipeline transfers send only the
+    /// `1/tp` sequence slice and re-gather it on the next stage
+    /// (Calculon's `p2p_rs_ag`).
+    P2pRsAg,
 }
 
 /// Logical mapping of the model onto TP × PP × DP ranks.
@@ -142,6 +158,29 @@ pub enum PipelineSchedule {
     Interleaved { virtual_stages: u64 },
 }
 
+impl TpComm {
+    /// The spec's spelling.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Ar => "ar",
+            Self::RsAg => "rs_ag",
+            Self::P2pRsAg => "p2p_rs_ag",
+        }
+    }
+}
+
+/// `batch·seq·hidden·max(hidden, ffn_hidden, seq, heads·head_dim)`, the
+/// quantity [`MAX_WORK_SCALE`] bounds (saturating in `u128`).
+pub(super) fn work_scale(batch: u64, model: &ModelSpec) -> u128 {
+    let widest = u128::from(model.hidden.max(model.ffn_hidden).max(model.seq_len))
+        .max(u128::from(model.heads) * u128::from(model.head_dim));
+    u128::from(batch)
+        .saturating_mul(u128::from(model.seq_len))
+        .saturating_mul(u128::from(model.hidden))
+        .saturating_mul(widest)
+}
+
 impl TrainingMappingSpec {
     /// The pipeline schedule selected by `pipeline_interleaving`.
     #[must_use]
@@ -157,6 +196,13 @@ impl TrainingMappingSpec {
     #[must_use]
     pub fn sequence_parallel(&self) -> bool {
         self.tp_comm == TpComm::RsAg
+    }
+
+    /// Whether pipeline transfers carry only the `1/tp` sequence slice
+    /// (sequence parallelism, or `p2p_rs_ag`).
+    #[must_use]
+    pub fn pipeline_sequence_split(&self) -> bool {
+        matches!(self.tp_comm, TpComm::RsAg | TpComm::P2pRsAg)
     }
 }
 
@@ -180,14 +226,11 @@ pub enum SpecError {
     Parse(String),
     #[error("{field} must be positive, got 0")]
     NonPositive { field: &'static str },
-    #[error(
-        "model.heads × model.head_dim must equal model.hidden, got {heads} × {head_dim} = {product} ≠ {hidden}"
-    )]
-    HeadWidthMismatch {
-        heads: u64,
-        head_dim: u64,
-        product: u128,
-        hidden: u64,
+    #[error("{field} = {value} exceeds the largest accepted integer 2^53 = {limit}")]
+    IntegerOutOfRange {
+        field: &'static str,
+        value: u64,
+        limit: u64,
     },
     #[error("model.kv_heads must divide model.heads, got kv_heads = {kv_heads}, heads = {heads}")]
     KvHeadsNotDivisor { kv_heads: u64, heads: u64 },
@@ -201,8 +244,12 @@ pub enum SpecError {
         value: u64,
         tp: u64,
     },
-    #[error("model.seq_len = {seq_len} must be divisible by mapping.tp = {tp} under mapping.tp_comm = rs_ag (sequence parallelism splits the sequence)")]
-    SequenceNotSplittable { seq_len: u64, tp: u64 },
+    #[error("workload.microbatch × model.seq_len = {tokens} must be divisible by mapping.tp = {tp} under mapping.tp_comm = {tp_comm} (the tokens of a microbatch are split over the TP ranks)")]
+    SequenceNotSplittable {
+        tokens: u128,
+        tp: u64,
+        tp_comm: &'static str,
+    },
     #[error("workload.global_batch = {global_batch} must be divisible by mapping.dp × workload.microbatch = {dp} × {microbatch}")]
     BatchNotDivisible {
         global_batch: u64,
@@ -221,12 +268,8 @@ pub enum SpecError {
     AgRedoWithoutSequenceParallel,
     #[error("mapping.seq_par_ag_redo = true is incompatible with mapping.recompute = full (full recompute already re-communicates)")]
     AgRedoWithFullRecompute,
-    #[error("mapping.seq_par_ag_redo = true requires mapping.tp > 1 (there is no all-gather to redo at tp = 1)")]
-    AgRedoWithoutTensorParallel,
     #[error("mapping.optimizer_sharding = true requires mapping.dp > 1")]
     ShardingWithoutDataParallel,
-    #[error("mapping.dp = {dp} must divide model.hidden = {hidden} under mapping.optimizer_sharding so every parameter tensor shards into whole elements")]
-    ShardNotIntegral { dp: u64, hidden: u64 },
     #[error("{what} = {value} exceeds the supported limit {limit}")]
     TooLarge {
         what: &'static str,
@@ -267,6 +310,19 @@ pub(super) fn positive(field: &'static str, value: u64) -> Result<(), SpecError>
     }
 }
 
+/// The one range rule every integer field of every spec obeys.
+pub(super) fn in_range(field: &'static str, value: u64) -> Result<(), SpecError> {
+    if value > MAX_SPEC_INTEGER {
+        Err(SpecError::IntegerOutOfRange {
+            field,
+            value,
+            limit: MAX_SPEC_INTEGER,
+        })
+    } else {
+        Ok(())
+    }
+}
+
 pub(super) fn tp_divides(field: &'static str, value: u64, tp: u64) -> Result<(), SpecError> {
     if value.is_multiple_of(tp) {
         Ok(())
@@ -279,9 +335,23 @@ impl ModelSpec {
     /// Rules that hold for any use of the model (training or inference).
     ///
     /// # Errors
-    /// The first violated rule: a zero dimension, `kv_heads` not dividing
-    /// `heads`, or `heads × head_dim ≠ hidden`.
+    /// The first violated rule: a field above [`MAX_SPEC_INTEGER`], a zero
+    /// dimension, or `kv_heads` not dividing `heads`. The attention width
+    /// `heads × head_dim` may differ from `hidden` (Megatron's
+    /// `kv_channels`; LaMDA, PaLM).
     pub fn validate(&self) -> Result<(), SpecError> {
+        in_range("model.hidden", self.hidden)?;
+        in_range("model.ffn_hidden", self.ffn_hidden)?;
+        in_range("model.seq_len", self.seq_len)?;
+        in_range("model.heads", self.heads)?;
+        in_range("model.head_dim", self.head_dim)?;
+        in_range("model.blocks", self.blocks)?;
+        if let Some(vocab) = self.vocab {
+            in_range("model.vocab", vocab)?;
+        }
+        if let Some(kv_heads) = self.kv_heads {
+            in_range("model.kv_heads", kv_heads)?;
+        }
         positive("model.hidden", self.hidden)?;
         positive("model.ffn_hidden", self.ffn_hidden)?;
         positive("model.seq_len", self.seq_len)?;
@@ -299,19 +369,6 @@ impl ModelSpec {
                     heads: self.heads,
                 });
             }
-        }
-        // Calculon carries attn_size separately from hidden, but every oracle
-        // case (and every Megatron/GPT configuration it models) has a·d = h;
-        // the output projection is sized h × a·d, so a mismatch would mean a
-        // non-square attention we do not model.
-        let product = u128::from(self.heads) * u128::from(self.head_dim);
-        if product != u128::from(self.hidden) {
-            return Err(SpecError::HeadWidthMismatch {
-                heads: self.heads,
-                head_dim: self.head_dim,
-                product,
-                hidden: self.hidden,
-            });
         }
         Ok(())
     }
@@ -354,12 +411,17 @@ impl TrainingSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         let (model, work, map) = (&self.model, &self.workload, &self.mapping);
         model.validate()?;
-        positive("workload.global_batch", work.global_batch)?;
-        positive("workload.microbatch", work.microbatch)?;
-        positive("mapping.tp", map.tp)?;
-        positive("mapping.pp", map.pp)?;
-        positive("mapping.dp", map.dp)?;
-        positive("mapping.pipeline_interleaving", map.pipeline_interleaving)?;
+        for (field, value) in [
+            ("workload.global_batch", work.global_batch),
+            ("workload.microbatch", work.microbatch),
+            ("mapping.tp", map.tp),
+            ("mapping.pp", map.pp),
+            ("mapping.dp", map.dp),
+            ("mapping.pipeline_interleaving", map.pipeline_interleaving),
+        ] {
+            in_range(field, value)?;
+            positive(field, value)?;
+        }
 
         // The training derivation mirrors Calculon's multi-head, ungated
         // block; the inference-only model features must stay at their
@@ -374,16 +436,17 @@ impl TrainingSpec {
             return Err(SpecError::GatedMlpTraining);
         }
 
-        // Calculon asserts hidden, ffn and heads divisible by TP; hidden
-        // follows from heads because a·d = h.
+        // Calculon asserts hidden, ffn and heads divisible by TP.
+        tp_divides("model.hidden", model.hidden, map.tp)?;
         tp_divides("model.heads", model.heads, map.tp)?;
         tp_divides("model.ffn_hidden", model.ffn_hidden, map.tp)?;
-        if map.sequence_parallel() && !model.seq_len.is_multiple_of(map.tp) {
-            // Calculon only needs microbatch·seq divisible by TP; we require
-            // the sequence itself to split, as Megatron sequence parallelism does.
+        let tokens = u128::from(work.microbatch) * u128::from(model.seq_len);
+        if map.pipeline_sequence_split() && !tokens.is_multiple_of(u128::from(map.tp)) {
+            // Calculon needs the microbatch's b·s tokens to split over TP.
             return Err(SpecError::SequenceNotSplittable {
-                seq_len: model.seq_len,
+                tokens,
                 tp: map.tp,
+                tp_comm: map.tp_comm.name(),
             });
         }
 
@@ -409,8 +472,9 @@ impl TrainingSpec {
             });
         }
 
-        // Calculon's Execution asserts these three for seq_par_ag_redo except
-        // tp > 1, which we add so that AR and RS+AG are identical at TP = 1.
+        // Calculon's Execution asserts both for seq_par_ag_redo. At TP = 1
+        // the flag moves no data; as in Calculon, the full-size input of
+        // the Q/K/V fork is still not kept for the backward pass.
         if map.seq_par_ag_redo {
             if !map.sequence_parallel() {
                 return Err(SpecError::AgRedoWithoutSequenceParallel);
@@ -418,41 +482,25 @@ impl TrainingSpec {
             if map.recompute == Recompute::Full {
                 return Err(SpecError::AgRedoWithFullRecompute);
             }
-            if map.tp == 1 {
-                return Err(SpecError::AgRedoWithoutTensorParallel);
-            }
         }
-        if map.optimizer_sharding {
-            if map.dp == 1 {
-                return Err(SpecError::ShardingWithoutDataParallel);
-            }
-            // Calculon divides each parameter tensor by DP in floating point;
-            // dp | hidden makes every tensor (2h layer-norm, h·x linears)
-            // divide exactly, so the integer accounting stays exact.
-            if !model.hidden.is_multiple_of(map.dp) {
-                return Err(SpecError::ShardNotIntegral {
-                    dp: map.dp,
-                    hidden: model.hidden,
-                });
-            }
+        // The distributed optimizer shards the flat buffer: a rank's share
+        // is the total divided by DP, integral or not (as in Calculon).
+        if map.optimizer_sharding && map.dp == 1 {
+            return Err(SpecError::ShardingWithoutDataParallel);
         }
 
         let world = u128::from(map.tp) * u128::from(map.pp) * u128::from(map.dp);
-        if world > u128::from(u64::MAX) {
+        if world > u128::from(MAX_WORLD_SIZE) {
             return Err(SpecError::TooLarge {
                 what: "mapping.tp × mapping.pp × mapping.dp",
                 value: world,
-                limit: u128::from(u64::MAX),
+                limit: u128::from(MAX_WORLD_SIZE),
             });
         }
-        let widest = model.hidden.max(model.ffn_hidden).max(model.seq_len);
-        let scale = u128::from(work.microbatch)
-            .saturating_mul(u128::from(model.seq_len))
-            .saturating_mul(u128::from(model.hidden))
-            .saturating_mul(u128::from(widest));
+        let scale = work_scale(work.microbatch, model);
         if scale > MAX_WORK_SCALE {
             return Err(SpecError::TooLarge {
-                what: "workload.microbatch × model.seq_len × model.hidden × max(hidden, ffn_hidden, seq_len)",
+                what: "workload.microbatch × model.seq_len × model.hidden × max(hidden, ffn_hidden, seq_len, heads × head_dim)",
                 value: scale,
                 limit: MAX_WORK_SCALE,
             });

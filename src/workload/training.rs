@@ -162,6 +162,16 @@ pub struct PrimitiveInvocation {
     pub collective: Option<CollectiveFacts>,
     /// The model-level operation this invocation comes from, e.g. `attn.q`.
     pub source: String,
+    /// Ranks that split this work evenly (the data-parallel group of a
+    /// sharded optimizer step), 1 otherwise. `ops` and the byte counts are
+    /// the group's totals; one rank does `1/shared_by` of them, which need
+    /// not be a whole number (as in Calculon's distributed optimizer).
+    #[serde(default = "one")]
+    pub shared_by: u64,
+}
+
+const fn one() -> u64 {
+    1
 }
 
 impl PrimitiveInvocation {
@@ -176,6 +186,22 @@ impl PrimitiveInvocation {
     pub fn message_bytes(&self) -> u64 {
         self.collective.map_or(0, |c| c.message_bytes)
     }
+
+    /// One rank's share of `value` (`value / shared_by`).
+    #[must_use]
+    pub fn per_rank(&self, value: u64) -> f64 {
+        share(value, self.shared_by)
+    }
+}
+
+/// `total / parts` as the per-rank share of evenly split state or work.
+#[must_use]
+pub fn share(total: u64, parts: u64) -> f64 {
+    if parts <= 1 {
+        total as f64
+    } else {
+        total as f64 / parts as f64
+    }
 }
 
 /// Per-block, per-microbatch memory of one rank, in bytes (Calculon's
@@ -189,13 +215,32 @@ pub struct BlockMemory {
     pub act_storage_space: u64,
     /// Block input kept under full recompute.
     pub act_checkpoint: u64,
-    /// Low-precision weight gradients, divided over DP when sharded.
+    /// Low-precision weight gradients of the whole block; each rank of the
+    /// optimizer-sharding group holds `1/shards` of them.
     pub weight_grads: u64,
     /// fp32 accumulation copy of the weight gradients, never sharded.
     pub weight_grads_unsharded: u64,
     pub act_grads: u64,
-    /// fp32 master weights (for sub-fp32 datatypes) and Adam moments.
+    /// fp32 master weights (for sub-fp32 datatypes) and Adam moments of the
+    /// whole block; each rank holds `1/shards` of them.
     pub optimizer: u64,
+    /// Ranks the weight gradients and optimizer state are sharded over
+    /// (DP under optimizer sharding, else 1).
+    pub shards: u64,
+}
+
+impl BlockMemory {
+    /// One rank's weight gradients (Calculon's `block_weight_grad_space`).
+    #[must_use]
+    pub fn weight_grads_per_rank(&self) -> f64 {
+        share(self.weight_grads, self.shards)
+    }
+
+    /// One rank's optimizer state (Calculon's `block_optimizer_space`).
+    #[must_use]
+    pub fn optimizer_per_rank(&self) -> f64 {
+        share(self.optimizer, self.shards)
+    }
 }
 
 /// Ordered primitive invocations of one block plus its memory.
@@ -388,6 +433,7 @@ fn invocation(
         write_bytes: work.write,
         collective,
         source: source.to_owned(),
+        shared_by: 1,
     }
 }
 
@@ -438,30 +484,26 @@ impl<'a> Builder<'a> {
     /// Parameters of an operation: weights, gradients, Adam state and step.
     fn parameters(&mut self, source: &str, count: u64) {
         let d = self.dims;
-        let shards = d.optim_shards;
         // Master fp32 copy only when training below fp32; two fp32 moments.
         let master = if d.elem < 4 { 4 * count } else { 0 };
         let moments = 4 * (2 * count);
-        let state = (master + moments) / shards;
+        let state = master + moments;
         self.memory.weights += count * d.elem;
-        self.memory.weight_grads += count * d.elem / shards;
+        self.memory.weight_grads += count * d.elem;
         self.memory.weight_grads_unsharded += 4 * count;
         self.memory.optimizer += state;
-        // Calculon: 11 ops per (sharded) gradient element, and the state is
-        // touched once; the in-place write-back is not counted separately,
-        // so the whole state is recorded as read.
+        // Calculon: 11 ops per gradient element, and the state is touched
+        // once; the in-place write-back is not counted separately, so the
+        // whole state is recorded as read. Under optimizer sharding the DP
+        // group splits the step evenly.
         let step = Work {
-            ops: 11 * count / shards,
+            ops: 11 * count,
             read: state,
             write: 0,
         };
-        self.optimizer.push(invocation(
-            source,
-            Primitive::Adam,
-            Phase::Optimizer,
-            step,
-            None,
-        ));
+        let mut step = invocation(source, Primitive::Adam, Phase::Optimizer, step, None);
+        step.shared_by = d.optim_shards;
+        self.optimizer.push(step);
     }
 
     /// A branch point: no forward work; its backward sums `users` gradients.
@@ -687,7 +729,7 @@ impl<'a> Builder<'a> {
         let bytes = elems * d.elem;
         let ops = match kind {
             CollectiveKind::AllGather => 0,
-            // t | h (t | heads and a·d = h), so this is exact.
+            // t | h (validated), so this is exact.
             CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => elems / d.tp * (d.tp - 1),
         };
         let work = Work {
@@ -800,6 +842,7 @@ impl<'a> Builder<'a> {
             weight_grads_unsharded: ledger.weight_grads_unsharded,
             act_grads: ledger.act_grads,
             optimizer: ledger.optimizer,
+            shards: d.optim_shards,
         };
         let mut invocations = self.forward;
         invocations.extend(self.recompute);

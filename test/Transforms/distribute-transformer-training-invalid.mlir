@@ -22,7 +22,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %x = "model.value"() {id = "block.in", role = "activation"} : () -> tensor<2x16x64xf16>
     %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<64xf16>
     %o = "model.value"() {id = "o", role = "optimizer_state"} : () -> tensor<64xf32>
-    // expected-error @+1 {{mapping.tp = 3 must divide model.heads = 4}}
+    // expected-error @+1 {{mapping.tp = 3 must divide model.hidden = 64}}
     %y = "model.decoder_training"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %o) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 16 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 2 : i64, datatype = "float16", effects = ["parameter_update"]} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64xf32>) -> tensor<2x16x64xf16>
     "model.output"(%y) {id = "block.out"} : (tensor<2x16x64xf16>) -> ()
     return
