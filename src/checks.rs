@@ -92,42 +92,56 @@ mod collective_groups {
                 continue;
             };
             let Some((axes, shape)) = crate::ir::symbol_attr(op, "mesh").and_then(|m| meshes.get(m)) else { continue };
-            match group_of(axes, shape, &claimed, participants.first().copied().unwrap_or(0)) {
-                Err(message) => checker.error(op, message),
-                Ok(group) if group != participants => checker.error(
-                    op,
-                    format!("claims mesh axes {claimed:?}, whose group through rank {} is {group:?}, but its participants are {participants:?}", participants.first().copied().unwrap_or(0)),
-                ),
-                Ok(_) => {}
+            let through = participants.first().copied().unwrap_or(0);
+            if let Err(message) = check_group(axes, shape, &claimed, &participants) {
+                checker.error(op, format!("claims mesh axes {claimed:?}, whose group through rank {through} {message}"));
             }
         }
     }
 
-    /// The ranks that differ from `rank` only along `claimed` axes, in
-    /// row-major order.
-    pub(super) fn group_of(axes: &[String], shape: &[i64], claimed: &[String], rank: i64) -> Result<Vec<i64>, String> {
+    /// Whether `participants` are exactly the ranks that differ from the
+    /// first participant only along the `claimed` axes. Linear in the
+    /// participants: the group is never materialized beyond their count.
+    pub(super) fn check_group(axes: &[String], shape: &[i64], claimed: &[String], participants: &[i64]) -> Result<(), String> {
+        let varying: Vec<usize> = claimed
+            .iter()
+            .map(|a| axes.iter().position(|x| x == a).ok_or_else(|| format!("does not exist: the mesh has no axis '{a}'")))
+            .collect::<Result<_, _>>()?;
+        let size = varying.iter().try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(shape[d]).ok()?));
+        if size != Some(participants.len()) {
+            let size = size.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
+            return Err(format!("has {size} ranks, but there are {} participants", participants.len()));
+        }
+        let Some(&first) = participants.first() else { return Ok(()) };
+        let mut sorted = participants.to_vec();
+        sorted.sort_unstable();
+        let group = group_of(shape, &varying, first);
+        for (k, (want, got)) in group.zip(&sorted).enumerate() {
+            if want != *got {
+                return Err(format!("has rank {want} at position {k} (in increasing order), but the participants have {got}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The ranks that differ from `rank` only along the `varying` axes, in
+    /// increasing order (row-major numbering).
+    pub(super) fn group_of<'s>(shape: &'s [i64], varying: &'s [usize], rank: i64) -> impl Iterator<Item = i64> + 's {
         let mut coords = vec![0i64; shape.len()];
         let mut rest = rank;
         for d in (0..shape.len()).rev() {
             coords[d] = rest % shape[d].max(1);
             rest /= shape[d].max(1);
         }
-        let varying: Vec<usize> = claimed
-            .iter()
-            .map(|a| axes.iter().position(|x| x == a).ok_or_else(|| format!("claims mesh axis '{a}', which the mesh does not have")))
-            .collect::<Result<_, _>>()?;
-        let mut group = vec![];
         let total: i64 = varying.iter().map(|&d| shape[d]).product();
-        for mut k in 0..total {
+        (0..total).map(move |mut k| {
             let mut c = coords.clone();
             for &d in varying.iter().rev() {
                 c[d] = k % shape[d];
                 k /= shape[d];
             }
-            group.push(c.iter().zip(shape).fold(0, |acc, (x, s)| acc * s + x));
-        }
-        group.sort_unstable();
-        Ok(group)
+            c.iter().zip(shape).fold(0, |acc, (x, s)| acc * s + x)
+        })
     }
 }
 
@@ -336,16 +350,23 @@ pub use recompute::create as create_recompute;
 
 #[cfg(test)]
 mod tests {
-    use super::collective_groups::group_of;
+    use super::collective_groups::check_group;
 
     #[test]
     fn groups_follow_row_major_ranks() {
         let axes = ["dp".to_string(), "pp".to_string(), "tp".to_string()];
         let shape = [2, 2, 4];
-        assert_eq!(group_of(&axes, &shape, &["tp".into()], 0).unwrap(), vec![0, 1, 2, 3]);
-        assert_eq!(group_of(&axes, &shape, &["tp".into()], 5).unwrap(), vec![4, 5, 6, 7]);
-        assert_eq!(group_of(&axes, &shape, &["dp".into()], 0).unwrap(), vec![0, 8]);
-        assert_eq!(group_of(&axes, &shape, &["pp".into(), "tp".into()], 9).unwrap(), (8..16).collect::<Vec<_>>());
-        assert!(group_of(&axes, &shape, &["ep".into()], 0).is_err());
+        assert!(check_group(&axes, &shape, &["tp".into()], &[0, 1, 2, 3]).is_ok());
+        assert!(check_group(&axes, &shape, &["tp".into()], &[5, 4, 7, 6]).is_ok());
+        assert!(check_group(&axes, &shape, &["dp".into()], &[0, 8]).is_ok());
+        assert!(check_group(&axes, &shape, &["pp".into(), "tp".into()], &(8..16).collect::<Vec<_>>()).is_ok());
+        assert!(check_group(&axes, &shape, &["ep".into()], &[0]).is_err());
+        assert!(check_group(&axes, &shape, &["tp".into()], &[0, 1, 2, 4]).is_err());
+        assert!(check_group(&axes, &shape, &["dp".into()], &[0, 1]).is_err());
+        // A huge claimed group is rejected from its size alone.
+        let wide = [1 << 20, 1 << 20];
+        let names = ["a".to_string(), "b".to_string()];
+        let err = check_group(&names, &wide, &names, &[0, 1]).unwrap_err();
+        assert!(err.contains("1099511627776 ranks"), "{err}");
     }
 }

@@ -1,12 +1,8 @@
 //! Collecting, emitting and printing MLIR diagnostics.
 
-use std::{cell::RefCell, ffi::CString, fmt, rc::Rc};
+use std::{cell::RefCell, ffi::c_void, ffi::CString, fmt, rc::Rc};
 
-use melior::{
-    diagnostic::{Diagnostic as MlirDiagnostic, DiagnosticSeverity},
-    ir::Location,
-    Context,
-};
+use melior::{ir::Location, Context};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Severity {
@@ -65,15 +61,19 @@ pub struct DiagnosticSink {
 }
 
 impl DiagnosticSink {
-    /// Attaches a handler to `context` that records into this sink.
+    /// Attaches a handler to `context` that records into this sink. The
+    /// handler goes through the C API directly: it runs inside a callback
+    /// from C, so nothing in it may panic (melior's `Display` of a
+    /// diagnostic panics on text that is not UTF-8).
     #[must_use]
     pub fn attach(context: &Context) -> Self {
         let sink = Self::default();
-        let collected = Rc::clone(&sink.collected);
-        context.attach_diagnostic_handler(move |diagnostic| {
-            collected.borrow_mut().push(convert(&diagnostic));
-            true
-        });
+        let data = Box::into_raw(Box::new(Rc::clone(&sink.collected)));
+        // SAFETY: `data` is a leaked box that `drop_sink` frees when the
+        // context drops the handler; `handle` only reads live diagnostics.
+        unsafe {
+            mlir_sys::mlirContextAttachDiagnosticHandler(context.to_raw(), Some(handle), data.cast(), Some(drop_sink));
+        }
         sink
     }
 
@@ -94,23 +94,54 @@ impl DiagnosticSink {
     }
 }
 
-fn convert(diagnostic: &MlirDiagnostic) -> Diagnostic {
-    let severity = match diagnostic.severity() {
-        DiagnosticSeverity::Error => Severity::Error,
-        DiagnosticSeverity::Warning => Severity::Warning,
-        DiagnosticSeverity::Note => Severity::Note,
-        DiagnosticSeverity::Remark => Severity::Remark,
-    };
-    let notes = (0..diagnostic.note_count())
-        .filter_map(|i| diagnostic.note(i).ok())
-        .map(|n| convert(&n))
-        .collect();
-    Diagnostic {
-        severity,
-        position: source_position(diagnostic.location()),
-        message: diagnostic.to_string(),
-        notes,
+type Collected = Rc<RefCell<Vec<Diagnostic>>>;
+
+unsafe extern "C" fn handle(diagnostic: mlir_sys::MlirDiagnostic, data: *mut c_void) -> mlir_sys::MlirLogicalResult {
+    let converted = std::panic::catch_unwind(|| convert(diagnostic));
+    // SAFETY: `data` is the `Collected` box `attach` leaked for this handler.
+    let collected = unsafe { &*data.cast::<Collected>() };
+    if let (Ok(converted), Ok(mut collected)) = (converted, collected.try_borrow_mut()) {
+        collected.push(converted);
     }
+    mlir_sys::MlirLogicalResult { value: 1 }
+}
+
+unsafe extern "C" fn drop_sink(data: *mut c_void) {
+    // SAFETY: called once by MLIR when the handler is detached.
+    drop(unsafe { Box::from_raw(data.cast::<Collected>()) });
+}
+
+fn convert(diagnostic: mlir_sys::MlirDiagnostic) -> Diagnostic {
+    // SAFETY: the diagnostic is live for the duration of the handler.
+    let severity = match unsafe { mlir_sys::mlirDiagnosticGetSeverity(diagnostic) } {
+        mlir_sys::MlirDiagnosticSeverity_MlirDiagnosticWarning => Severity::Warning,
+        mlir_sys::MlirDiagnosticSeverity_MlirDiagnosticNote => Severity::Note,
+        mlir_sys::MlirDiagnosticSeverity_MlirDiagnosticRemark => Severity::Remark,
+        _ => Severity::Error,
+    };
+    let count = unsafe { mlir_sys::mlirDiagnosticGetNumNotes(diagnostic) };
+    let notes = (0..count).map(|i| convert(unsafe { mlir_sys::mlirDiagnosticGetNote(diagnostic, i) })).collect();
+    let location = unsafe { Location::from_raw(mlir_sys::mlirDiagnosticGetLocation(diagnostic)) };
+    Diagnostic { severity, position: source_position(location), message: message_of(diagnostic), notes }
+}
+
+/// The diagnostic's text, converted lossily (user input, such as an op
+/// name with a `\xff` byte, can make it invalid UTF-8).
+fn message_of(diagnostic: mlir_sys::MlirDiagnostic) -> String {
+    let mut buffer: Vec<u8> = Vec::new();
+    // SAFETY: the diagnostic is live; `append_bytes` appends to `buffer`.
+    unsafe { mlir_sys::mlirDiagnosticPrint(diagnostic, Some(append_bytes), (&raw mut buffer).cast()) };
+    String::from_utf8_lossy(&buffer).into_owned()
+}
+
+/// A print callback that appends MLIR's bytes to a `Vec<u8>`, never failing.
+pub(crate) unsafe extern "C" fn append_bytes(text: mlir_sys::MlirStringRef, data: *mut c_void) {
+    if text.data.is_null() || text.length == 0 {
+        return;
+    }
+    // SAFETY: MLIR passes a valid (pointer, length) pair and our buffer.
+    let bytes = unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) };
+    unsafe { &mut *data.cast::<Vec<u8>>() }.extend_from_slice(bytes);
 }
 
 /// The file position a location points at, looking through names, call

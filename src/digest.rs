@@ -21,9 +21,10 @@ pub fn layer_digest(module: OperationRef, dialect: &str) -> String {
     let mut hasher = Sha256::new();
     for op in top_level_ops(module) {
         if holds_dialect(op, dialect) {
-            let flags = OperationPrintingFlags::new().print_generic_operation_form();
-            let text = op.to_string_with_flags(flags).unwrap_or_default();
-            hasher.update(text.as_bytes());
+            // Local scope: printing a nested op otherwise numbers the whole
+            // module each time, which is quadratic over many functions.
+            let flags = OperationPrintingFlags::new().print_generic_operation_form().use_local_scope();
+            hasher.update(crate::ir::op_bytes(op, &flags));
             hasher.update(b"\n");
         }
     }

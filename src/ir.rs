@@ -236,10 +236,54 @@ pub fn users<'c, 'a>(value: impl ValueLike<'c>) -> Vec<OperationRef<'c, 'a>> {
     out
 }
 
-/// Printed form of a type, for messages.
+/// Printed form of a type, for messages. Lossy: melior's `Display`
+/// panics when MLIR prints bytes that are not UTF-8 (user input can hold
+/// them), so every printer here goes through the C API.
 #[must_use]
 pub fn type_string(ty: Type) -> String {
-    ty.to_string()
+    let mut buffer = Vec::new();
+    // SAFETY: a live type; `append_bytes` appends to `buffer`.
+    unsafe { mlir_sys::mlirTypePrint(ty.to_raw(), Some(crate::diagnostics::append_bytes), (&raw mut buffer).cast()) };
+    String::from_utf8_lossy(&buffer).into_owned()
+}
+
+/// Printed form of an attribute, for messages (lossy, see [`type_string`]).
+#[must_use]
+pub fn attribute_text(attribute: Attribute) -> String {
+    let mut buffer = Vec::new();
+    // SAFETY: a live attribute; `append_bytes` appends to `buffer`.
+    unsafe {
+        mlir_sys::mlirAttributePrint(attribute.to_raw(), Some(crate::diagnostics::append_bytes), (&raw mut buffer).cast());
+    }
+    String::from_utf8_lossy(&buffer).into_owned()
+}
+
+/// Printed form of a location (lossy, see [`type_string`]).
+#[must_use]
+pub fn location_text(location: melior::ir::Location) -> String {
+    let mut buffer = Vec::new();
+    // SAFETY: a live location; `append_bytes` appends to `buffer`.
+    unsafe {
+        mlir_sys::mlirLocationPrint(location.to_raw(), Some(crate::diagnostics::append_bytes), (&raw mut buffer).cast());
+    }
+    String::from_utf8_lossy(&buffer).into_owned()
+}
+
+/// Printed form of an op with `flags`, as raw bytes (an op's text may hold
+/// bytes that are not UTF-8).
+#[must_use]
+pub fn op_bytes(op: OperationRef, flags: &melior::ir::operation::OperationPrintingFlags) -> Vec<u8> {
+    let mut buffer = Vec::new();
+    // SAFETY: a live op and flags; `append_bytes` appends to `buffer`.
+    unsafe {
+        mlir_sys::mlirOperationPrintWithFlags(
+            op.to_raw(),
+            flags.to_raw(),
+            Some(crate::diagnostics::append_bytes),
+            (&raw mut buffer).cast(),
+        );
+    }
+    buffer
 }
 
 #[must_use]

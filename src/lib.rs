@@ -20,6 +20,7 @@ pub mod opt;
 pub mod passes;
 pub mod runtime;
 pub mod summary;
+pub mod tool;
 pub mod transformer;
 pub mod translate;
 pub mod verify;

@@ -302,25 +302,77 @@ fn write_output(options: &Options, text: &str) -> Result<()> {
                 .and_then(|()| stdout.flush())
                 .map_err(|source| Error::WriteOutput { path: "<stdout>".into(), source })
         }
-        Some(path) => {
-            // Write beside the target and rename, so a failure never leaves
-            // a half-written file.
-            let temporary = format!("{path}.tmp-blueprint-opt");
-            std::fs::write(&temporary, text)
-                .and_then(|()| std::fs::rename(&temporary, path))
-                .map_err(|source| {
-                    let _ = std::fs::remove_file(&temporary);
-                    Error::WriteOutput { path: path.to_string(), source }
-                })
-        }
+        Some(path) => crate::tool::write_file_atomically(std::path::Path::new(path), text.as_bytes())
+            .map_err(|source| Error::WriteOutput { path: path.to_string(), source }),
     }
+}
+
+/// Deepest bracket nesting (`(`, `[`, `{`, `<`) accepted in input IR.
+/// MLIR's parser, verifier and printer recurse once per level, and stock
+/// `mlir-opt` overflows its stack on inputs nested about 5,000 deep; 1,000
+/// levels is far beyond any real program.
+pub const MAX_NESTING_DEPTH: usize = 1000;
+
+/// Line and column (1-based) where `source` first nests deeper than
+/// [`MAX_NESTING_DEPTH`], skipping string literals and `//` comments.
+#[must_use]
+pub fn too_deep(source: &[u8]) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
+    let mut i = 0;
+    while i < source.len() {
+        let byte = source[i];
+        column += 1;
+        match byte {
+            b'\n' => {
+                line += 1;
+                column = 0;
+            }
+            b'"' => {
+                // A string literal, with backslash escapes, ends at the quote
+                // (or the line, where the parser will complain).
+                i += 1;
+                while i < source.len() && source[i] != b'"' && source[i] != b'\n' {
+                    i += if source[i] == b'\\' { 2 } else { 1 };
+                    column += 1;
+                }
+                column += 1;
+            }
+            b'/' if source.get(i + 1) == Some(&b'/') => {
+                while i + 1 < source.len() && source[i + 1] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' | b'<' => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Some((line, column));
+                }
+            }
+            // `->` and `>=` are not brackets.
+            b'>' if i > 0 && source[i - 1] == b'-' => {}
+            b'>' if source.get(i + 1) == Some(&b'=') => {}
+            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Parses `source` as a module whose locations name `name`, or `None`
 /// after emitting diagnostics. A lone top-level `builtin.module` is the
 /// module itself; anything else is wrapped in one, like `mlir-opt` does.
+/// Input nested deeper than [`MAX_NESTING_DEPTH`] is rejected with a located
+/// error before MLIR sees it.
 pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u8], name: &str) -> Option<Module<'c>> {
     const SINGLE_OP: &str = "source must contain a single top-level operation";
+    if let Some((line, column)) = too_deep(source) {
+        crate::diagnostics::emit_error(
+            Location::new(context, name, line, column),
+            &format!("input nests deeper than {MAX_NESTING_DEPTH} levels of brackets and regions, which Blueprint does not accept"),
+        );
+        return None;
+    }
     if let Some(operation) = parse_operation(context, source, name) {
         if crate::ir::op_name(&operation) == "builtin.module" {
             return Module::from_operation(operation);

@@ -140,15 +140,8 @@ fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
         None | Some("-") => std::io::stdout()
             .write_all(text.as_bytes())
             .map_err(|e| format!("blueprint-translate: cannot write <stdout>: {e}")),
-        Some(path) => {
-            let temporary = format!("{path}.tmp-blueprint-translate");
-            std::fs::write(&temporary, text)
-                .and_then(|()| std::fs::rename(&temporary, path))
-                .map_err(|e| {
-                    let _ = std::fs::remove_file(&temporary);
-                    format!("blueprint-translate: cannot write '{path}': {e}")
-                })
-        }
+        Some(path) => crate::tool::write_file_atomically(std::path::Path::new(path), text.as_bytes())
+            .map_err(|e| format!("blueprint-translate: cannot write '{path}': {e}")),
     }
 }
 

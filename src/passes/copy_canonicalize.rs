@@ -10,13 +10,13 @@
 //! Neither pattern rebuilds an identical op, so the driver converges.
 
 use melior::{
-    apply_patterns_and_fold_greedily_with_op, create_op_rewrite_pattern,
+    create_op_rewrite_pattern,
     ir::{
         operation::{OperationBuilder, OperationLike},
         OperationRef, Type, ValueLike,
     },
     pass::ExternalPass,
-    GreedyRewriteDriverConfig, PatternRewriter, RewritePatternSet,
+    GreedyRewriteDriverConfig, PatternRewriter,
 };
 
 use super::rewrite::{attributes_of, known_type};
@@ -42,21 +42,39 @@ fn run(module: OperationRef, pass: ExternalPass) {
     // SAFETY: `context_ref` lives until the end of this function and every
     // use of `context` below ends before it.
     let context = unsafe { context_ref.to_ref() };
-    let patterns = RewritePatternSet::new(context);
+    // MLIR's C API leaves both the pattern set (freezing moves its
+    // patterns out) and the frozen set (the driver only borrows it) to the
+    // caller, which melior's wrappers forget; own both here.
+    // SAFETY: a live context; the set is destroyed once, after freezing.
+    let set = unsafe { mlir_sys::mlirRewritePatternSetCreate(context.to_raw()) };
     for name in COPIES {
-        patterns.add(create_op_rewrite_pattern(name, 1, context, |_, op, rewriter| {
+        let refine = create_op_rewrite_pattern(name, 1, context, |_, op, rewriter| {
             // SAFETY: the driver hands over a live op and rewriter.
             let (op, rewriter) = unsafe { (OperationRef::from_raw(op), PatternRewriter::from_raw(rewriter)) };
             refine_result_type(op, &rewriter)
-        }, &[name, "tensor.cast"]));
-        patterns.add(create_op_rewrite_pattern(name, 1, context, |_, op, rewriter| {
+        }, &[name, "tensor.cast"]);
+        let fold = create_op_rewrite_pattern(name, 1, context, |_, op, rewriter| {
             // SAFETY: as above.
             let (op, rewriter) = unsafe { (OperationRef::from_raw(op), PatternRewriter::from_raw(rewriter)) };
             fold_producer_cast(op, &rewriter)
-        }, &[]));
+        }, &[]);
+        // SAFETY: the set takes ownership of each pattern.
+        unsafe {
+            mlir_sys::mlirRewritePatternSetAdd(set, refine.into_raw());
+            mlir_sys::mlirRewritePatternSetAdd(set, fold.into_raw());
+        }
     }
     let config = GreedyRewriteDriverConfig::new();
-    if apply_patterns_and_fold_greedily_with_op(module, patterns.freeze(), &config).is_err() {
+    // SAFETY: `set`, `frozen` and `config` are live for these calls; each of
+    // `set` and `frozen` is destroyed exactly once, after its last use.
+    let converged = unsafe {
+        let frozen = mlir_sys::mlirFreezeRewritePattern(set);
+        mlir_sys::mlirRewritePatternSetDestroy(set);
+        let result = mlir_sys::mlirApplyPatternsAndFoldGreedilyWithOp(module.to_raw(), frozen, config.to_raw());
+        mlir_sys::mlirFrozenRewritePatternSetDestroy(frozen);
+        result.value != 0
+    };
+    if !converged {
         emit_error(module.location(), "dist-canonicalize did not reach a fixpoint");
         pass.signal_failure();
     }

@@ -14,7 +14,18 @@ macro_rules! external_pass {
             struct PassId;
             static PASS_ID: PassId = PassId;
             melior::pass::create_external(
-                $run,
+                |module: melior::ir::OperationRef, pass: melior::pass::ExternalPass| {
+                    // A pass runs inside a callback from C, where a panic
+                    // aborts the process: report it as a failure instead.
+                    let run = std::panic::AssertUnwindSafe(|| ($run)(module, pass));
+                    if std::panic::catch_unwind(run).is_err() {
+                        crate::diagnostics::emit_error(
+                            melior::ir::operation::OperationLike::location(&module),
+                            concat!("internal error: pass '", $argument, "' failed unexpectedly; please report this with the input"),
+                        );
+                        pass.signal_failure();
+                    }
+                },
                 melior::ir::r#type::TypeId::create(&PASS_ID),
                 $name,
                 $argument,
@@ -68,12 +79,12 @@ pub static PASSES: &[PassInfo] = &[
     PassInfo {
         name: "plan-transformer-training",
         summary: "Turn the dist program into a portable plan with exact work facts and abstract resources",
-        create: crate::transformer::plan::create,
+        create: crate::transformer::plan::training::create,
     },
     PassInfo {
         name: "plan-transformer-inference",
         summary: "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",
-        create: crate::transformer::plan::create,
+        create: crate::transformer::plan::inference::create,
     },
     PassInfo {
         name: "check-mesh-strategy",

@@ -18,7 +18,7 @@ use crate::diagnostics::emit_error;
 /// point at the user's source.
 #[must_use]
 pub fn located(name: &str, from: melior::ir::Location) -> String {
-    let printed = from.to_string();
+    let printed = crate::ir::location_text(from);
     let inner = printed.strip_prefix("loc(").and_then(|s| s.strip_suffix(')')).unwrap_or("unknown");
     let name = binding::quote(name);
     if inner == "unknown" {

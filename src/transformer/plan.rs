@@ -30,24 +30,35 @@ use crate::{
 /// Alignment of every planned buffer (a power of two; abstract, not a bank).
 const BUFFER_ALIGNMENT: u64 = 256;
 
-crate::passes::external_pass!(
-    "PlanTransformerTraining",
-    "plan-transformer-training",
-    "Turn the dist program into a portable plan with exact work facts and abstract resources",
-    run
-);
-
-fn run(module: OperationRef, pass: ExternalPass) {
-    super::run_generating(module, pass, plan_text);
+/// `plan-transformer-training`.
+pub mod training {
+    use super::*;
+    crate::passes::external_pass!(
+        "PlanTransformerTraining",
+        "plan-transformer-training",
+        "Turn the dist program into a portable plan with exact work facts and abstract resources",
+        |module: OperationRef, pass: ExternalPass| super::super::run_generating(module, pass, |m| plan_text(m, "plan-transformer-training"))
+    );
 }
 
-fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>> {
+/// `plan-transformer-inference`: the same planning, under its own name.
+pub mod inference {
+    use super::*;
+    crate::passes::external_pass!(
+        "PlanTransformerInference",
+        "plan-transformer-inference",
+        "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",
+        |module: OperationRef, pass: ExternalPass| super::super::run_generating(module, pass, |m| plan_text(m, "plan-transformer-inference"))
+    );
+}
+
+fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>, pass: &str) -> Result<String, Failure<'c, 'a>> {
     let ops = collect_ops(module);
     if let Some(existing) = ops.iter().find(|op| dialect_of(&name_of(**op)) == "plan") {
-        return Err((*existing, "plan-transformer-training: the module already holds a plan".into()));
+        return Err((*existing, format!("{pass}: the module already holds a plan")));
     }
     if !ops.iter().any(|op| name_of(*op) == "dist.header") {
-        return Err((module, "plan-transformer-training: no 'dist' program to plan (run distribute-transformer-training first)".into()));
+        return Err((module, format!("{pass}: no 'dist' program to plan (run distribute-transformer-{} first)", pass.trim_start_matches("plan-transformer-"))));
     }
     let meshes: HashMap<String, Vec<(String, u64)>> = ops
         .iter()
@@ -91,7 +102,7 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 let ty = if name == "dist.value" { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
                 let id = str_attr(op, "id").unwrap_or_default();
                 let size = ty.and_then(|t| shard_bytes(op, t, &meshes)).ok_or_else(|| {
-                    (op, "plan-transformer-training: boundary value needs a static shape and a known element type".to_string())
+                    (op, format!("{pass}: boundary value needs a static shape and a known element type"))
                 })?;
                 let prefix = if name == "dist.value" { "in" } else { "out" };
                 let _ = writeln!(
@@ -130,7 +141,7 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c,
                 }
             }
             other => {
-                return Err((op, format!("plan-transformer-training: '{other}' has no portable-plan form (plan before dist-async and lowering)")));
+                return Err((op, format!("{pass}: '{other}' has no portable-plan form (plan before dist-async and lowering)")));
             }
         }
     }

@@ -11,6 +11,9 @@ use crate::ir::{
     tensor_element, tensor_shape, type_string, users,
 };
 
+/// Largest mesh the verifier accepts: the largest world a spec may ask for.
+const MAX_MESH_RANKS: i64 = crate::workload::MAX_WORLD_SIZE as i64;
+
 /// A `dist.mesh` as the rules need it.
 struct Mesh {
     axes: Vec<String>,
@@ -93,11 +96,12 @@ fn collect_meshes<'a>(checker: &mut Checker, ops: &[OperationRef]) -> HashMap<St
             checker.error(op, format!("expected {} axis sizes (one per axis), but got {}", axes.len(), shape.len()));
             ok = false;
         }
+        let mut names = std::collections::HashSet::with_capacity(axes.len());
         for (i, axis) in axes.iter().enumerate() {
             if axis.is_empty() {
                 checker.error(op, format!("axis #{i} has an empty name"));
                 ok = false;
-            } else if axes[..i].contains(axis) {
+            } else if !names.insert(axis.as_str()) {
                 checker.error(op, format!("axis '{axis}' is named twice"));
                 ok = false;
             }
@@ -108,9 +112,16 @@ fn collect_meshes<'a>(checker: &mut Checker, ops: &[OperationRef]) -> HashMap<St
                 ok = false;
             }
         }
-        if shape.iter().try_fold(1i64, |acc, s| acc.checked_mul(*s)).is_none() {
-            checker.error(op, "has more ranks than fit in 64 bits");
-            ok = false;
+        match shape.iter().try_fold(1i64, |acc, s| acc.checked_mul(*s)) {
+            None => {
+                checker.error(op, "has more ranks than fit in 64 bits");
+                ok = false;
+            }
+            Some(ranks) if ok && ranks > MAX_MESH_RANKS => {
+                checker.error(op, format!("has {ranks} ranks, but at most 2^24 = {MAX_MESH_RANKS} are supported"));
+                ok = false;
+            }
+            Some(_) => {}
         }
         if ok {
             meshes.insert(name.to_string(), Mesh { axes, shape });
@@ -145,8 +156,9 @@ fn check_rank_set(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribut
         checker.error(op, format!("'{attribute}' must not be empty"));
     }
     let singular = attribute.trim_end_matches('s');
-    for (i, &rank) in ranks.iter().enumerate() {
-        if check_rank(checker, op, mesh, singular, rank) && ranks[..i].contains(&rank) {
+    let mut seen = std::collections::HashSet::with_capacity(ranks.len());
+    for &rank in ranks {
+        if check_rank(checker, op, mesh, singular, rank) && !seen.insert(rank) {
             checker.error(op, format!("{singular} {rank} appears more than once in '{attribute}'"));
         }
     }
@@ -164,7 +176,7 @@ fn check_sharding(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribut
         checker.error(op, format!("'{attribute}' has {} entries, but the value has rank {}", split.len(), shape.len()));
         return;
     }
-    let mut used: Vec<&str> = Vec::new();
+    let mut used = std::collections::HashSet::new();
     for (dim, axes) in split.iter().enumerate() {
         let mut factor = 1i64;
         for axis in axes {
@@ -172,10 +184,9 @@ fn check_sharding(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribut
                 None => checker.error(op, format!("'{attribute}' names '{axis}', which is not an axis of the mesh")),
                 Some(size) => factor = factor.saturating_mul(size),
             }
-            if used.contains(&axis.as_str()) {
+            if !used.insert(axis.as_str()) {
                 checker.error(op, format!("'{attribute}' uses mesh axis '{axis}' more than once"));
             }
-            used.push(axis);
         }
         if let Some(Some(extent)) = shape.get(dim) {
             if factor > 1 && extent % factor != 0 {
@@ -213,6 +224,9 @@ fn check_collective(checker: &mut Checker, op: OperationRef, kind: &str, mesh: O
     let (Ok(input), Ok(result)) = (op.operand(0), op.result(if is_async(&name_of(op)) { 1 } else { 0 })) else { return };
     let (input_ty, result_ty) = (input.r#type(), result.r#type());
     let n = participants.len() as i64;
+    if n == 0 {
+        return;
+    }
     match (kind, tensor_shape(input_ty), tensor_shape(result_ty)) {
         ("dist.reduce_scatter" | "dist.all_gather", Some(x), Some(y)) => {
             if tensor_element(input_ty) != tensor_element(result_ty) {
@@ -228,7 +242,13 @@ fn check_collective(checker: &mut Checker, op: OperationRef, kind: &str, mesh: O
                 let (Some(a), Some(b)) = (x[d], y[d]) else { continue };
                 let expected = match (d == axis, kind) {
                     (false, _) => a,
-                    (true, "dist.all_gather") => a * n,
+                    (true, "dist.all_gather") => match a.checked_mul(n) {
+                        Some(product) => product,
+                        None => {
+                            checker.error(op, format!("dimension {d} of size {a} gathered over {n} participants does not fit in 64 bits"));
+                            return;
+                        }
+                    },
                     (true, _) => {
                         if a % n != 0 {
                             checker.error(op, format!("dimension {d} of size {a} cannot be scattered over {n} participants"));

@@ -74,7 +74,8 @@ fn check_inference(checker: &mut Checker, op: OperationRef) {
         checker.error(op, format!("decode must attend over at least its query_tokens ({query}), but context_tokens is {context}"));
     }
     if let (Some(heads), Some(kv_heads)) = (int_attr(op, "heads"), int_attr(op, "kv_heads")) {
-        if kv_heads > heads || heads % kv_heads != 0 {
+        // Non-positive counts are reported by the ODS rules.
+        if kv_heads > 0 && (kv_heads > heads || heads % kv_heads != 0) {
             checker.error(op, format!("kv_heads ({kv_heads}) must divide heads ({heads})"));
         }
     }

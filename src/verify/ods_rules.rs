@@ -49,10 +49,11 @@ fn unknown_attribute_message(op: &str, name: &str) -> String {
     }
 }
 
-fn check_kind(checker: &mut Checker, op: OperationRef, name: &str, kind: AttrKind, value: Attribute) {
-    let integer = || int_value(value);
+fn check_kind(checker: &mut Checker, op: OperationRef, name: &str, kind: AttrKind, attribute: Attribute) {
+    let integer = || int_value(attribute);
+    let value = crate::ir::attribute_text(attribute);
     match kind {
-        AttrKind::String if !value.is_string() => {
+        AttrKind::String if !attribute.is_string() => {
             checker.error(op, format!("attribute '{name}' must be a string, but got {value}"));
         }
         AttrKind::Integer | AttrKind::NonNegativeInteger | AttrKind::PositiveInteger
@@ -73,40 +74,41 @@ fn check_kind(checker: &mut Checker, op: OperationRef, name: &str, kind: AttrKin
                 checker.error(op, format!("attribute '{name}' must be {rule}, but got {v}"));
             }
         }
-        AttrKind::DenseI64Array if i64_array_value(value).is_none() => {
+        AttrKind::DenseI64Array if i64_array_value(attribute).is_none() => {
             checker.error(op, format!("attribute '{name}' must be an array<i64: ...>, but got {value}"));
         }
-        AttrKind::SymbolRef if !value.is_flat_symbol_ref() => {
+        AttrKind::SymbolRef if !attribute.is_flat_symbol_ref() => {
             checker.error(op, format!("attribute '{name}' must be a flat symbol reference, but got {value}"));
         }
-        AttrKind::Array if !value.is_array() => {
+        AttrKind::Array if !attribute.is_array() => {
             checker.error(op, format!("attribute '{name}' must be an array, but got {value}"));
         }
-        AttrKind::Unit if !value.is_unit() => {
+        AttrKind::Unit if !attribute.is_unit() => {
             checker.error(op, format!("attribute '{name}' must be a unit attribute, but got {value}"));
         }
-        AttrKind::Float if !value.is_float() => {
+        AttrKind::Float if !attribute.is_float() => {
             checker.error(op, format!("attribute '{name}' must be a float, but got {value}"));
         }
-        AttrKind::IntegerOrSymbolRef if integer().is_none() && !value.is_flat_symbol_ref() => {
+        AttrKind::IntegerOrSymbolRef if integer().is_none() && !attribute.is_flat_symbol_ref() => {
             checker.error(op, format!("attribute '{name}' must be an integer team or a mesh symbol, but got {value}"));
         }
-        AttrKind::StringEnum(cases) => match string_value(value) {
+        AttrKind::StringEnum(cases) => match string_value(attribute) {
             Some(s) if cases.contains(&s) => {}
             _ => checker.error(
                 op,
                 format!("attribute '{name}' must be one of {}, but got {value}", quoted(cases)),
             ),
         },
-        AttrKind::StringEnumArray(cases) => match string_list(value) {
+        AttrKind::StringEnumArray(cases) => match string_list(attribute) {
             Some(items) => {
-                for (i, item) in items.iter().enumerate() {
+                let mut seen = std::collections::HashSet::with_capacity(items.len());
+                for item in &items {
                     if !cases.contains(&item.as_str()) {
                         checker.error(
                             op,
                             format!("attribute '{name}' element '{item}' must be one of {}", quoted(cases)),
                         );
-                    } else if items[..i].contains(item) {
+                    } else if !seen.insert(item.as_str()) {
                         checker.error(op, format!("attribute '{name}' lists '{item}' more than once"));
                     }
                 }
