@@ -1,20 +1,37 @@
-//! Reads the dialects' ODS (`dialects/*.td`) with TableGen and emits:
+//! Builds the dialects from their ODS (`dialects/*.td`):
 //!
-//! - `blueprint.irdl.mlir`: the dialects as IRDL, loaded into every context
-//!   (and usable with stock `mlir-opt --irdl-file`);
-//! - `ods_tables.rs`: a table of every op's operands, results and attributes
-//!   (kinds, optionality, enum cases, numeric confinement, summary), which the
-//!   Rust verifiers and `--help` read so the ODS stays the one source of truth.
+//! - runs Debian LLVM 22's `mlir-tblgen` on every dialect (dialect, op,
+//!   type and enum declarations and definitions) and compiles the generated
+//!   C++ with the `cc` crate, one translation unit per dialect plus one for
+//!   the shared enums. The only other C++ is the registration of each
+//!   dialect for the C API (`mlirGetDialectHandle__model__`, `__dist__`,
+//!   `__plan__`), written here from one template;
+//! - reads the same records with TableGen and emits `blueprint.irdl.mlir`
+//!   (the dialects as IRDL, a product: stock `mlir-opt --irdl-file` reads
+//!   Blueprint IR in the generic form with it) and `ods_tables.rs` (every
+//!   op's operands, results, attributes and class, the op-kind enum, and
+//!   one Rust enum per ODS enum), so the ODS stays the one source of truth.
 //!
 //! Only the constraint classes Blueprint's ODS uses are understood; anything
 //! else is a build error naming the op and the constraint, never a silent
 //! `irdl.any`.
 
-use std::{env, fmt::Write as _, fs, path::PathBuf};
+use std::{
+    env,
+    fmt::Write as _,
+    fs,
+    path::{Path, PathBuf},
+    process::Command,
+};
 
 use tblgen::{record::Record, TableGenParser};
 
-const DIALECT_FILES: &[&str] = &["ModelOps.td", "DistOps.td", "PlanOps.td"];
+/// (dialect name, C++ prefix, ODS file).
+const DIALECTS: &[(&str, &str, &str)] = &[
+    ("model", "Model", "ModelOps.td"),
+    ("dist", "Dist", "DistOps.td"),
+    ("plan", "Plan", "PlanOps.td"),
+];
 
 fn main() {
     if let Err(message) = run() {
@@ -23,6 +40,174 @@ fn main() {
     }
 }
 
+fn run() -> Result<(), String> {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let prefix = env::var("TABLEGEN_220_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into());
+    let include = format!("{prefix}/include");
+    let dialects_dir = manifest.join("dialects");
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
+    println!("cargo:rerun-if-changed={}", dialects_dir.join("BlueprintBase.td").display());
+    // `melior::dialect!` (typed builders) reads the ODS from here.
+    println!("cargo:rustc-env=BLUEPRINT_DIALECTS_DIR={}", dialects_dir.display());
+
+    compile_dialects(&prefix, &dialects_dir, &out_dir)?;
+
+    let mut dialects = Vec::new();
+    for (name, _, file) in DIALECTS {
+        let path = dialects_dir.join(file);
+        println!("cargo:rerun-if-changed={}", path.display());
+        dialects.push(read_dialect(name, &path, &dialects_dir, &include)?);
+    }
+    let enums = read_enums(&dialects_dir.join("BlueprintBase.td"), &dialects_dir, &include)?;
+
+    fs::write(out_dir.join("blueprint.irdl.mlir"), emit_irdl(&dialects))
+        .map_err(|e| format!("writing IRDL: {e}"))?;
+    fs::write(out_dir.join("ods_tables.rs"), emit_tables(&dialects, &enums))
+        .map_err(|e| format!("writing ODS tables: {e}"))?;
+    fs::write(out_dir.join("ods_builders.rs"), emit_builders(&dialects))
+        .map_err(|e| format!("writing ODS builders: {e}"))?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// C++ from the ODS
+// ---------------------------------------------------------------------------
+
+/// Headers every generated translation unit needs before the `.inc` files.
+const CPP_PRELUDE: &str = "\
+#include \"mlir/Bytecode/BytecodeOpInterface.h\"
+#include \"mlir/CAPI/Registration.h\"
+#include \"mlir/IR/Builders.h\"
+#include \"mlir/IR/BuiltinAttributes.h\"
+#include \"mlir/IR/BuiltinTypes.h\"
+#include \"mlir/IR/Dialect.h\"
+#include \"mlir/IR/DialectImplementation.h\"
+#include \"mlir/IR/OpDefinition.h\"
+#include \"mlir/IR/OpImplementation.h\"
+#include \"mlir/IR/SymbolTable.h\"
+#include \"mlir/Interfaces/InferTypeOpInterface.h\"
+#include \"mlir/Interfaces/SideEffectInterfaces.h\"
+#include \"llvm/ADT/StringExtras.h\"
+#include \"llvm/ADT/TypeSwitch.h\"
+";
+
+fn tblgen(prefix: &str, dialects_dir: &Path, input: &Path, args: &[&str], output: &Path) -> Result<(), String> {
+    let tool = format!("{prefix}/bin/mlir-tblgen");
+    let status = Command::new(&tool)
+        .args(args)
+        .arg(format!("-I{prefix}/include"))
+        .arg(format!("-I{}", dialects_dir.display()))
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .status()
+        .map_err(|e| format!("cannot run {tool}: {e} (run tools/setup.sh)"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{tool} {} {} failed", args.join(" "), input.display()))
+    }
+}
+
+/// Generates and compiles the C++ of every dialect into one static library.
+fn compile_dialects(prefix: &str, dialects_dir: &Path, out_dir: &Path) -> Result<(), String> {
+    let gen = out_dir.join("cpp");
+    fs::create_dir_all(&gen).map_err(|e| e.to_string())?;
+    let base = dialects_dir.join("BlueprintBase.td");
+    tblgen(prefix, dialects_dir, &base, &["-gen-enum-decls"], &gen.join("BlueprintEnums.h.inc"))?;
+    tblgen(prefix, dialects_dir, &base, &["-gen-enum-defs"], &gen.join("BlueprintEnums.cpp.inc"))?;
+    let mut units = vec![gen.join("BlueprintEnums.cpp")];
+    fs::write(
+        &units[0],
+        format!("// Generated by build.rs. Do not edit.\n{CPP_PRELUDE}#include \"BlueprintEnums.h.inc\"\n#include \"BlueprintEnums.cpp.inc\"\n"),
+    )
+    .map_err(|e| e.to_string())?;
+
+    for (name, cpp, file) in DIALECTS {
+        let td = dialects_dir.join(file);
+        let dialect_flag = format!("-dialect={name}");
+        let typedef_flag = format!("-typedefs-dialect={name}");
+        let outputs = [
+            (vec!["-gen-dialect-decls", dialect_flag.as_str()], format!("{cpp}Dialect.h.inc")),
+            (vec!["-gen-dialect-defs", dialect_flag.as_str()], format!("{cpp}Dialect.cpp.inc")),
+            (vec!["-gen-op-decls"], format!("{cpp}Ops.h.inc")),
+            (vec!["-gen-op-defs"], format!("{cpp}Ops.cpp.inc")),
+            (vec!["-gen-typedef-decls", typedef_flag.as_str()], format!("{cpp}Types.h.inc")),
+            (vec!["-gen-typedef-defs", typedef_flag.as_str()], format!("{cpp}Types.cpp.inc")),
+        ];
+        for (args, output) in &outputs {
+            tblgen(prefix, dialects_dir, &td, args, &gen.join(output))?;
+        }
+        patch_segment_size_message(&gen.join(format!("{cpp}Ops.cpp.inc")))?;
+        let unit = gen.join(format!("{cpp}Dialect.cpp"));
+        fs::write(&unit, dialect_unit(name, cpp)).map_err(|e| e.to_string())?;
+        units.push(unit);
+    }
+
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .std("c++17")
+        .include(format!("{prefix}/include"))
+        .include(&gen)
+        .define("_GNU_SOURCE", None)
+        .define("__STDC_CONSTANT_MACROS", None)
+        .define("__STDC_FORMAT_MACROS", None)
+        .define("__STDC_LIMIT_MACROS", None)
+        .flag("-fno-exceptions")
+        // Parsing, verifying and printing run in this code: always optimize.
+        .opt_level(2)
+        .debug(false)
+        .warnings(false)
+        .flag("-w")
+        .files(&units);
+    build.try_compile("blueprint_dialects").map_err(|e| format!("compiling the dialects' C++: {e}"))?;
+    Ok(())
+}
+
+/// mlir-tblgen 22 drops a quote in the `operandSegmentSizes` length error
+/// of ops whose inherent attributes are not properties, which leaves C++
+/// that does not compile; put the quote back.
+fn patch_segment_size_message(path: &Path) -> Result<(), String> {
+    const BROKEN: &str = "\"'operandSegmentSizes' attribute for specifying";
+    const FIXED: &str = "\" \"'operandSegmentSizes' attribute for specifying";
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if text.contains(BROKEN) {
+        fs::write(path, text.replace(BROKEN, FIXED)).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The translation unit of one dialect: its generated declarations and
+/// definitions, the dialect's `initialize`, and its C API registration.
+fn dialect_unit(name: &str, cpp: &str) -> String {
+    let namespace = format!("blueprint::{name}");
+    format!(
+        "// Generated by build.rs from dialects/{cpp}Ops.td. Do not edit.\n\
+         {CPP_PRELUDE}\
+         #include \"BlueprintEnums.h.inc\"\n\
+         #include \"{cpp}Dialect.h.inc\"\n\
+         #define GET_TYPEDEF_CLASSES\n#include \"{cpp}Types.h.inc\"\n\
+         #define GET_OP_CLASSES\n#include \"{cpp}Ops.h.inc\"\n\n\
+         #include \"{cpp}Dialect.cpp.inc\"\n\
+         #define GET_TYPEDEF_CLASSES\n#include \"{cpp}Types.cpp.inc\"\n\
+         #define GET_OP_CLASSES\n#include \"{cpp}Ops.cpp.inc\"\n\n\
+         void {namespace}::{cpp}Dialect::initialize() {{\n\
+         \x20 addOperations<\n#define GET_OP_LIST\n#include \"{cpp}Ops.cpp.inc\"\n  >();\n\
+         #define GET_TYPEDEF_LIST\n\
+         \x20 addTypes<\n#include \"{cpp}Types.cpp.inc\"\n  >();\n\
+         }}\n\n\
+         extern \"C\" {{\nMLIR_DECLARE_CAPI_DIALECT_REGISTRATION({cpp}, {name});\n}}\n\
+         MLIR_DEFINE_CAPI_DIALECT_REGISTRATION({cpp}, {name}, {namespace}::{cpp}Dialect)\n"
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Reading the records
+// ---------------------------------------------------------------------------
+
 /// IRDL constraint of one operand or result type.
 #[derive(Clone, Debug)]
 enum TypeConstraint {
@@ -30,6 +215,16 @@ enum TypeConstraint {
     Is(String),
     Base(String),
     AnyOf(Vec<TypeConstraint>),
+}
+
+/// An ODS enum: its C++/Rust name, its cases (spelling, value) and whether
+/// it is a set of bit flags.
+#[derive(Clone, Debug, PartialEq)]
+struct EnumDef {
+    name: String,
+    summary: String,
+    cases: Vec<(String, i64)>,
+    bits: bool,
 }
 
 /// What Rust needs to know about an attribute beyond its IRDL constraint.
@@ -45,9 +240,8 @@ enum AttrKind {
     SymbolRef,
     Array,
     Unit,
-    StringEnum(Vec<String>),
-    StringEnumArray(Vec<String>),
     IntegerOrSymbolRef,
+    Enum(EnumDef),
 }
 
 struct Operand {
@@ -63,12 +257,26 @@ struct Attribute {
 }
 
 struct OpDef {
+    /// `Dist_AllReduceStart` -> `DistAllReduceStart`.
+    variant: String,
     dialect: String,
     mnemonic: String,
     summary: String,
     operands: Vec<Operand>,
     results: Vec<Operand>,
     attributes: Vec<Attribute>,
+    /// ODS base classes the Rust side asks about.
+    collective: bool,
+    communication: bool,
+    task: bool,
+    copy: bool,
+    asynchronous: bool,
+    /// Result types follow from the operands (`AllTypesMatch`).
+    inferred_results: bool,
+    /// `AttrSizedOperandSegments`.
+    operand_segments: bool,
+    /// Region names (ops with regions).
+    regions: Vec<String>,
 }
 
 struct TypeDefInfo {
@@ -83,62 +291,28 @@ struct DialectDef {
     ops: Vec<OpDef>,
 }
 
-fn run() -> Result<(), String> {
-    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
-    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
-    let prefix = env::var("TABLEGEN_220_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-22".into());
-    let include = format!("{prefix}/include");
-    let dialects_dir = manifest.join("dialects");
-    println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
-
-    let mut dialects = Vec::new();
-    for file in DIALECT_FILES {
-        let path = dialects_dir.join(file);
-        println!("cargo:rerun-if-changed={}", path.display());
-        dialects.push(read_dialect(&path, &dialects_dir, &include)?);
-    }
-    println!(
-        "cargo:rerun-if-changed={}",
-        dialects_dir.join("BlueprintBase.td").display()
-    );
-
-    fs::write(out_dir.join("blueprint.irdl.mlir"), emit_irdl(&dialects))
-        .map_err(|e| format!("writing IRDL: {e}"))?;
-    fs::write(out_dir.join("ods_tables.rs"), emit_tables(&dialects))
-        .map_err(|e| format!("writing ODS tables: {e}"))?;
-    Ok(())
-}
-
-fn read_dialect(
-    path: &std::path::Path,
-    dialects_dir: &std::path::Path,
-    include: &str,
-) -> Result<DialectDef, String> {
-    let keeper = TableGenParser::new()
+fn parse(path: &Path, dialects_dir: &Path, include: &str) -> Result<tblgen::RecordKeeper<'static>, String> {
+    TableGenParser::new()
         .add_source_file(&path.to_string_lossy())
         .add_include_directory(include)
         .add_include_directory(&dialects_dir.to_string_lossy())
         .parse()
-        .map_err(|e| format!("{}: TableGen parse failed: {e}", path.display()))?;
-    let file_name = path.file_name().unwrap_or_default().to_string_lossy().to_string();
+        .map_err(|e| format!("{}: TableGen parse failed: {e}", path.display()))
+}
 
-    // The dialect defined in this file is the one whose ops it defines; the
-    // op records of included files are not re-emitted.
-    let mut dialect: Option<DialectDef> = None;
-    for def in keeper.all_derived_definitions("Dialect") {
-        let name = def.str_value("name").map_err(|e| e.to_string())?.to_string();
-        let expected = file_name.trim_end_matches("Ops.td").to_lowercase();
-        if name == expected {
-            dialect = Some(DialectDef {
-                name,
-                summary: def.str_value("summary").unwrap_or("").to_string(),
-                types: Vec::new(),
-                ops: Vec::new(),
-            });
-        }
-    }
-    let mut dialect = dialect.ok_or_else(|| format!("{file_name}: no dialect named after the file"))?;
+fn read_dialect(name: &str, path: &Path, dialects_dir: &Path, include: &str) -> Result<DialectDef, String> {
+    let keeper = parse(path, dialects_dir, include)?;
+    let file_name = path.file_name().unwrap_or_default().to_string_lossy().to_string();
+    let mut dialect = keeper
+        .all_derived_definitions("Dialect")
+        .find(|def| def.str_value("name").ok() == Some(name))
+        .map(|def| DialectDef {
+            name: name.to_string(),
+            summary: def.str_value("summary").unwrap_or("").to_string(),
+            types: Vec::new(),
+            ops: Vec::new(),
+        })
+        .ok_or_else(|| format!("{file_name}: no dialect named '{name}'"))?;
 
     for def in keeper.all_derived_definitions("TypeDef") {
         let info = typedef_info(def)?;
@@ -161,6 +335,36 @@ fn read_dialect(
     Ok(dialect)
 }
 
+fn read_enums(path: &Path, dialects_dir: &Path, include: &str) -> Result<Vec<EnumDef>, String> {
+    let keeper = parse(path, dialects_dir, include)?;
+    let mut enums: Vec<EnumDef> = keeper
+        .all_derived_definitions("EnumAttrInfo")
+        .map(enum_def)
+        .collect::<Result<_, _>>()?;
+    enums.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(enums)
+}
+
+fn enum_def(record: Record) -> Result<EnumDef, String> {
+    let name = record.str_value("className").map_err(|e| e.to_string())?.to_string();
+    let cases = record
+        .list_of_defs_value("enumerants")
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(|case| {
+            let spelling = case.str_value("str").map_err(|e| e.to_string())?.to_string();
+            let value = case.int_value("value").map_err(|e| e.to_string())?;
+            Ok((spelling, value))
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(EnumDef {
+        name,
+        summary: record.str_value("summary").unwrap_or("").trim().to_string(),
+        cases,
+        bits: record.subclass_of("BitEnumAttr"),
+    })
+}
+
 fn typedef_info(def: Record) -> Result<TypeDefInfo, String> {
     let dialect = def
         .def_value("dialect")
@@ -173,6 +377,8 @@ fn typedef_info(def: Record) -> Result<TypeDefInfo, String> {
 fn read_op(def: Record, dialect: &str) -> Result<OpDef, String> {
     let mnemonic = def.str_value("opName").map_err(|e| e.to_string())?.to_string();
     let op_name = format!("{dialect}.{mnemonic}");
+    let record_name = def.name().map_err(|e| format!("{op_name}: {e}"))?;
+    let variant: String = record_name.strip_suffix("Op").unwrap_or(record_name).replace('_', "");
     let summary = def.str_value("summary").unwrap_or("").trim().to_string();
     let mut operands = Vec::new();
     let mut attributes = Vec::new();
@@ -196,13 +402,34 @@ fn read_op(def: Record, dialect: &str) -> Result<OpDef, String> {
             .map_err(|e| format!("{op_name}: result {name} is not a def: {e:?}"))?;
         results.push(read_value(record, &name, &op_name)?);
     }
+    let asynchronous = results
+        .iter()
+        .any(|r| matches!(&r.constraint, TypeConstraint::Base(b) if b == "@dist::@async_handle"));
+    let traits = def.list_of_defs_value("traits").map_err(|e| format!("{op_name}: traits: {e}"))?;
+    let inferred_results = traits.iter().any(|t| t.subclass_of("AllTypesMatch"));
+    let operand_segments = traits.iter().any(|t| t.name().ok() == Some("AttrSizedOperandSegments"));
+    let regions = def
+        .dag_value("regions")
+        .map_err(|e| e.to_string())?
+        .args()
+        .map(|(name, _)| name.map(str::to_string).ok_or_else(|| format!("{op_name}: unnamed region")))
+        .collect::<Result<_, _>>()?;
     Ok(OpDef {
+        variant,
         dialect: dialect.to_string(),
         mnemonic,
         summary,
         operands,
         results,
         attributes,
+        collective: def.subclass_of("Dist_CollectiveOp"),
+        communication: def.subclass_of("Dist_CommunicationOp"),
+        task: def.subclass_of("Dist_TaskOp") || def.subclass_of("Plan_TaskOp"),
+        copy: def.subclass_of("Dist_CopyOp"),
+        asynchronous,
+        inferred_results,
+        operand_segments,
+        regions,
     })
 }
 
@@ -253,18 +480,8 @@ fn read_attribute(record: Record, name: &str, op: &str) -> Result<Attribute, Str
 }
 
 fn attr_kind(record: Record, name: &str, op: &str) -> Result<AttrKind, String> {
-    if record.has_field("enumCases") {
-        let cases = record
-            .list_of_strings_value("enumCases")
-            .map_err(|e| e.to_string())?
-            .into_iter()
-            .map(str::to_string)
-            .collect();
-        return Ok(if record.subclass_of("TypedArrayAttrBase") {
-            AttrKind::StringEnumArray(cases)
-        } else {
-            AttrKind::StringEnum(cases)
-        });
+    if record.subclass_of("EnumAttrInfo") {
+        return Ok(AttrKind::Enum(enum_def(record)?));
     }
     if record.subclass_of("ConfinedAttr") {
         let base = attr_kind(record.def_value("baseAttr").map_err(|e| e.to_string())?, name, op)?;
@@ -344,11 +561,13 @@ impl IrdlBuilder {
             AttrKind::Float => self.value(base("float")),
             AttrKind::DenseI64Array => self.value(base("dense_array")),
             AttrKind::SymbolRef => self.value(base("symbol_ref")),
-            AttrKind::Array | AttrKind::StringEnumArray(_) => self.value(base("array")),
+            AttrKind::Array => self.value(base("array")),
             AttrKind::Unit => self.value(base("unit")),
-            AttrKind::StringEnum(cases) => {
+            // A set of flags is any integer; Rust checks the bits.
+            AttrKind::Enum(e) if e.bits => self.value(base("integer")),
+            AttrKind::Enum(e) => {
                 let names: Vec<String> =
-                    cases.iter().map(|c| self.value(format!("irdl.is {c:?}"))).collect();
+                    e.cases.iter().map(|(_, value)| self.value(format!("irdl.is {value} : i32"))).collect();
                 self.value(format!("irdl.any_of({})", names.join(", ")))
             }
             AttrKind::IntegerOrSymbolRef => {
@@ -363,7 +582,7 @@ impl IrdlBuilder {
 fn emit_irdl(dialects: &[DialectDef]) -> String {
     let mut out = String::from(
         "// Generated by Blueprint's build.rs from dialects/*.td. Do not edit.\n\
-         // Load with `mlir-opt --irdl-file=<this file>`.\n",
+         // Load with `mlir-opt --irdl-file=<this file>`; it reads Blueprint IR in the generic form.\n",
     );
     for dialect in dialects {
         let _ = writeln!(out, "irdl.dialect @{} {{", dialect.name);
@@ -419,8 +638,20 @@ fn variadic_prefix(operand: &Operand) -> &'static str {
 // Rust table emission
 // ---------------------------------------------------------------------------
 
-fn emit_tables(dialects: &[DialectDef]) -> String {
+fn camel(spelling: &str) -> String {
+    spelling
+        .split('_')
+        .map(|part| {
+            let mut chars = part.chars();
+            chars.next().map_or_else(String::new, |c| c.to_ascii_uppercase().to_string() + chars.as_str())
+        })
+        .collect()
+}
+
+fn emit_tables(dialects: &[DialectDef], enums: &[EnumDef]) -> String {
     let mut out = String::from("// Generated by build.rs from dialects/*.td. Do not edit.\n\n");
+    emit_enums(&mut out, enums);
+    emit_op_kinds(&mut out, dialects);
     out.push_str("pub static DIALECTS: &[DialectSpec] = &[\n");
     for dialect in dialects {
         let _ = writeln!(
@@ -431,9 +662,10 @@ fn emit_tables(dialects: &[DialectDef]) -> String {
         for op in &dialect.ops {
             let _ = writeln!(
                 out,
-                "        OpSpec {{ name: \"{}.{}\", summary: {:?}, operands: &[{}], results: &[{}], attributes: &[",
+                "        OpSpec {{ name: \"{}.{}\", kind: OpKind::{}, summary: {:?}, operands: &[{}], results: &[{}], attributes: &[",
                 op.dialect,
                 op.mnemonic,
+                op.variant,
                 op.summary,
                 op.operands.iter().map(value_spec).collect::<Vec<_>>().join(", "),
                 op.results.iter().map(value_spec).collect::<Vec<_>>().join(", "),
@@ -453,6 +685,114 @@ fn emit_tables(dialects: &[DialectDef]) -> String {
     }
     out.push_str("];\n");
     out
+}
+
+/// One Rust enum per ODS `I32EnumAttr` (spellings and values from the ODS),
+/// and flag constants for bit enums.
+fn emit_enums(out: &mut String, enums: &[EnumDef]) {
+    for e in enums {
+        let name = &e.name;
+        if e.bits {
+            let _ = writeln!(out, "/// ODS bit enum `{name}` ({}): flag values by spelling.", e.summary);
+            let _ = writeln!(out, "pub const {}_FLAGS: &[(&str, i64)] = &[", name.to_uppercase());
+            for (spelling, value) in &e.cases {
+                if *value != 0 {
+                    let _ = writeln!(out, "    ({spelling:?}, {value}),");
+                }
+            }
+            out.push_str("];\n\n");
+            continue;
+        }
+        let _ = writeln!(out, "/// ODS enum `{name}`: {}.", e.summary);
+        out.push_str("#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]\n");
+        let _ = writeln!(out, "pub enum {name} {{");
+        for (spelling, value) in &e.cases {
+            let _ = writeln!(out, "    /// `{spelling}`\n    {} = {value},", camel(spelling));
+        }
+        out.push_str("}\n\n");
+        let _ = writeln!(out, "impl {name} {{");
+        let _ = writeln!(out, "    /// Every case, in value order.");
+        let _ = writeln!(
+            out,
+            "    pub const ALL: [Self; {}] = [{}];",
+            e.cases.len(),
+            e.cases.iter().map(|(s, _)| format!("Self::{}", camel(s))).collect::<Vec<_>>().join(", ")
+        );
+        out.push_str("    /// The case's spelling in the custom form (and in specs).\n    #[must_use]\n    pub const fn name(self) -> &'static str {\n        match self {\n");
+        for (spelling, _) in &e.cases {
+            let _ = writeln!(out, "            Self::{} => {spelling:?},", camel(spelling));
+        }
+        out.push_str("        }\n    }\n\n");
+        out.push_str("    /// The case's value in the generic form.\n    #[must_use]\n    pub const fn value(self) -> i64 {\n        self as i64\n    }\n\n");
+        out.push_str("    #[must_use]\n    pub fn from_value(value: i64) -> Option<Self> {\n        Self::ALL.into_iter().find(|c| c.value() == value)\n    }\n\n");
+        out.push_str("    #[must_use]\n    pub fn from_name(name: &str) -> Option<Self> {\n        Self::ALL.into_iter().find(|c| c.name() == name)\n    }\n}\n\n");
+        let _ = writeln!(out, "impl std::fmt::Display for {name} {{\n    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {{\n        f.write_str(self.name())\n    }}\n}}\n");
+        let _ = writeln!(out, "impl OdsEnum for {name} {{\n    fn from_value(value: i64) -> Option<Self> {{\n        Self::from_value(value)\n    }}\n\n    fn name(self) -> &'static str {{\n        self.name()\n    }}\n}}\n");
+        let _ = writeln!(
+            out,
+            "/// The ODS description of `{name}` for the verifiers.\npub static {}_ENUM: EnumSpec = EnumSpec {{ name: {name:?}, cases: &[{}], bits: false }};\n",
+            name.to_uppercase(),
+            e.cases.iter().map(|(s, v)| format!("({s:?}, {v})")).collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+/// The op-kind enum: one variant per op, with the classes the ODS puts it
+/// in and its sync/async pair, so matches over op kinds are exhaustive.
+fn emit_op_kinds(out: &mut String, dialects: &[DialectDef]) {
+    let ops: Vec<&OpDef> = dialects.iter().flat_map(|d| &d.ops).collect();
+    out.push_str("/// Every op of Blueprint's dialects.\n#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\npub enum OpKind {\n");
+    for op in &ops {
+        let _ = writeln!(out, "    /// `{}.{}`: {}\n    {},", op.dialect, op.mnemonic, op.summary, op.variant);
+    }
+    out.push_str("}\n\nimpl OpKind {\n    /// Every op kind, in table order.\n");
+    let _ = writeln!(
+        out,
+        "    pub const ALL: [Self; {}] = [{}];\n",
+        ops.len(),
+        ops.iter().map(|op| format!("Self::{}", op.variant)).collect::<Vec<_>>().join(", ")
+    );
+    out.push_str("    /// The full op name, `dialect.mnemonic`.\n    #[must_use]\n    pub const fn name(self) -> &'static str {\n        match self {\n");
+    for op in &ops {
+        let _ = writeln!(out, "            Self::{} => \"{}.{}\",", op.variant, op.dialect, op.mnemonic);
+    }
+    out.push_str("        }\n    }\n\n    /// The kind of an op name.\n    #[must_use]\n    pub fn from_name(name: &str) -> Option<Self> {\n        match name {\n");
+    for op in &ops {
+        let _ = writeln!(out, "            \"{}.{}\" => Some(Self::{}),", op.dialect, op.mnemonic, op.variant);
+    }
+    out.push_str("            _ => None,\n        }\n    }\n\n");
+    let flag = |out: &mut String, name: &str, doc: &str, pick: &dyn Fn(&OpDef) -> bool| {
+        let members: Vec<String> = ops.iter().filter(|op| pick(op)).map(|op| format!("Self::{}", op.variant)).collect();
+        let _ = writeln!(out, "    /// {doc}\n    #[must_use]\n    pub const fn {name}(self) -> bool {{");
+        if members.is_empty() {
+            out.push_str("        false\n    }\n\n");
+        } else {
+            let _ = writeln!(out, "        matches!(self, {})\n    }}\n", members.join(" | "));
+        }
+    };
+    flag(out, "is_collective", "One of the five collectives (ODS class `Dist_CollectiveOp`), sync or async.", &|op| op.collective);
+    flag(out, "is_communication", "A collective or point-to-point transfer (ODS class `Dist_CommunicationOp`).", &|op| op.communication);
+    flag(out, "is_task", "A task of the dist or plan layer (ODS classes `Dist_TaskOp`, `Plan_TaskOp`).", &|op| op.task);
+    flag(out, "is_copy", "A redistribution copy (ODS class `Dist_CopyOp`).", &|op| op.copy);
+    flag(out, "is_async", "Returns an `!dist.async_handle` that a `dist.wait` completes.", &|op| op.asynchronous);
+    // Sync/async pairs: `x` and `x_start`.
+    out.push_str("    /// The `_start` form of a synchronous communication.\n    #[must_use]\n    pub const fn async_form(self) -> Option<Self> {\n        match self {\n");
+    for op in &ops {
+        let start = format!("{}_start", op.mnemonic);
+        if let Some(pair) = ops.iter().find(|o| o.dialect == op.dialect && o.mnemonic == start) {
+            let _ = writeln!(out, "            Self::{} => Some(Self::{}),", op.variant, pair.variant);
+        }
+    }
+    out.push_str("            _ => None,\n        }\n    }\n\n");
+    out.push_str("    /// The synchronous form of a `_start` op.\n    #[must_use]\n    pub const fn sync_form(self) -> Option<Self> {\n        match self {\n");
+    for op in &ops {
+        if let Some(base) = op.mnemonic.strip_suffix("_start") {
+            if let Some(pair) = ops.iter().find(|o| o.dialect == op.dialect && o.mnemonic == base) {
+                let _ = writeln!(out, "            Self::{} => Some(Self::{}),", op.variant, pair.variant);
+            }
+        }
+    }
+    out.push_str("            _ => None,\n        }\n    }\n}\n\n");
 }
 
 fn value_spec(operand: &Operand) -> String {
@@ -477,7 +817,121 @@ fn kind_expr(kind: &AttrKind) -> String {
         AttrKind::Array => "AttrKind::Array".into(),
         AttrKind::Unit => "AttrKind::Unit".into(),
         AttrKind::IntegerOrSymbolRef => "AttrKind::IntegerOrSymbolRef".into(),
-        AttrKind::StringEnum(cases) => format!("AttrKind::StringEnum(&{cases:?})"),
-        AttrKind::StringEnumArray(cases) => format!("AttrKind::StringEnumArray(&{cases:?})"),
+        AttrKind::Enum(e) if e.bits => format!(
+            "AttrKind::Enum(&EnumSpec {{ name: {:?}, cases: &[{}], bits: true }})",
+            e.name,
+            e.cases.iter().map(|(s, v)| format!("({s:?}, {v})")).collect::<Vec<_>>().join(", ")
+        ),
+        AttrKind::Enum(e) => format!("AttrKind::Enum(&{}_ENUM)", e.name.to_uppercase()),
     }
+}
+
+// ---------------------------------------------------------------------------
+// Typed builders
+// ---------------------------------------------------------------------------
+
+/// The Rust field type of an attribute and the expression turning field
+/// `f` into an `Attribute` with builder `b`.
+fn attribute_field(kind: &AttrKind) -> (String, String) {
+    let conversion = |expr: &str| expr.to_string();
+    match kind {
+        AttrKind::String => ("&'a str".into(), conversion("b.string(f)")),
+        AttrKind::SymbolRef => ("&'a str".into(), conversion("b.symbol(f)")),
+        AttrKind::Integer => ("i64".into(), conversion("b.i64(f)")),
+        AttrKind::NonNegativeInteger | AttrKind::PositiveInteger | AttrKind::PowerOfTwoInteger => {
+            ("u64".into(), conversion("b.count(f)"))
+        }
+        AttrKind::Float => ("f64".into(), conversion("b.f64(f)")),
+        AttrKind::DenseI64Array => ("&'a [i64]".into(), conversion("b.i64_array(f)")),
+        AttrKind::Unit => ("bool".into(), conversion("b.unit()")),
+        AttrKind::Enum(e) if e.bits => ("i64".into(), conversion("b.enum_case(f)")),
+        AttrKind::Enum(e) => (format!("crate::ods::{}", e.name), conversion("b.enum_case(f.value())")),
+        AttrKind::Array | AttrKind::IntegerOrSymbolRef => ("::melior::ir::Attribute<'c>".into(), conversion("f")),
+    }
+}
+
+fn emit_builders(dialects: &[DialectDef]) -> String {
+    let mut out = String::from("// Generated by build.rs from dialects/*.td. Do not edit.\n\n");
+    for dialect in dialects {
+        let _ = writeln!(out, "/// Typed builders of the `{}` dialect.\npub mod {} {{\n", dialect.name, dialect.name);
+        for op in &dialect.ops {
+            emit_builder(&mut out, op);
+        }
+        out.push_str("}\n\n");
+    }
+    out
+}
+
+fn emit_builder(out: &mut String, op: &OpDef) {
+    let name = op.variant.strip_prefix(&camel(&op.dialect)).unwrap_or(&op.variant).to_string();
+    let full = format!("{}.{}", op.dialect, op.mnemonic);
+    let _ = writeln!(out, "    /// Builds `{full}`: {}", op.summary);
+    let _ = writeln!(out, "    #[derive(Clone, Copy)]\n    pub struct {name}<'a, 'c> {{");
+    for operand in &op.operands {
+        let ty = match operand.variadicity {
+            "variadic" => "&'a [::melior::ir::Value<'c, 'a>]",
+            "optional" => "Option<::melior::ir::Value<'c, 'a>>",
+            _ => "::melior::ir::Value<'c, 'a>",
+        };
+        let _ = writeln!(out, "        pub {}: {ty},", operand.name);
+    }
+    for attr in &op.attributes {
+        let (ty, _) = attribute_field(&attr.kind);
+        let ty = if attr.optional || attr.kind == AttrKind::Unit { format!("Option<{ty}>") } else { ty };
+        let ty = if attr.kind == AttrKind::Unit { "bool".to_string() } else { ty };
+        let _ = writeln!(out, "        pub {}: {ty},", attr.name);
+    }
+    if !op.inferred_results && !op.results.is_empty() {
+        out.push_str("        /// Result types, in order (variadic and optional results spread out).\n        pub results: &'a [::melior::ir::Type<'c>],\n");
+    }
+    out.push_str("        pub _marker: std::marker::PhantomData<(&'a (), &'c ())>,\n    }\n\n");
+    let _ = writeln!(out, "    impl<'a, 'c> {name}<'a, 'c> {{");
+    let _ = writeln!(out, "        /// The op, not yet inserted anywhere.\n        ///\n        /// # Errors\n        /// When MLIR cannot create it (result types that cannot be inferred).");
+    let regions = if op.regions.is_empty() { "" } else { ", regions: Vec<::melior::ir::Region<'c>>" };
+    out.push_str("        #[allow(unused_mut, unused_variables)]\n");
+    let _ = writeln!(out, "        pub fn build(&self, b: &crate::dialects::Builder<'c>, location: ::melior::ir::Location<'c>{regions}) -> Result<::melior::ir::Operation<'c>, crate::dialects::BuildError> {{");
+    let _ = writeln!(out, "            let mut operands: Vec<::melior::ir::Value<'c, 'a>> = Vec::new();");
+    if op.operand_segments {
+        out.push_str("            let mut segments: Vec<i32> = Vec::new();\n");
+    }
+    for operand in &op.operands {
+        let push = match operand.variadicity {
+            "variadic" => format!("operands.extend_from_slice(self.{0}); let n = self.{0}.len();", operand.name),
+            "optional" => format!("let n = usize::from(self.{0}.is_some()); operands.extend(self.{0});", operand.name),
+            _ => format!("operands.push(self.{0}); let n = 1usize;", operand.name),
+        };
+        let _ = writeln!(out, "            {{ {push}");
+        if op.operand_segments {
+            out.push_str("              segments.push(i32::try_from(n).unwrap_or(i32::MAX)); }\n");
+        } else {
+            out.push_str("              let _ = n; }\n");
+        }
+    }
+    out.push_str("            let mut attributes: Vec<(::melior::ir::Identifier<'c>, ::melior::ir::Attribute<'c>)> = Vec::new();\n");
+    for attr in &op.attributes {
+        let (_, convert) = attribute_field(&attr.kind);
+        if attr.kind == AttrKind::Unit {
+            let _ = writeln!(out, "            if self.{} {{ attributes.push((b.identifier({:?}), b.unit())); }}", attr.name, attr.name);
+        } else if attr.optional {
+            let _ = writeln!(out, "            if let Some(f) = self.{} {{ attributes.push((b.identifier({:?}), {convert})); }}", attr.name, attr.name);
+        } else {
+            let _ = writeln!(out, "            {{ let f = self.{}; attributes.push((b.identifier({:?}), {convert})); }}", attr.name, attr.name);
+        }
+    }
+    if op.operand_segments {
+        out.push_str("            attributes.push((b.identifier(\"operandSegmentSizes\"), b.i32_array(&segments)));\n");
+    }
+    let _ = writeln!(out, "            let builder = ::melior::ir::operation::OperationBuilder::new({full:?}, location).add_operands(&operands).add_attributes(&attributes);");
+    if !op.regions.is_empty() {
+        out.push_str("            let builder = builder.add_regions_vec(regions);\n");
+    }
+    if op.inferred_results {
+        // `AllTypesMatch<["input", "result"]>`: the data result has the
+        // input's type (after the handle of an async form).
+        let handle = if op.asynchronous { "b.async_handle(), " } else { "" };
+        let _ = writeln!(out, "            let builder = builder.add_results(&[{handle}::melior::ir::ValueLike::r#type(&self.input)]);");
+    } else if !op.results.is_empty() {
+        out.push_str("            let builder = builder.add_results(self.results);\n");
+    }
+    let _ = writeln!(out, "            builder.build().map_err(|_| crate::dialects::BuildError {{ op: {full:?} }})\n        }}\n    }}\n");
 }

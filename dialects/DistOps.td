@@ -15,19 +15,33 @@ include "BlueprintBase.td"
 
 def Dist_Dialect : Dialect {
   let name = "dist";
+  // Inherent attributes stay attributes (not properties), so the generic
+  // form is `{...}`, which the IRDL form of the dialect (stock
+  // `mlir-opt --irdl-file`) reads.
+  let usePropertiesForAttributes = 0;
   let cppNamespace = "::blueprint::dist";
   let summary = "DistributedTaskIR: a logical distributed program over a mesh";
+  let useDefaultTypePrinterParser = 1;
   let description = [{
     A `dist` program lives in a module with one `dist.header` (schema and
     the digest of the ModelIR it came from) and one or more `dist.mesh`
     symbols. Tasks are ops whose kinds are mutually exclusive: local compute
     (`dist.compute`), the five collectives, point-to-point (`dist.p2p`),
     reshard and control. Dependencies are SSA operands (tensors or
-    `!dist.token`s), so the task graph is a DAG by construction. IRDL binds
-    one type per variadic group, so the `deps` of one compute or control
-    task share one type: a `dist.control` over one tensor turns it into a
-    token to mix with others. Every task
-    carries `lineage`: the id of the ModelIR op or value it came from.
+    `!dist.token`s), so the task graph is a DAG by construction. The `deps`
+    of one compute or control task share one type (the IRDL form binds one
+    type per variadic group): a `dist.control` over one tensor turns it into
+    a token to mix with others. Every task carries `lineage`: the id of the
+    ModelIR op or value it came from.
+
+    Which ranks run a task: all of the mesh, the ranks of a `slice` (one
+    coordinate per mesh axis, `-1` for every coordinate of that axis), or an
+    explicit `ranks` list. A collective's groups are an explicit list of
+    `participants` (one group), or the mesh `axes` it spans: one group per
+    combination of the other coordinates within the slice, so no rank list
+    grows with the mesh. A point-to-point transfer names two ranks, or two
+    coordinates `along` one axis (every rank of the slice with the source
+    coordinate sends to the rank that differs only in that coordinate).
 
     Communication can be asynchronous in the manner of IMEX's distruntime:
     a `*_start` op (and the two redistribution copies) returns an
@@ -54,16 +68,35 @@ def Dist_Token : TypeDef<Dist_Dialect, "Token"> {
   }];
 }
 
-def Dist_Engine : Blueprint_StrEnumAttr<"engine class", ["matrix", "vector"]>;
-
 def Dist_TeamAttr : AnyAttrOf<[I64Attr, FlatSymbolRefAttr]>;
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>
     : Op<Dist_Dialect, mnemonic, traits>;
 
+// An op naming a mesh with `mesh = @m`; MLIR checks that the symbol is a
+// `dist.mesh` (the Rust verifier checks the mesh's own rules).
+class Dist_MeshUserOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, !listconcat(traits, [DeclareOpInterfaceMethods<SymbolUserOpInterface>])> {
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::verifySymbolUses(::mlir::SymbolTableCollection &symbolTable) {
+      if (!symbolTable.lookupNearestSymbolFrom<::blueprint::dist::MeshOp>(*this, getMeshAttr()))
+        return emitOpError("'mesh' @") << getMesh() << " does not name a 'dist.mesh'";
+      return ::mlir::success();
+    }
+  }];
+}
+
+// Tasks do work, move data or order other tasks: never erased or merged.
+class Dist_TaskOp<string mnemonic, list<Trait> traits = []>
+    : Dist_MeshUserOp<mnemonic, !listconcat(traits, [Blueprint_TaskEffects])>;
+
 // Attributes shared by every task.
 defvar Dist_TaskAttrs = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh,
                              Blueprint_Phase:$phase, StrAttr:$lineage);
+// The ranks of a task, when not the whole mesh.
+defvar Dist_Placement = (ins OptionalAttr<DenseI64ArrayAttr>:$slice,
+                             OptionalAttr<DenseI64ArrayAttr>:$ranks);
+defvar Dist_PlacementFormat = "(`slice` $slice^)? (`ranks` $ranks^)?";
 
 //===----------------------------------------------------------------------===//
 // Program structure
@@ -72,19 +105,19 @@ defvar Dist_TaskAttrs = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh,
 def Dist_HeaderOp : Dist_Op<"header"> {
   let summary = "Schema and source digest of the distributed program";
   let description = [{
-    Exactly one per module that holds `dist` ops. `model_digest` is the
-    digest of the ModelIR the program was derived from.
+    Exactly one per module that holds `dist` ops. `model` is the digest of
+    the ModelIR the program was derived from.
 
     ```mlir
-    "dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0",
-                     model_digest = "sha256:..."} : () -> ()
+    dist.header schema "blueprint.dist" version "1.0" model "sha256:..."
     ```
   }];
   let arguments = (ins StrAttr:$schema_name, StrAttr:$schema_version,
                        StrAttr:$model_digest);
+  let assemblyFormat = "`schema` $schema_name `version` $schema_version `model` $model_digest attr-dict";
 }
 
-def Dist_MeshOp : Dist_Op<"mesh"> {
+def Dist_MeshOp : Dist_Op<"mesh", [Symbol]> {
   let summary = "A logical mesh of virtual ranks with named axes";
   let description = [{
     A symbol naming a Cartesian rank space. Ranks are numbered row-major
@@ -92,135 +125,132 @@ def Dist_MeshOp : Dist_Op<"mesh"> {
     names are unique and sizes positive.
 
     ```mlir
-    "dist.mesh"() {sym_name = "tp", axes = ["tp"], shape = array<i64: 8>} : () -> ()
+    dist.mesh @tp(axes = ["tp"], shape = [8])
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, StrArrayAttr:$axes,
                        DenseI64ArrayAttr:$shape);
+  let assemblyFormat = "$sym_name `(` `axes` `=` $axes `,` `shape` `=` $shape `)` attr-dict";
 }
 
-def Dist_ValueOp : Dist_Op<"value"> {
+def Dist_ValueOp : Dist_MeshUserOp<"value"> {
   let summary = "A distributed boundary value with its sharding";
   let description = [{
     Introduces a value entering the program, with its logical (global)
-    tensor type and its sharding over a mesh: `split_axes` has one list of
-    mesh axes per tensor dimension; mesh axes that split nothing replicate.
+    tensor type and its sharding over a mesh: `split` has one list of mesh
+    axes per tensor dimension; mesh axes that split nothing replicate.
     `owners`, when present, restricts the ranks that hold it. `lineage`
     names the ModelIR value it specialises.
 
     ```mlir
-    %x = "dist.value"() {id = "x", mesh = @tp, split_axes = [[], ["tp"], []],
-                         lineage = "block.in"} : () -> tensor<4x2048x6144xf16>
+    %x = dist.value "x" on @tp split [[], ["tp"], []] {lineage = "block.in"} : tensor<4x2048x6144xf16>
     ```
   }];
   let arguments = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh,
                        Blueprint_SplitAxesAttr:$split_axes, StrAttr:$lineage,
                        OptionalAttr<DenseI64ArrayAttr>:$owners);
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$id `on` $mesh `split` $split_axes (`owners` $owners^)? attr-dict `:` type($result)";
 }
 
-def Dist_OutputOp : Dist_Op<"output"> {
+def Dist_OutputOp : Dist_MeshUserOp<"output"> {
   let summary = "A distributed boundary output with its sharding";
   let description = [{
     ```mlir
-    "dist.output"(%y) {id = "y", mesh = @tp, split_axes = [[], [], []],
-                       lineage = "block.out"} : (tensor<4x2048x6144xf16>) -> ()
+    dist.output %y "y" on @tp split [[], [], []] {lineage = "block.out"} : tensor<4x2048x6144xf16>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$value, StrAttr:$id,
                        FlatSymbolRefAttr:$mesh,
                        Blueprint_SplitAxesAttr:$split_axes, StrAttr:$lineage);
+  let assemblyFormat = "$value $id `on` $mesh `split` $split_axes attr-dict `:` type($value)";
 }
 
-def Dist_MemoryKind : Blueprint_StrEnumAttr<"class of per-rank state",
-    ["weight", "activation_working", "activation_storage", "activation_checkpoint",
-     "weight_gradient", "weight_gradient_unsharded", "activation_gradient",
-     "optimizer_state", "kv_cache"]>;
-
-def Dist_MemoryOp : Dist_Op<"memory"> {
+def Dist_MemoryOp : Dist_MeshUserOp<"memory"> {
   let summary = "Per-rank memory one class of state needs";
   let description = [{
-    Aggregate memory facts of the program: `bytes` each rank of `mesh`
-    needs for one class of state (weights, activations kept for the
-    backward pass, gradients, optimizer state, KV cache, ...). Planning turns
-    each into a buffer of exactly that size. State sharded over a group
-    (the distributed optimizer's gradients and state over DP) gives the
-    group's total in `bytes` and the group size in `shared_by`: each rank
-    holds `bytes / shared_by`, which need not be a whole number.
+    Aggregate memory facts of the program: `bytes` each rank of the mesh
+    (or of the `slice`) needs for one class of state (weights, activations
+    kept for the backward pass, gradients, optimizer state, KV cache, ...).
+    Planning turns each into a buffer of exactly that size. State sharded
+    over a group (the distributed optimizer's gradients and state over DP)
+    gives the group's total in `bytes` and the group size in `shared_by`:
+    each rank holds `bytes / shared_by`, which need not be a whole number.
 
     ```mlir
-    "dist.memory"() {id = "mem.weight", mesh = @tp, kind = "weight",
-                     bytes = 113295360 : i64, lineage = "block"} : () -> ()
+    dist.memory "mem.weight" on @tp weight = 113295360 {lineage = "block"}
+    dist.memory "mem.optimizer_state" on @world slice [-1, 0, -1] optimizer_state = 679477248 shared_by = 12 {lineage = "block"}
     ```
   }];
-  let arguments = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh, Dist_MemoryKind:$kind,
+  let arguments = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh, Blueprint_MemoryKind:$kind,
                        Blueprint_Count:$bytes, StrAttr:$lineage,
-                       OptionalAttr<Blueprint_PositiveCount>:$shared_by);
+                       OptionalAttr<Blueprint_PositiveCount>:$shared_by,
+                       OptionalAttr<DenseI64ArrayAttr>:$slice);
+  let assemblyFormat = "$id `on` $mesh (`slice` $slice^)? $kind `=` $bytes (`shared_by` `=` $shared_by^)? attr-dict";
 }
 
 //===----------------------------------------------------------------------===//
 // Task bodies: local compute, reshard, control
 //===----------------------------------------------------------------------===//
 
-def Dist_ComputeOp : Dist_Op<"compute"> {
+def Dist_ComputeOp : Dist_TaskOp<"compute"> {
   let summary = "Local compute executed independently on the mesh's ranks";
   let description = [{
-    One primitive invocation on every rank of the mesh (or the `ranks`
-    subset), with its exact per-rank work: `ops` operations, `read_bytes`
-    and `write_bytes`. `engine` is the abstract engine class, `primitive`
-    names the primitive. The task's completion is its token; a task that
-    produces a boundary value (such as the block output at the forward
-    terminal) also returns it as `value`. Work split evenly over a group of
-    `shared_by` ranks (a sharded optimizer step) states the group's totals;
-    each rank does `1/shared_by` of them.
+    One primitive invocation on every rank of the mesh (or of the `slice`,
+    or the `ranks` subset), with its exact per-rank work: `ops` operations,
+    `read` and `write` bytes. The engine class and the primitive follow the
+    phase. The task's completion is its token; a task that produces a
+    boundary value (such as the block output at the forward terminal) also
+    returns it as `value`. Work split evenly over a group of `shared_by`
+    ranks (a sharded optimizer step) states the group's totals; each rank
+    does `1/shared_by` of them.
 
     ```mlir
-    %t = "dist.compute"(%x) {id = "fw.qkv", mesh = @tp, phase = "forward",
-           engine = "matrix", primitive = "matmul", ops = 120795955200 : i64,
-           read_bytes = 125829120 : i64, write_bytes = 37748736 : i64,
-           lineage = "attn.qkv"} : (tensor<4x2048x6144xf16>) -> !dist.token
+    %t = dist.compute "fw.qkv" on @tp phase = forward matrix matmul(%x : tensor<4x2048x6144xf16>)
+           ops = 120795955200 read = 125829120 write = 37748736 {lineage = "attn.qkv"} : !dist.token
     ```
   }];
   let arguments = !con((ins Variadic<AnyType>:$deps), Dist_TaskAttrs,
-                       (ins Dist_Engine:$engine, StrAttr:$primitive,
+                       (ins Blueprint_Engine:$engine, Blueprint_Primitive:$primitive,
                             Blueprint_Count:$ops, Blueprint_Count:$read_bytes,
                             Blueprint_Count:$write_bytes,
-                            OptionalAttr<DenseI64ArrayAttr>:$ranks,
-                            OptionalAttr<Blueprint_PositiveCount>:$shared_by));
+                            OptionalAttr<Blueprint_PositiveCount>:$shared_by),
+                       Dist_Placement);
   let results = (outs Dist_Token:$token, Optional<AnyRankedTensor>:$value);
+  let assemblyFormat = !strconcat("$id `on` $mesh ", Dist_PlacementFormat, " `phase` `=` $phase $engine $primitive (`(` $deps^ `:` type($deps) `)`)?", " `ops` `=` $ops `read` `=` $read_bytes `write` `=` $write_bytes", " (`shared_by` `=` $shared_by^)? attr-dict `:` type(results)");
 }
 
-def Dist_ReshardOp : Dist_Op<"reshard"> {
+def Dist_ReshardOp : Dist_TaskOp<"reshard", [AllTypesMatch<["input", "result"]>]> {
   let summary = "Change the sharding of a value";
   let description = [{
     Moves a value from one sharding to another over the same mesh; the
     logical tensor type does not change.
 
     ```mlir
-    %y = "dist.reshard"(%x) {id = "rs0", mesh = @tp, phase = "forward",
-           from_split_axes = [["tp"], []], to_split_axes = [[], []],
-           lineage = "x"} : (tensor<2048x6144xf16>) -> tensor<2048x6144xf16>
+    %y = dist.reshard %x "rs0" on @tp phase = forward from [["tp"], []] to [[], []] {lineage = "x"} : tensor<2048x6144xf16>
     ```
   }];
   let arguments = !con((ins AnyRankedTensor:$input), Dist_TaskAttrs,
                        (ins Blueprint_SplitAxesAttr:$from_split_axes,
                             Blueprint_SplitAxesAttr:$to_split_axes));
   let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = !strconcat("$input $id `on` $mesh `phase` `=` $phase `from` $from_split_axes", " `to` $to_split_axes attr-dict `:` type($input)");
 }
 
-def Dist_ControlOp : Dist_Op<"control"> {
+def Dist_ControlOp : Dist_MeshUserOp<"control", [Pure]> {
   let summary = "Dependency-only coordination task";
   let description = [{
-    Joins its dependencies into one token; does no work and moves no data.
-    Over a single tensor it turns that value into a token.
+    Joins its dependencies into one token; does no work and moves no data,
+    so it has no effects (an unused join may be erased). Over a single
+    tensor it turns that value into a token.
 
     ```mlir
-    %t = "dist.control"(%a, %b) {id = "stage.fw_done", mesh = @tp,
-           phase = "forward", lineage = "block"} : (!dist.token, !dist.token) -> !dist.token
+    %t = dist.control "stage.fw_done" on @tp phase = forward(%a, %b : !dist.token, !dist.token) {lineage = "block"}
     ```
   }];
   let arguments = !con((ins Variadic<AnyType>:$deps), Dist_TaskAttrs);
   let results = (outs Dist_Token:$token);
+  let assemblyFormat = "$id `on` $mesh `phase` `=` $phase (`(` $deps^ `:` type($deps) `)`)? attr-dict";
 }
 
 //===----------------------------------------------------------------------===//
@@ -228,149 +258,200 @@ def Dist_ControlOp : Dist_Op<"control"> {
 //===----------------------------------------------------------------------===//
 
 // `input` is the value communicated (a tensor, or a token for facts-only
-// programs); `deps` are extra ordering dependencies.
-// Local work a communication does on each rank (reduction operations and
-// bytes it reads and writes, default 0), and the mesh axes whose ranks the
-// participants are (the group the collective claims).
+// programs); `deps` are extra ordering dependencies. Local work a
+// communication does on each rank (reduction operations and bytes it reads
+// and writes) defaults to 0.
 defvar Dist_CommLocalWork = (ins OptionalAttr<Blueprint_Count>:$ops,
                                  OptionalAttr<Blueprint_Count>:$read_bytes,
-                                 OptionalAttr<Blueprint_Count>:$write_bytes,
-                                 OptionalAttr<StrArrayAttr>:$mesh_axes);
+                                 OptionalAttr<Blueprint_Count>:$write_bytes);
 
-class Dist_CommOp<string mnemonic, dag extra, bit isAsync>
-    : Dist_Op<!if(isAsync, mnemonic # "_start", mnemonic)> {
-  let arguments = !con((ins AnyType:$input, Variadic<Dist_Token>:$deps),
-                       Dist_TaskAttrs, (ins Blueprint_Count:$message_bytes), extra,
-                       Dist_CommLocalWork);
-  let results = !if(isAsync, (outs Dist_AsyncHandle:$handle, AnyType:$result),
-                             (outs AnyType:$result));
+// Every collective and point-to-point transfer, sync or async.
+class Dist_CommunicationOp<string mnemonic, list<Trait> traits = []>
+    : Dist_TaskOp<mnemonic, traits>;
+
+// The five collectives, sync or async: `participants` or mesh `axes` name
+// the groups.
+class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
+    : Dist_CommunicationOp<mnemonic, traits>;
+
+// Whether the result type is the input type (inferred), or both are spelled.
+class Dist_CommTypes<bit sameType> {
+  list<Trait> traits = !if(sameType, [AllTypesMatch<["input", "result"]>], []);
+  string format = !if(sameType, "type($input)", "type($input) `->` type($result)");
 }
 
-multiclass Dist_Comm<string mnemonic, string summary_, string doc, dag extra> {
-  def "" : Dist_CommOp<mnemonic, extra, 0> {
+class Dist_CommArguments<dag extra> {
+  dag value = !con((ins AnyType:$input, Variadic<Dist_Token>:$deps),
+                   Dist_TaskAttrs, (ins Blueprint_Count:$message_bytes), extra,
+                   Dist_CommLocalWork);
+}
+defvar Dist_DepsFormat = "(`after` `(` $deps^ `)`)?";
+
+class Dist_AsyncStartFormDoc<string mnemonic> {
+  string value = "\n    The `_start` form begins the communication and returns an async handle\n"
+      # "    with the result; the result may be used only after `dist.wait` on the\n"
+      # "    handle:\n\n    ```mlir\n    %h, %y = dist." # mnemonic # "_start %x ... : tensor<...>\n"
+      # "    dist.wait %h\n    ```\n";
+}
+
+// A collective and its `_start` form. `extra` are the kind's own
+// attributes, `extraFormat` where they appear.
+multiclass Dist_Collective<string mnemonic, string summary_, string doc, dag extra,
+                           string extraFormat, bit sameType> {
+  defvar types = Dist_CommTypes<sameType>;
+  defvar fmt = !strconcat("$input ", Dist_DepsFormat, " `on` $mesh ", Dist_PlacementFormat, " (`over` $participants^)? (`axes` $mesh_axes^)? ", extraFormat, " `phase` `=` $phase `bytes` `=` $message_bytes attr-dict `:` ", types.format);
+  defvar args = Dist_CommArguments<!con(
+      (ins OptionalAttr<DenseI64ArrayAttr>:$participants, OptionalAttr<StrArrayAttr>:$mesh_axes),
+      Dist_Placement, extra)>.value;
+  def "" : Dist_CollectiveOp<mnemonic, types.traits> {
     let summary = summary_;
     let description = doc;
+    let arguments = args;
+    let results = (outs AnyType:$result);
+    let assemblyFormat = fmt;
   }
-  def Start : Dist_CommOp<mnemonic, extra, 1> {
+  def Start : Dist_CollectiveOp<mnemonic # "_start", types.traits> {
     let summary = "Start (async): " # summary_;
-    let description = doc # "\n    The `_start` form begins the communication and returns an async handle\n"
-                          # "    with the result; the result may be used only after `dist.wait` on the\n"
-                          # "    handle:\n\n    ```mlir\n    %h, %y = \"dist." # mnemonic # "_start\"(%x) {...}\n"
-                          # "        : (tensor<...>) -> (!dist.async_handle, tensor<...>)\n"
-                          # "    \"dist.wait\"(%h) : (!dist.async_handle) -> ()\n    ```\n";
+    let description = !strconcat(doc, Dist_AsyncStartFormDoc<mnemonic>.value);
+    let arguments = args;
+    let results = (outs Dist_AsyncHandle:$handle, AnyType:$result);
+    let assemblyFormat = fmt;
   }
 }
 
-defvar Dist_Participants = (ins DenseI64ArrayAttr:$participants);
-
-defm Dist_AllReduce : Dist_Comm<"all_reduce",
+defm Dist_AllReduce : Dist_Collective<"all_reduce",
     "All-reduce over the participating ranks", [{
     Every participant ends with the `reduction` of all participants' inputs.
-    `participants` are distinct ranks of the mesh; `message_bytes` is the
-    logical size of the reduced tensor (no ring or algorithm factor).
+    The groups are the explicit `participants` (distinct ranks of the mesh)
+    or one group per combination of the coordinates not in `axes`;
+    `message_bytes` is the logical size of the reduced tensor (no ring or
+    algorithm factor).
 
     ```mlir
-    %y = "dist.all_reduce"(%x) {id = "fw.ar0", mesh = @tp, phase = "forward",
-           participants = array<i64: 0, 1, 2, 3>, reduction = "sum",
-           message_bytes = 100663296 : i64, lineage = "attn.proj"}
-         : (tensor<4x2048x6144xf16>) -> tensor<4x2048x6144xf16>
+    %y = dist.all_reduce %x on @tp over [0, 1, 2, 3] reduction = sum phase = forward bytes = 100663296
+           {id = "attn.tp_exit.fwd", lineage = "attn.dropout"} : tensor<4x2048x6144xf16>
+    %g = dist.all_reduce %t on @world slice [-1, 2, -1] axes ["dp"] reduction = sum phase = weight_gradient
+           bytes = 453083136 {id = "dp.grad_reduce", lineage = "block"} : !dist.token
     ```
-}], !con(Dist_Participants, (ins Blueprint_Reduction:$reduction,
-                                 OptionalAttr<I64Attr>:$axis))>;
+}], (ins Blueprint_Reduction:$reduction, OptionalAttr<I64Attr>:$axis),
+    "`reduction` `=` $reduction", 1>;
 
-defm Dist_ReduceScatter : Dist_Comm<"reduce_scatter",
+defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
     "Reduce-scatter over the participating ranks", [{
     Reduces the participants' inputs and leaves each participant one slice
     along `axis` (default 0).
 
     ```mlir
-    %y = "dist.reduce_scatter"(%x) {id = "fw.rs0", mesh = @tp, phase = "forward",
-           participants = array<i64: 0, 1>, reduction = "sum",
-           message_bytes = 100663296 : i64, lineage = "attn.proj"}
-         : (tensor<4x2048x6144xf16>) -> tensor<4x1024x6144xf16>
+    %y = dist.reduce_scatter %x on @tp over [0, 1] reduction = sum phase = forward bytes = 100663296
+           {id = "fw.rs0", lineage = "attn.proj"} : tensor<4x2048x6144xf16> -> tensor<4x1024x6144xf16>
     ```
-}], !con(Dist_Participants, (ins Blueprint_Reduction:$reduction,
-                                 OptionalAttr<I64Attr>:$axis))>;
+}], (ins Blueprint_Reduction:$reduction, OptionalAttr<I64Attr>:$axis),
+    "`reduction` `=` $reduction", 0>;
 
-defm Dist_AllGather : Dist_Comm<"all_gather",
+defm Dist_AllGather : Dist_Collective<"all_gather",
     "All-gather over the participating ranks", [{
     Concatenates the participants' inputs along `axis` (default 0) on every
     participant. Takes no reduction.
 
     ```mlir
-    %y = "dist.all_gather"(%x) {id = "fw.ag0", mesh = @tp, phase = "forward",
-           participants = array<i64: 0, 1>, message_bytes = 100663296 : i64,
-           lineage = "ln1"} : (tensor<4x1024x6144xf16>) -> tensor<4x2048x6144xf16>
+    %y = dist.all_gather %x on @tp over [0, 1] phase = forward bytes = 100663296
+           {id = "fw.ag0", lineage = "ln1"} : tensor<4x1024x6144xf16> -> tensor<4x2048x6144xf16>
     ```
-}], !con(Dist_Participants, (ins OptionalAttr<I64Attr>:$axis))>;
+}], (ins OptionalAttr<I64Attr>:$axis), "", 0>;
 
-defm Dist_AllToAll : Dist_Comm<"all_to_all",
+defm Dist_AllToAll : Dist_Collective<"all_to_all",
     "All-to-all exchange over the participating ranks", [{
     Each participant sends one slice of its input along `axis` to every
     other participant. Takes no reduction.
 
     ```mlir
-    %y = "dist.all_to_all"(%x) {id = "a2a0", mesh = @tp, phase = "forward",
-           participants = array<i64: 0, 1>, message_bytes = 1024 : i64,
-           lineage = "moe.dispatch"} : (tensor<8x64xf32>) -> tensor<8x64xf32>
+    %y = dist.all_to_all %x on @tp over [0, 1] phase = forward bytes = 1024
+           {id = "a2a0", lineage = "moe.dispatch"} : tensor<8x64xf32>
     ```
-}], !con(Dist_Participants, (ins OptionalAttr<I64Attr>:$axis))>;
+}], (ins OptionalAttr<I64Attr>:$axis), "", 1>;
 
-defm Dist_Broadcast : Dist_Comm<"broadcast",
+defm Dist_Broadcast : Dist_Collective<"broadcast",
     "Broadcast from a root rank to the participating ranks", [{
     `root` must be one of the participants. Takes no reduction.
 
     ```mlir
-    %y = "dist.broadcast"(%x) {id = "bc0", mesh = @tp, phase = "forward",
-           participants = array<i64: 0, 1, 2, 3>, root = 0 : i64,
-           message_bytes = 4096 : i64, lineage = "embed"} : (tensor<1024xf32>) -> tensor<1024xf32>
+    %y = dist.broadcast %x on @tp over [0, 1, 2, 3] root = 0 phase = forward bytes = 4096
+           {id = "bc0", lineage = "embed"} : tensor<1024xf32>
     ```
-}], !con(Dist_Participants, (ins I64Attr:$root))>;
+}], (ins I64Attr:$root), "`root` `=` $root", 1>;
 
-defm Dist_P2P : Dist_Comm<"p2p",
-    "Point-to-point transfer from one rank to another", [{
+// Point-to-point and its `_start` form.
+multiclass Dist_PointToPoint<string summary_, string doc> {
+  defvar fmt = !strconcat("$input ", Dist_DepsFormat, " `on` $mesh (`slice` $slice^)? (`along` $along^)?", " `from` $source `to` $dest `phase` `=` $phase `bytes` `=` $message_bytes attr-dict `:` type($input)");
+  defvar args = Dist_CommArguments<(ins I64Attr:$source, I64Attr:$dest,
+                                             OptionalAttr<StrAttr>:$along,
+                                             OptionalAttr<DenseI64ArrayAttr>:$slice)>.value;
+  def "" : Dist_CommunicationOp<"p2p", [AllTypesMatch<["input", "result"]>]> {
+    let summary = summary_;
+    let description = doc;
+    let arguments = args;
+    let results = (outs AnyType:$result);
+    let assemblyFormat = fmt;
+  }
+  def Start : Dist_CommunicationOp<"p2p_start", [AllTypesMatch<["input", "result"]>]> {
+    let summary = "Start (async): " # summary_;
+    let description = doc # Dist_AsyncStartFormDoc<"p2p">.value;
+    let arguments = args;
+    let results = (outs Dist_AsyncHandle:$handle, AnyType:$result);
+    let assemblyFormat = fmt;
+  }
+}
+
+defm Dist_P2P : Dist_PointToPoint<"Point-to-point transfer from one rank to another", [{
     Moves `input` from rank `source` to rank `dest` (distinct ranks of the
-    mesh); the result is defined on `dest`.
+    mesh); the result is defined on `dest`. With `along "<axis>"`, `source`
+    and `dest` are coordinates on that axis: every rank of the slice whose
+    coordinate is `source` sends to the rank that differs from it only in
+    that coordinate, which is `dest` (a pipeline stage boundary).
 
     ```mlir
-    %y = "dist.p2p"(%x) {id = "pp.send0", mesh = @pp, phase = "forward",
-           source = 0 : i64, dest = 1 : i64, message_bytes = 100663296 : i64,
-           lineage = "block.out"} : (tensor<4x2048x6144xf16>) -> tensor<4x2048x6144xf16>
+    %y = dist.p2p %x on @pp from 0 to 1 phase = forward bytes = 100663296
+           {id = "pp.send0", lineage = "block.out"} : tensor<4x2048x6144xf16>
+    %z = dist.p2p %t on @world along "pp" from 2 to 3 phase = forward bytes = 50331648
+           {id = "s2.c0.send", lineage = "block.out"} : !dist.token
     ```
-}], (ins I64Attr:$source, I64Attr:$dest)>;
+}]>;
 
-def Dist_WaitOp : Dist_Op<"wait"> {
+def Dist_WaitOp : Dist_Op<"wait", [Blueprint_TaskEffects]> {
   let summary = "Wait for an asynchronous operation to complete";
   let description = [{
     After the wait, the results of the op that produced `handle` may be
     used. Each handle is waited exactly once.
 
     ```mlir
-    "dist.wait"(%h) : (!dist.async_handle) -> ()
+    dist.wait %h
     ```
   }];
   let arguments = (ins Dist_AsyncHandle:$handle);
+  let assemblyFormat = "$handle attr-dict";
 }
 
 //===----------------------------------------------------------------------===//
 // Redistribution copies (distruntime)
 //===----------------------------------------------------------------------===//
 
-def Dist_CopyReshapeOp : Dist_Op<"copy_reshape", [AttrSizedOperandSegments]> {
+class Dist_CopyOp<string mnemonic>
+    : Dist_Op<mnemonic, [AttrSizedOperandSegments, Blueprint_TaskEffects]>;
+
+def Dist_CopyReshapeOp : Dist_CopyOp<"copy_reshape"> {
   let summary = "Async copy of a local shard into the local shard of a reshaped array";
   let description = [{
     `l_array` is this rank's part of a distributed array of global shape
-    `g_shape` starting at `l_offsets`; the op starts copying the data needed
-    for the local part (`nl_offsets`, `nl_shape`) of the reshaped array of
-    global shape `ng_shape`. The input is not modified. `team` is the team
+    `g_shape` starting at `l_offs`; the op starts copying the data needed
+    for the local part (`n_offs`, `n_shape`) of the reshaped array of
+    global shape `n_g_shape`. The input is not modified. `team` is the team
     (an integer) or mesh (a symbol) owning the array. Returns a handle and
     the new local tensor, usable after `dist.wait`.
 
     ```mlir
-    %h, %out = "dist.copy_reshape"(%local, %g0, %g1, %o0, %o1, %ng0, %no0, %ns0)
-        {team = 22 : i64, operandSegmentSizes = array<i32: 1, 2, 2, 1, 1, 1>}
-        : (tensor<?x?xi64>, index, index, index, index, index, index, index)
-        -> (!dist.async_handle, tensor<?xi64>)
+    %h, %out = dist.copy_reshape %local g_shape %g0, %g1 l_offs %o0, %o1
+                 to n_g_shape %ng0 n_offs %no0 n_shape %ns0 {team = 22 : i64}
+               : tensor<?x?xi64> -> tensor<?xi64>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$l_array, Variadic<Index>:$g_shape,
@@ -378,9 +459,10 @@ def Dist_CopyReshapeOp : Dist_Op<"copy_reshape", [AttrSizedOperandSegments]> {
                        Variadic<Index>:$nl_offsets, Variadic<Index>:$nl_shape,
                        Dist_TeamAttr:$team);
   let results = (outs Dist_AsyncHandle:$handle, AnyRankedTensor:$n_array);
+  let assemblyFormat = !strconcat("$l_array `g_shape` $g_shape `l_offs` $l_offsets `to` `n_g_shape` $ng_shape", " `n_offs` $nl_offsets `n_shape` $nl_shape attr-dict `:` type($l_array) `->` type($n_array)");
 }
 
-def Dist_CopyPermuteOp : Dist_Op<"copy_permute", [AttrSizedOperandSegments]> {
+def Dist_CopyPermuteOp : Dist_CopyOp<"copy_permute"> {
   let summary = "Async copy of a local shard into the local shard of a permuted array";
   let description = [{
     Like `dist.copy_reshape`, for the array whose dimensions are permuted by
@@ -388,11 +470,9 @@ def Dist_CopyPermuteOp : Dist_Op<"copy_permute", [AttrSizedOperandSegments]> {
     `g_shape` and `axes`.
 
     ```mlir
-    %h, %out = "dist.copy_permute"(%local, %g0, %g1, %o0, %o1, %no0, %no1, %ns0, %ns1)
-        {team = 22 : i64, axes = array<i64: 1, 0>,
-         operandSegmentSizes = array<i32: 1, 2, 2, 2, 2>}
-        : (tensor<?x?xi64>, index, index, index, index, index, index, index, index)
-        -> (!dist.async_handle, tensor<?x?xi64>)
+    %h, %out = dist.copy_permute %local g_shape %g0, %g1 l_offs %o0, %o1
+                 n_offs %no0, %no1 n_shape %ns0, %ns1 axes [1, 0] {team = 22 : i64}
+               : tensor<?x?xi64> -> tensor<?x?xi64>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$l_array, Variadic<Index>:$g_shape,
@@ -400,6 +480,38 @@ def Dist_CopyPermuteOp : Dist_Op<"copy_permute", [AttrSizedOperandSegments]> {
                        Variadic<Index>:$nl_shape, Dist_TeamAttr:$team,
                        DenseI64ArrayAttr:$axes);
   let results = (outs Dist_AsyncHandle:$handle, AnyRankedTensor:$n_array);
+  let assemblyFormat = !strconcat("$l_array `g_shape` $g_shape `l_offs` $l_offsets `n_offs` $nl_offsets", " `n_shape` $nl_shape `axes` $axes attr-dict `:` type($l_array) `->` type($n_array)");
+}
+
+//===----------------------------------------------------------------------===//
+// Rank queries (team member and team size in the distruntime RFC)
+//===----------------------------------------------------------------------===//
+
+def Dist_RankOp : Dist_MeshUserOp<"rank", [Pure]> {
+  let summary = "This rank's number in a mesh";
+  let description = [{
+    The running rank's row-major number in the mesh, so a program can build
+    rank-dependent data.
+
+    ```mlir
+    %r = dist.rank on @world
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh);
+  let results = (outs Index:$rank);
+  let assemblyFormat = "`on` $mesh attr-dict";
+}
+
+def Dist_NumRanksOp : Dist_MeshUserOp<"num_ranks", [Pure]> {
+  let summary = "The number of ranks of a mesh";
+  let description = [{
+    ```mlir
+    %n = dist.num_ranks on @world
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh);
+  let results = (outs Index:$count);
+  let assemblyFormat = "`on` $mesh attr-dict";
 }
 
 #endif // BLUEPRINT_DIST_OPS_TD

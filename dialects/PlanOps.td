@@ -14,8 +14,13 @@ include "BlueprintBase.td"
 
 def Plan_Dialect : Dialect {
   let name = "plan";
+  // Inherent attributes stay attributes (not properties), so the generic
+  // form is `{...}`, which the IRDL form of the dialect (stock
+  // `mlir-opt --irdl-file`) reads.
+  let usePropertiesForAttributes = 0;
   let cppNamespace = "::blueprint::plan";
   let summary = "PortablePlanIR: exact work facts and abstract resources";
+  let useDefaultTypePrinterParser = 1;
   let description = [{
     A plan is a DAG of `plan.compute_task` and `plan.collective_task` ops
     ordered by `!plan.token` operands, plus `plan.buffer` and
@@ -34,29 +39,11 @@ def Plan_Token : TypeDef<Plan_Dialect, "Token"> {
   let description = "Orders plan tasks; carries no data.";
 }
 
-def Plan_ComputeCapability : Blueprint_StrEnumAttr<"compute capability",
-    ["matrix_multiply", "vector_elementwise"]>;
-
-def Plan_CollectiveCapability : Blueprint_StrEnumAttr<"communication capability",
-    ["all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast",
-     "point_to_point"]>;
-
-def Plan_ConcurrencyGroup : Blueprint_StrEnumAttr<"concurrency group",
-    ["compute", "network"]>;
-
-def Plan_MemorySpace : Blueprint_StrEnumAttr<"abstract memory space kind",
-    ["local", "host", "shared"]>;
-
-def Plan_BufferContents : Blueprint_StrEnumAttr<"what a buffer holds",
-    ["weight", "activation_working", "activation_storage", "activation_checkpoint",
-     "weight_gradient", "weight_gradient_unsharded", "activation_gradient",
-     "optimizer_state", "kv_cache", "boundary_value"]>;
-
-def Plan_ObjectiveKind : Blueprint_StrEnumAttr<"objective",
-    ["latency", "peak_memory"]>;
-
 class Plan_Op<string mnemonic, list<Trait> traits = []>
     : Op<Plan_Dialect, mnemonic, traits>;
+
+// Plan tasks state work: never erased or merged.
+class Plan_TaskOp<string mnemonic> : Plan_Op<mnemonic, [Blueprint_TaskEffects]>;
 
 // Work facts and abstract per-rank resource demand shared by every task.
 defvar Plan_TaskAttrs = (ins StrAttr:$id, StrAttr:$lineage, Blueprint_Phase:$phase,
@@ -66,97 +53,99 @@ defvar Plan_TaskAttrs = (ins StrAttr:$id, StrAttr:$lineage, Blueprint_Phase:$pha
                              Blueprint_Count:$memory_demand,
                              Blueprint_Count:$network_demand,
                              Blueprint_PositiveCount:$ranks,
-                             Plan_ConcurrencyGroup:$group);
+                             Blueprint_ConcurrencyGroup:$group);
+defvar Plan_TaskFormat = !strconcat("`phase` `=` $phase `ops` `=` $ops `read` `=` $read_bytes `write` `=` $write_bytes", " `demand` `(` $compute_demand `,` $memory_demand `,` $network_demand `)`", " `ranks` `=` $ranks `group` `=` $group");
 
 def Plan_HeaderOp : Plan_Op<"header"> {
   let summary = "Schema and source digest of the portable plan";
   let description = [{
-    Exactly one per module that holds `plan` ops; `source_digest` is the
-    digest of the distributed program the plan was derived from.
+    Exactly one per module that holds `plan` ops; `source` is the digest of
+    the distributed program the plan was derived from.
 
     ```mlir
-    "plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0",
-                     source_digest = "sha256:..."} : () -> ()
+    plan.header schema "blueprint.plan" version "1.0" source "sha256:..."
     ```
   }];
   let arguments = (ins StrAttr:$schema_name, StrAttr:$schema_version,
                        StrAttr:$source_digest);
+  let assemblyFormat = "`schema` $schema_name `version` $schema_version `source` $source_digest attr-dict";
 }
 
-def Plan_ComputeTaskOp : Plan_Op<"compute_task"> {
+def Plan_ComputeTaskOp : Plan_TaskOp<"compute_task"> {
   let summary = "A compute task with exact work and a capability requirement";
   let description = [{
     `lineage` is the id of the `dist` task it was derived from; `ops`,
-    `read_bytes` and `write_bytes` are copied exactly from it. `*_demand`
-    is the abstract resource demand, `ranks` how many logical ranks run the
-    task. `shared_by`, when present, is copied from a task whose work a
-    group of ranks splits evenly: facts and demand are the group's totals.
+    `read` and `write` bytes are copied exactly from it. `demand(compute,
+    memory, network)` is the abstract resource demand, `ranks` how many
+    logical ranks run the task. `shared_by`, when present, is copied from a
+    task whose work a group of ranks splits evenly: facts and demand are the
+    group's totals.
 
     ```mlir
-    %t = "plan.compute_task"() {id = "fw.qkv", lineage = "fw.qkv", phase = "forward",
-           capability = "matrix_multiply", ops = 120795955200 : i64,
-           read_bytes = 125829120 : i64, write_bytes = 37748736 : i64,
-           compute_demand = 120795955200 : i64, memory_demand = 163577856 : i64,
-           network_demand = 0 : i64, ranks = 8 : i64, group = "compute"} : () -> !plan.token
+    %t = plan.compute_task "fw.qkv" matrix_multiply phase = forward ops = 120795955200
+           read = 125829120 write = 37748736 demand(120795955200, 163577856, 0)
+           ranks = 8 group = compute {lineage = "fw.qkv"} : !plan.token
     ```
   }];
   let arguments = !con((ins Variadic<Plan_Token>:$deps), Plan_TaskAttrs,
-                       (ins Plan_ComputeCapability:$capability,
+                       (ins Blueprint_ComputeCapability:$capability,
                             OptionalAttr<Blueprint_PositiveCount>:$shared_by));
   let results = (outs Plan_Token:$token);
+  let assemblyFormat = !strconcat("$id (`after` `(` $deps^ `)`)? $capability ", Plan_TaskFormat, " (`shared_by` `=` $shared_by^)? attr-dict");
 }
 
-def Plan_CollectiveTaskOp : Plan_Op<"collective_task"> {
+def Plan_CollectiveTaskOp : Plan_TaskOp<"collective_task"> {
   let summary = "A communication task with exact message bytes";
   let description = [{
-    `message_bytes` is copied exactly from the source collective or
-    point-to-point task; `capability` names the communication it needs;
-    `mesh_axes` names the logical mesh axes it spans (which abstract network
-    scope it needs: tensor-, pipeline- or data-parallel).
+    `bytes` (the message bytes) is copied exactly from the source
+    collective or point-to-point task; the capability names the
+    communication it needs; `mesh_axes` names the logical mesh axes it spans
+    (which abstract network scope it needs: tensor-, pipeline- or
+    data-parallel).
 
     ```mlir
-    %t = "plan.collective_task"(%a) {id = "fw.ar0", lineage = "fw.ar0", phase = "forward",
-           capability = "all_reduce", message_bytes = 100663296 : i64, ops = 0 : i64,
-           read_bytes = 0 : i64, write_bytes = 0 : i64, compute_demand = 0 : i64,
-           memory_demand = 0 : i64, network_demand = 100663296 : i64, ranks = 8 : i64,
-           group = "network"} : (!plan.token) -> !plan.token
+    %t = plan.collective_task "fw.ar0" after(%a) all_reduce bytes = 100663296 phase = forward
+           ops = 0 read = 0 write = 0 demand(0, 0, 100663296) ranks = 8 group = network
+           {lineage = "fw.ar0", mesh_axes = ["tp"]}
     ```
   }];
   let arguments = !con((ins Variadic<Plan_Token>:$deps), Plan_TaskAttrs,
-                       (ins Plan_CollectiveCapability:$capability,
+                       (ins Blueprint_CommunicationCapability:$capability,
                             Blueprint_Count:$message_bytes,
                             OptionalAttr<StrArrayAttr>:$mesh_axes));
   let results = (outs Plan_Token:$token);
+  let assemblyFormat = !strconcat("$id (`after` `(` $deps^ `)`)? $capability `bytes` `=` $message_bytes ", Plan_TaskFormat, " attr-dict");
 }
 
-def Plan_BufferOp : Plan_Op<"buffer"> {
+def Plan_BufferOp : Plan_Op<"buffer", [Symbol]> {
   let summary = "An abstract buffer: size, alignment and memory-space kind";
   let description = [{
-    A symbol for a buffer the plan needs per rank. `alignment` is a power
-    of two; `memory_space` is an abstract kind, never a physical bank;
-    `contents` says what it holds. `lineage` names the distributed value or
+    A symbol for a buffer the plan needs per rank. `align` is a power of
+    two; the memory space is an abstract kind, never a physical bank; the
+    contents say what it holds. `lineage` names the distributed value or
     memory fact it comes from. A buffer sharded over a group states the
     group's total `size` and the group size `shared_by`.
 
     ```mlir
-    "plan.buffer"() {sym_name = "kv_cache", size = 8388608 : i64, alignment = 64 : i64,
-                     memory_space = "local", contents = "kv_cache", lineage = "kv"} : () -> ()
+    plan.buffer @kv_cache kv_cache size = 8388608 align = 64 in local {lineage = "kv"}
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Blueprint_Count:$size,
                        ConfinedAttr<I64Attr, [IntPositivePowerOf2]>:$alignment,
-                       Plan_MemorySpace:$memory_space, Plan_BufferContents:$contents,
+                       Blueprint_MemorySpace:$memory_space, Blueprint_MemoryKind:$contents,
                        StrAttr:$lineage, OptionalAttr<Blueprint_PositiveCount>:$shared_by);
+  let assemblyFormat = !strconcat("$sym_name $contents `size` `=` $size `align` `=` $alignment `in` $memory_space", " (`shared_by` `=` $shared_by^)? attr-dict");
 }
 
 def Plan_ObjectiveOp : Plan_Op<"objective"> {
   let summary = "An objective the plan is evaluated against";
   let description = [{
     ```mlir
-    "plan.objective"() {kind = "peak_memory"} : () -> ()
+    plan.objective peak_memory
     ```
   }];
-  let arguments = (ins Plan_ObjectiveKind:$kind);
+  let arguments = (ins Blueprint_ObjectiveKind:$kind);
+  let assemblyFormat = "$kind attr-dict";
 }
 
 #endif // BLUEPRINT_PLAN_OPS_TD

@@ -21,6 +21,7 @@ use melior::{
 
 use crate::{
     ir::{attr_string_list, collect_ops, i64_array_attr, name_of, str_attr},
+    ods::OpKind,
     summary::{layer_work, TaskClass, TaskWork},
     summary::LayerWork,
     transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
@@ -54,7 +55,7 @@ mod mesh_strategy {
         };
         for op in collect_ops(module) {
             let name = name_of(op);
-            if name == "dist.mesh" {
+            if OpKind::of(op) == Some(OpKind::DistMesh) {
                 let ranks: i64 = i64_array_attr(op, "shape").unwrap_or_default().iter().product();
                 if u64::try_from(ranks).ok() != Some(world) {
                     checker.error(op, format!("has {ranks} ranks, but the strategy needs {formula} = {world}"));
@@ -82,7 +83,7 @@ mod collective_groups {
         let ops = collect_ops(module);
         let meshes: HashMap<String, (Vec<String>, Vec<i64>)> = ops
             .iter()
-            .filter(|op| name_of(**op) == "dist.mesh")
+            .filter(|op| OpKind::of(**op) == Some(OpKind::DistMesh))
             .filter_map(|op| {
                 Some((str_attr(*op, "sym_name")?.to_string(), (attr_string_list(*op, "axes")?, i64_array_attr(*op, "shape")?)))
             })
@@ -162,7 +163,7 @@ mod conservation {
 
         // Model -> dist: each invocation of the model's derivation under the
         // bound strategy is one dist task with the same facts.
-        let has_model = ops.iter().any(|op| matches!(name_of(*op).as_str(), "model.decoder_training" | "model.decoder_inference" | "model.matmul"));
+        let has_model = ops.iter().any(|op| matches!(OpKind::of(*op), Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
         if has_model && !dist.tasks.is_empty() {
             match crate::summary::model_work(module) {
                 Err(e) => checker.error(module, e.to_string()),
@@ -180,8 +181,7 @@ mod conservation {
             let by_id: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
             let planned_by_id: HashMap<&str, &TaskWork> = plan.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
             for op in &ops {
-                let name = name_of(*op);
-                if name != "plan.compute_task" && name != "plan.collective_task" {
+                if !matches!(OpKind::of(*op), Some(OpKind::PlanComputeTask | OpKind::PlanCollectiveTask)) {
                     continue;
                 }
                 let lineage = str_attr(*op, "lineage").unwrap_or_default();

@@ -3,19 +3,44 @@
 use std::sync::Once;
 
 use melior::{
-    dialect::DialectRegistry,
-    ir::Module,
+    dialect::{DialectHandle, DialectRegistry},
     utility::{register_all_dialects, register_all_llvm_translations, register_all_passes},
     Context,
 };
 
-use crate::ods;
-
 static REGISTER_PASSES: Once = Once::new();
 
-/// Creates a context with every upstream dialect registered, Blueprint's
-/// dialects loaded from the generated IRDL (once: loading twice aborts), and
-/// multithreading off so output and diagnostics are deterministic.
+// C API registration of the C++ dialects compiled from the ODS by build.rs.
+extern "C" {
+    fn mlirGetDialectHandle__model__() -> mlir_sys::MlirDialectHandle;
+    fn mlirGetDialectHandle__dist__() -> mlir_sys::MlirDialectHandle;
+    fn mlirGetDialectHandle__plan__() -> mlir_sys::MlirDialectHandle;
+}
+
+/// Handles of Blueprint's dialects (`model`, `dist`, `plan`), for C API
+/// users and for inserting them into any registry.
+#[must_use]
+pub fn blueprint_dialect_handles() -> [DialectHandle; 3] {
+    // SAFETY: the registration functions only return static handles.
+    unsafe {
+        [
+            DialectHandle::from_raw(mlirGetDialectHandle__model__()),
+            DialectHandle::from_raw(mlirGetDialectHandle__dist__()),
+            DialectHandle::from_raw(mlirGetDialectHandle__plan__()),
+        ]
+    }
+}
+
+/// Inserts Blueprint's dialects into `registry`.
+pub fn register_blueprint_dialects(registry: &DialectRegistry) {
+    for handle in blueprint_dialect_handles() {
+        handle.insert_dialect(registry);
+    }
+}
+
+/// Creates a context with every upstream dialect and Blueprint's dialects
+/// registered and loaded, and multithreading off so output and diagnostics
+/// are deterministic.
 ///
 /// Attach a [`crate::diagnostics::DiagnosticSink`] to see diagnostics.
 #[must_use]
@@ -25,25 +50,19 @@ pub fn create_context() -> Context {
     });
     let registry = DialectRegistry::new();
     register_all_dialects(&registry);
+    register_blueprint_dialects(&registry);
     let context = Context::new_with_registry(&registry, false);
     register_all_llvm_translations(&context);
-    context.get_or_load_dialect("irdl");
-    load_blueprint_dialects(&context);
+    for handle in blueprint_dialect_handles() {
+        handle.load_dialect(&context);
+    }
     context
-}
-
-fn load_blueprint_dialects(context: &Context) {
-    // The IRDL is generated from our own ODS by build.rs and checked by the
-    // test suite, so failing to parse it is a build defect, not user input.
-    let Some(irdl) = Module::parse(context, ods::IRDL) else {
-        panic!("generated IRDL failed to parse; this is a bug in build.rs");
-    };
-    unsafe { mlir_sys::mlirLoadIRDLDialects(irdl.to_raw()) };
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ods;
 
     #[test]
     fn blueprint_ops_are_registered() {
@@ -53,7 +72,7 @@ mod tests {
                 assert!(context.is_registered_operation(op.name), "{} not registered", op.name);
             }
         }
-        // A second context loads its own copy without aborting.
+        // A second context has its own dialects.
         let other = create_context();
         assert!(other.is_registered_operation("dist.wait"));
     }

@@ -71,6 +71,12 @@ pub fn string_value<'c>(attribute: Attribute<'c>) -> Option<&'c str> {
     Some(string_ref_str(unsafe { mlir_sys::mlirStringAttrGetValue(attribute.to_raw()) }))
 }
 
+/// An ODS enum attribute of `op` (stored as an integer), if it is a case.
+#[must_use]
+pub fn enum_attr<E: crate::ods::OdsEnum>(op: OperationRef, name: &str) -> Option<E> {
+    E::from_value(int_attr(op, name)?)
+}
+
 #[must_use]
 pub fn int_attr(op: OperationRef, name: &str) -> Option<i64> {
     int_value(op.attribute(name).ok()?)

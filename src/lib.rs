@@ -10,6 +10,7 @@
 pub mod checks;
 pub mod context;
 pub mod diagnostics;
+pub mod dialects;
 pub mod digest;
 pub mod error;
 pub mod execution;

@@ -10,7 +10,8 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::{
-    ir::{attr_string_list, collect_ops, dialect_of, int_attr, name_of, str_attr},
+    ir::{attr_string_list, collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr},
+    ods::{self, OpKind},
     workload::BlockFacts,
 };
 
@@ -149,7 +150,8 @@ fn class_of(op: OperationRef, kind: &str) -> TaskClass {
     if kind == "point_to_point" {
         return TaskClass::Pipeline;
     }
-    match attr_string_list(op, "mesh_axes").as_deref() {
+    let axes = attr_string_list(op, "mesh_axes").or_else(|| str_attr(op, "along").map(|a| vec![a.to_string()]));
+    match axes.as_deref() {
         Some([axis]) if axis == "dp" => TaskClass::DataParallel,
         Some([axis]) if axis == "pp" => TaskClass::Pipeline,
         _ => TaskClass::TensorParallel,
@@ -162,41 +164,42 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
     let mut tasks = Vec::new();
     let mut memory = BTreeMap::new();
     for op in collect_ops(module) {
-        let name = name_of(op);
-        if dialect_of(&name) != dialect {
+        let Some(kind) = OpKind::of(op) else { continue };
+        if kind.dialect() != dialect {
             continue;
         }
-        let base = name.strip_suffix("_start").unwrap_or(&name);
         let id = str_attr(op, "id").unwrap_or_default().to_string();
-        let phase = str_attr(op, "phase").unwrap_or_default().to_string();
+        let phase = enum_attr::<ods::Phase>(op, "phase").map_or("", ods::Phase::name).to_string();
         let task = |engine: &str, class: TaskClass| TaskWork {
             id: id.clone(),
             phase: phase.clone(),
             engine: engine.to_string(),
             class,
-            primitive: str_attr(op, "primitive").map(str::to_string),
+            primitive: enum_attr::<ods::Primitive>(op, "primitive").map(|p| p.name().to_string()),
             ops: count(op, "ops"),
             read_bytes: count(op, "read_bytes"),
             write_bytes: count(op, "write_bytes"),
             message_bytes: count(op, "message_bytes"),
             shared_by: count(op, "shared_by").max(1),
         };
-        match base {
-            "dist.compute" => tasks.push(task(str_attr(op, "engine").unwrap_or_default(), TaskClass::Compute)),
-            "dist.all_reduce" | "dist.reduce_scatter" | "dist.all_gather" | "dist.all_to_all" | "dist.broadcast" => {
-                let kind = base.trim_start_matches("dist.");
-                tasks.push(task(kind, class_of(op, kind)));
+        match kind {
+            OpKind::DistCompute => tasks.push(task(enum_attr::<ods::Engine>(op, "engine").map_or("", ods::Engine::name), TaskClass::Compute)),
+            k if k.is_communication() => {
+                let capability = crate::transformer::plan::communication_capability(k).name();
+                let class = if capability == "point_to_point" { TaskClass::Pipeline } else { class_of(op, capability) };
+                tasks.push(task(capability, class));
             }
-            "dist.p2p" => tasks.push(task("point_to_point", TaskClass::Pipeline)),
-            "plan.compute_task" => tasks.push(task(str_attr(op, "capability").unwrap_or_default(), TaskClass::Compute)),
-            "plan.collective_task" => {
-                let kind = str_attr(op, "capability").unwrap_or_default();
-                tasks.push(task(kind, class_of(op, kind)));
+            OpKind::PlanComputeTask => {
+                tasks.push(task(enum_attr::<ods::ComputeCapability>(op, "capability").map_or("", ods::ComputeCapability::name), TaskClass::Compute));
             }
-            "dist.memory" | "plan.buffer" => {
-                let (kind, size) = if base == "dist.memory" { ("kind", "bytes") } else { ("contents", "size") };
-                let kind = str_attr(op, kind).unwrap_or_default().to_string();
-                let entry = memory.entry(kind).or_insert(MemoryFact { bytes: 0, shared_by: 1 });
+            OpKind::PlanCollectiveTask => {
+                let capability = enum_attr::<ods::CommunicationCapability>(op, "capability").map_or("", ods::CommunicationCapability::name);
+                tasks.push(task(capability, class_of(op, capability)));
+            }
+            OpKind::DistMemory | OpKind::PlanBuffer => {
+                let (kind_attr, size) = if kind == OpKind::DistMemory { ("kind", "bytes") } else { ("contents", "size") };
+                let memory_kind = enum_attr::<ods::MemoryKind>(op, kind_attr).map_or("", ods::MemoryKind::name).to_string();
+                let entry = memory.entry(memory_kind).or_insert(MemoryFact { bytes: 0, shared_by: 1 });
                 entry.bytes = entry.bytes.saturating_add(count(op, size));
                 entry.shared_by = count(op, "shared_by").max(1);
             }
@@ -316,11 +319,11 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
         let derivation = derive_training_block(&spec)?;
         let facts = BlockFacts::from_derivation(&derivation, &spec);
-        let coarse = ops.iter().any(|op| name_of(*op) == "model.decoder_training");
+        let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining));
         (derivation.invocations, BTreeMap::new(), Some(facts), coarse)
     } else {
         let (invocations, memory) = crate::transformer::distribute_inference::model_invocations(module)?;
-        let coarse = ops.iter().any(|op| name_of(*op) == "model.decoder_inference");
+        let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference));
         (invocations, memory, None, coarse)
     };
     let ids: std::collections::HashSet<&str> = ops

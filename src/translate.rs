@@ -98,7 +98,7 @@ fn run(args: &[String]) -> Result<(), String> {
     let text = match mode {
         Mode::ImportTraining => {
             let spec = training_spec(&name, &bytes)?;
-            print_verified(&name, &import_training(&spec), generic)?
+            print_imported(&name, generic, |context, at| import_training(context, &spec, at))?
         }
         Mode::BlockFacts => {
             let spec = training_spec(&name, &bytes)?;
@@ -108,7 +108,7 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         Mode::ImportInference => {
             let spec = inference_spec(&name, &bytes)?;
-            print_verified(&name, &import_inference(&spec), generic)?
+            print_imported(&name, generic, |context, at| import_inference(context, &spec, at))?
         }
         Mode::InferenceFacts => {
             let spec = inference_spec(&name, &bytes)?;
@@ -155,27 +155,26 @@ fn training_spec(name: &str, bytes: &[u8]) -> Result<TrainingSpec, String> {
     TrainingSpec::from_json(text).map_err(|e| format!("{name}: error: {e}"))
 }
 
-/// Parses generated IR, runs the verifiers and prints it.
-fn print_verified(name: &str, text: &str, generic: bool) -> Result<String, String> {
+/// Builds the import (located at the spec file), verifies it with MLIR's
+/// and Blueprint's verifiers, and prints it.
+fn print_imported(
+    name: &str,
+    generic: bool,
+    import: impl for<'c> FnOnce(&'c melior::Context, melior::ir::Location<'c>) -> Result<melior::ir::Module<'c>, crate::dialects::BuildError>,
+) -> Result<String, String> {
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
-    let module = parse_module(&context, &sink, text.as_bytes(), name);
-    let ok = module.as_ref().is_some_and(|m| m.as_operation().verify() && verify_blueprint(m.as_operation()));
-    let diagnostics = sink.take();
-    match module {
-        Some(module) if ok => {
-            let mut flags = OperationPrintingFlags::new();
-            if generic {
-                flags = flags.print_generic_operation_form();
-            }
-            module
-                .as_operation()
-                .to_string_with_flags(flags)
-                .map(|t| t + "\n")
-                .map_err(|e| e.to_string())
-        }
-        _ => Err(diagnostics.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")),
+    let location = melior::ir::Location::new(&context, name, 1, 1);
+    let module = import(&context, location).map_err(|e| format!("{name}: {e}"))?;
+    let ok = module.as_operation().verify() && verify_blueprint(module.as_operation());
+    if !ok {
+        return Err(sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
     }
+    let mut flags = OperationPrintingFlags::new();
+    if generic {
+        flags = flags.print_generic_operation_form();
+    }
+    Ok(String::from_utf8_lossy(&crate::ir::op_bytes(module.as_operation(), &flags)).into_owned() + "\n")
 }
 
 fn export_summary(name: &str, bytes: &[u8]) -> Result<String, String> {

@@ -16,8 +16,8 @@ use crate::{
 
 const RANKS: usize = 4;
 
-const HEADER: &str = r#""dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
-"dist.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+const HEADER: &str = r#"dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["tp"], shape = [4])
 "#;
 
 /// Compiles `program` (a dist module body) to native code; returns the JIT
@@ -52,7 +52,7 @@ func.func @tp_linear(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %out: memref<8
   %e = tensor.empty() : tensor<8x16xf32>
   %init = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
   %p = linalg.matmul ins(%xt, %wt : tensor<8x16xf32>, tensor<16x16xf32>) outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %y = "dist.all_reduce"(%p) {id = "ar", mesh = @world, phase = "forward", lineage = "linear", participants = array<i64: 0, 1, 2, 3>, reduction = "sum", message_bytes = 512 : i64} : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %y = dist.all_reduce %p on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 512 {id = "ar", lineage = "linear"} : tensor<8x16xf32>
   %two = arith.constant dense<2.0> : tensor<8x16xf32>
   %z = arith.mulf %y, %two : tensor<8x16xf32>
   bufferization.materialize_in_destination %z in restrict writable %out : (tensor<8x16xf32>, memref<8x16xf32>) -> ()
@@ -99,8 +99,8 @@ func.func @reshape(%l: memref<2x6xi64>, %off: index, %noff: index, %out: memref<
   %c8 = arith.constant 8 : index
   %c12 = arith.constant 12 : index
   %c48 = arith.constant 48 : index
-  %h, %n = "dist.copy_reshape"(%lt, %c8, %c6, %off, %c0, %c48, %noff, %c12) {team = 0 : i64, operandSegmentSizes = array<i32: 1, 2, 2, 1, 1, 1>} : (tensor<2x6xi64>, index, index, index, index, index, index, index) -> (!dist.async_handle, tensor<?xi64>)
-  "dist.wait"(%h) : (!dist.async_handle) -> ()
+  %h, %n = dist.copy_reshape %lt g_shape %c8, %c6 l_offs %off, %c0 to n_g_shape %c48 n_offs %noff n_shape %c12 {team = 0 : i64} : tensor<2x6xi64> -> tensor<?xi64>
+  dist.wait %h
   %s = tensor.cast %n : tensor<?xi64> to tensor<12xi64>
   bufferization.materialize_in_destination %s in restrict writable %out : (tensor<12xi64>, memref<12xi64>) -> ()
   return
@@ -110,8 +110,8 @@ func.func @transpose(%l: memref<2x8xf64>, %off: index, %out: memref<2x8xf64>) at
   %c0 = arith.constant 0 : index
   %c2 = arith.constant 2 : index
   %c8 = arith.constant 8 : index
-  %h, %n = "dist.copy_permute"(%lt, %c8, %c8, %off, %c0, %off, %c0, %c2, %c8) {team = @world, axes = array<i64: 1, 0>, operandSegmentSizes = array<i32: 1, 2, 2, 2, 2>} : (tensor<2x8xf64>, index, index, index, index, index, index, index, index) -> (!dist.async_handle, tensor<2x8xf64>)
-  "dist.wait"(%h) : (!dist.async_handle) -> ()
+  %h, %n = dist.copy_permute %lt g_shape %c8, %c8 l_offs %off, %c0 n_offs %off, %c0 n_shape %c2, %c8 axes [1, 0] {team = @world} : tensor<2x8xf64> -> tensor<2x8xf64>
+  dist.wait %h
   bufferization.materialize_in_destination %n in restrict writable %out : (tensor<2x8xf64>, memref<2x8xf64>) -> ()
   return
 }

@@ -34,9 +34,10 @@ use super::runtime_abi::{reduction_code, ElementType, RuntimeFunction};
 use crate::{
     diagnostics::emit_error,
     ir::{
-        collect_ops, dialect_of, i32_array_attr, i64_array_attr, int_attr, name_of, str_attr,
+        collect_ops, dialect_of, enum_attr, i32_array_attr, i64_array_attr, int_attr, name_of, str_attr,
         symbol_attr, tensor_element, tensor_shape, type_string, users,
     },
+    ods::{OpKind, Reduction},
     passes::rewrite::{erase, identifier, known_attribute, known_type, replace_all_uses},
 };
 
@@ -84,7 +85,7 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
     let ops = collect_ops(module);
     let teams: HashMap<String, i64> = ops
         .iter()
-        .filter(|op| name_of(**op) == "dist.mesh")
+        .filter(|op| OpKind::of(**op) == Some(OpKind::DistMesh))
         .filter_map(|op| str_attr(*op, "sym_name"))
         .enumerate()
         .map(|(i, name)| (name.to_string(), i as i64))
@@ -92,17 +93,14 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
     let mut lowerings = Vec::new();
     let mut failures = Vec::new();
     for &op in &ops {
-        let name = name_of(op);
-        if dialect_of(&name) != "dist" {
-            continue;
-        }
-        match name.as_str() {
-            "dist.header" | "dist.mesh" | "dist.wait" => {}
-            n if crate::passes::dist_async::SYNC_COMMUNICATION.contains(&n) => failures.push((
+        let Some(kind) = OpKind::of(op).filter(|k| k.dialect() == "dist") else { continue };
+        match kind {
+            OpKind::DistHeader | OpKind::DistMesh | OpKind::DistWait => {}
+            k if k.async_form().is_some() => failures.push((
                 op,
                 "is synchronous; run 'dist-async' first so it has a start and a wait".to_string(),
             )),
-            n if crate::verify::is_async_op(n) => match plan_one(op, &teams) {
+            k if k.is_async() => match plan_one(op, k, &teams) {
                 Ok(lowering) => lowerings.push(lowering),
                 Err(message) => failures.push((op, message)),
             },
@@ -124,7 +122,7 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
         }
         let Some(symbol) = str_attr(*op, "sym_name") else { continue };
         if let Some(function) = declared.get(symbol) {
-            let existing = op.attribute("function_type").map(|t| t.to_string()).unwrap_or_default();
+            let existing = op.attribute("function_type").map(crate::ir::attribute_text).unwrap_or_default();
             if existing != function.function_type() {
                 failures.push((
                     *op,
@@ -140,12 +138,11 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
     }
 }
 
-fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, teams: &HashMap<String, i64>) -> Result<Lowering<'c, 'a>, String> {
-    let name = name_of(op);
+fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<String, i64>) -> Result<Lowering<'c, 'a>, String> {
     let handle = op.result(0).map_err(|e| e.to_string())?;
     let waits = users(handle);
     let wait = match waits.as_slice() {
-        [wait] if name_of(*wait) == "dist.wait" => *wait,
+        [wait] if OpKind::of(*wait) == Some(OpKind::DistWait) => *wait,
         _ => return Err("must have exactly one 'dist.wait' on its handle".into()),
     };
     let input = op.operand(0).map_err(|e| e.to_string())?;
@@ -167,33 +164,40 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, teams: &HashMap<String, i64>) -> R
         (None, None) => return Err("has no mesh or team".into()),
     };
     let participants = i64_array_attr(op, "participants");
+    // The runtime takes explicit groups: groups named by mesh axes over a
+    // slice are for planning, not (yet) for execution.
+    if kind.is_collective() && participants.is_none() {
+        return Err("names its group by mesh axes; the runtime lowering needs explicit participants ('over [...]')".into());
+    }
+    if op.attribute("slice").is_ok() || op.attribute("along").is_ok() {
+        return Err("is placed on a mesh slice; the runtime lowering needs explicit ranks".into());
+    }
     let axis = int_attr(op, "axis").unwrap_or(0);
     let reduction = || {
-        str_attr(op, "reduction")
-            .and_then(reduction_code)
-            .map(i64::from)
+        enum_attr::<Reduction>(op, "reduction")
+            .map(|r| i64::from(reduction_code(r)))
             .ok_or_else(|| "has no valid reduction".to_string())
     };
-    let (function, scalars) = match name.as_str() {
-        "dist.all_reduce_start" => (RuntimeFunction::AllReduce(element), vec![(reduction()?, "i32")]),
-        "dist.reduce_scatter_start" => {
+    let (function, scalars) = match kind.sync_form().unwrap_or(kind) {
+        OpKind::DistAllReduce => (RuntimeFunction::AllReduce(element), vec![(reduction()?, "i32")]),
+        OpKind::DistReduceScatter => {
             (RuntimeFunction::ReduceScatter(element), vec![(reduction()?, "i32"), (axis, "i64")])
         }
-        "dist.all_gather_start" => (RuntimeFunction::AllGather(element), vec![(axis, "i64")]),
-        "dist.all_to_all_start" => (RuntimeFunction::AllToAll(element), vec![(axis, "i64")]),
-        "dist.broadcast_start" => {
+        OpKind::DistAllGather => (RuntimeFunction::AllGather(element), vec![(axis, "i64")]),
+        OpKind::DistAllToAll => (RuntimeFunction::AllToAll(element), vec![(axis, "i64")]),
+        OpKind::DistBroadcast => {
             (RuntimeFunction::Broadcast(element), vec![(int_attr(op, "root").ok_or("has no root")?, "i64")])
         }
-        "dist.p2p_start" => (
+        OpKind::DistP2P => (
             RuntimeFunction::SendRecv(element),
             vec![
                 (int_attr(op, "source").ok_or("has no source")?, "i64"),
                 (int_attr(op, "dest").ok_or("has no dest")?, "i64"),
             ],
         ),
-        "dist.copy_reshape" => (RuntimeFunction::CopyReshape(element), vec![]),
-        "dist.copy_permute" => (RuntimeFunction::CopyPermute(element), vec![]),
-        other => return Err(format!("'{other}' has no runtime lowering")),
+        OpKind::DistCopyReshape => (RuntimeFunction::CopyReshape(element), vec![]),
+        OpKind::DistCopyPermute => (RuntimeFunction::CopyPermute(element), vec![]),
+        other => return Err(format!("'{}' has no runtime lowering", other.name())),
     };
     Ok(Lowering { start: op, wait, function, team, scalars, participants })
 }
@@ -465,7 +469,7 @@ fn declare(module: OperationRef, used: &BTreeMap<String, RuntimeFunction>) {
 fn drop_empty_program(module: OperationRef) {
     let ops = collect_ops(module);
     let dist: Vec<OperationRef> = ops.into_iter().filter(|op| dialect_of(&name_of(*op)) == "dist").collect();
-    if dist.iter().all(|op| matches!(name_of(*op).as_str(), "dist.header" | "dist.mesh")) {
+    if dist.iter().all(|op| matches!(OpKind::of(*op), Some(OpKind::DistHeader | OpKind::DistMesh))) {
         for op in dist {
             erase(op);
         }

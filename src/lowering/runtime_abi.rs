@@ -126,13 +126,13 @@ impl fmt::Display for RuntimeFunction {
 
 /// Reduction codes the runtime's `op` argument takes.
 #[must_use]
-pub fn reduction_code(reduction: &str) -> Option<i32> {
+pub const fn reduction_code(reduction: crate::ods::Reduction) -> i32 {
+    use crate::ods::Reduction;
     match reduction {
-        "sum" => Some(0),
-        "max" => Some(1),
-        "min" => Some(2),
-        "prod" => Some(3),
-        _ => None,
+        Reduction::Sum => 0,
+        Reduction::Max => 1,
+        Reduction::Min => 2,
+        Reduction::Prod => 3,
     }
 }
 

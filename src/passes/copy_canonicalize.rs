@@ -28,7 +28,10 @@ use crate::{
     },
 };
 
-const COPIES: [&str; 2] = ["dist.copy_reshape", "dist.copy_permute"];
+/// The redistribution copies (ODS class `Dist_CopyOp`).
+fn copies() -> impl Iterator<Item = &'static str> {
+    crate::ods::OpKind::ALL.into_iter().filter(|k| k.is_copy()).map(crate::ods::OpKind::name)
+}
 
 crate::passes::external_pass!(
     "DistCanonicalize",
@@ -47,7 +50,7 @@ fn run(module: OperationRef, pass: ExternalPass) {
     // caller, which melior's wrappers forget; own both here.
     // SAFETY: a live context; the set is destroyed once, after freezing.
     let set = unsafe { mlir_sys::mlirRewritePatternSetCreate(context.to_raw()) };
-    for name in COPIES {
+    for name in copies() {
         let refine = create_op_rewrite_pattern(name, 1, context, |_, op, rewriter| {
             // SAFETY: the driver hands over a live op and rewriter.
             let (op, rewriter) = unsafe { (OperationRef::from_raw(op), PatternRewriter::from_raw(rewriter)) };
@@ -122,7 +125,7 @@ fn refine_result_type(op: OperationRef, rewriter: &PatternRewriter) -> bool {
     // The cast back to the original type reads the copy's result, so it
     // goes right after the wait on the handle (the result is not usable
     // before it).
-    let waits: Vec<OperationRef> = users(handle).into_iter().filter(|u| name_of(*u) == "dist.wait").collect();
+    let waits: Vec<OperationRef> = users(handle).into_iter().filter(|u| crate::ods::OpKind::of(*u) == Some(crate::ods::OpKind::DistWait)).collect();
     let [wait] = waits.as_slice() else { return false };
     let base = rewriter.as_rewriter_base();
     let operands: Vec<_> = op.operands().collect();

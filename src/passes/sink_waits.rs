@@ -13,8 +13,8 @@ use melior::{
 
 use super::rewrite::move_before;
 use crate::{
-    ir::{collect_ops, defining_op, name_of, users},
-    verify::is_async_op,
+    ir::{collect_ops, defining_op, users},
+    ods::OpKind,
 };
 
 crate::passes::external_pass!(
@@ -26,7 +26,7 @@ crate::passes::external_pass!(
 
 fn run(module: OperationRef, _pass: ExternalPass) {
     let waits: Vec<OperationRef> =
-        collect_ops(module).into_iter().filter(|op| name_of(*op) == "dist.wait").collect();
+        collect_ops(module).into_iter().filter(|op| OpKind::of(*op) == Some(OpKind::DistWait)).collect();
     // Positions are numbered once per block, and every target is found on
     // the original order before anything moves: MLIR renumbers a block
     // after each move, so asking it again per wait would be quadratic.
@@ -65,7 +65,7 @@ impl BlockPositions {
 fn sink_target<'c, 'a>(wait: OperationRef<'c, 'a>, positions: &mut BlockPositions) -> Option<OperationRef<'c, 'a>> {
     let block = wait.block()?;
     let producer = defining_op(wait.operand(0).ok()?)?;
-    if !is_async_op(&name_of(producer)) {
+    if !OpKind::of(producer).is_some_and(OpKind::is_async) {
         return None;
     }
     let at = positions.index(block, wait);

@@ -13,27 +13,31 @@
 //! terminal, and the header records the ModelIR digest. Every task's
 //! `lineage` names the ModelIR op it came from.
 //!
-//! The pass validates everything first and then appends the program to the
-//! module; on any error it changes nothing.
+//! The pass validates everything first and builds the program into a
+//! detached module, which is moved in only on success: on any error it
+//! changes nothing.
 
-use std::{collections::HashSet, fmt::Write as _};
+use std::collections::HashSet;
 
 use melior::{
-    ir::{operation::OperationLike, OperationRef},
+    ir::{block::BlockLike, operation::OperationLike, Location, Module, OperationRef, RegionLike},
     pass::ExternalPass,
 };
 
 use super::{
-    Failure,
     binding::{read_spec, TRAINING_SPEC},
-    import::{element_type, tensor},
+    emit::{emit_invocation, phase_case, token, Emitter, Placement},
+    import::{block_parameters, element, tensor_type},
+    Failure,
 };
 use crate::{
+    dialects::{dist, result, BuildError, Builder},
     digest::layer_digest,
     ir::{collect_ops, dialect_of, name_of, str_attr},
+    ods::{self, MemoryKind, OpKind, Reduction},
     workload::{
-        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, CollectiveKind,
-        Engine, Phase, Primitive, PrimitiveInvocation, TrainingSpec,
+        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, Primitive,
+        PrimitiveInvocation, TrainingSpec,
     },
 };
 
@@ -45,16 +49,17 @@ crate::passes::external_pass!(
 );
 
 fn run(module: OperationRef, pass: ExternalPass) {
-    super::run_generating(module, pass, prepare);
+    super::run_building(module, pass, build);
 }
 
-/// Checks the input and builds the program text; nothing is changed here.
-fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>> {
+/// Checks the input and builds the program into `generated`; nothing in
+/// `module` is changed here.
+fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result<(), Failure<'c, 'a>> {
     let ops = collect_ops(module);
     super::ensure_no_dist_program(&ops, "distribute-transformer-training")?;
     // The block: the coarse op, or a decomposed block (its `attn.q` matmul).
-    let coarse: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == "model.decoder_training").collect();
-    let decomposed = ops.iter().copied().find(|op| name_of(*op) == "model.matmul" && str_attr(*op, "id") == Some("attn.q"));
+    let coarse: Vec<OperationRef> = ops.iter().copied().filter(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining)).collect();
+    let decomposed = ops.iter().copied().find(|op| OpKind::of(*op) == Some(OpKind::ModelMatmul) && str_attr(*op, "id") == Some("attn.q"));
     let block = match (coarse.as_slice(), decomposed) {
         ([block], _) => *block,
         ([], Some(anchor)) => anchor,
@@ -65,7 +70,7 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
     };
     let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
         .map_err(|e| (block, format!("distribute-transformer-training: {e}")))?;
-    if name_of(block) == "model.decoder_training" {
+    if OpKind::of(block) == Some(OpKind::ModelDecoderTraining) {
         check_dimensions(block, &spec)?;
     }
     let derivation = derive_training_block(&spec).map_err(|e| (block, e.to_string()))?;
@@ -79,8 +84,8 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
         let own = model_op_id(inv);
         if model_ids.contains(&own) { own } else { block_id.clone() }
     };
-    let at = |id: &str| super::located(id, block.location());
-    Ok(program_text(&spec, &derivation, &layer_digest(module, "model"), &lineage, &at))
+    let digest = layer_digest(module, "model");
+    program(generated, &spec, &derivation, &digest, &lineage, block.location()).map_err(|e| (block, e.to_string()))
 }
 
 /// The coarse op's dimensions must be the bound spec's.
@@ -94,10 +99,11 @@ fn check_dimensions<'c, 'a>(block: OperationRef<'c, 'a>, spec: &TrainingSpec) ->
         ("head_dim", m.head_dim),
         ("microbatch", spec.workload.microbatch),
     ])?;
-    let datatype = str_attr(block, "datatype").unwrap_or("");
-    let want = super::import::datatype_name(spec.workload.datatype);
-    if datatype != want {
-        return Err((block, format!("'model.decoder_training' op datatype is '{datatype}', but the strategy binding says '{want}'")));
+    let datatype = crate::ir::enum_attr::<ods::Datatype>(block, "datatype");
+    let want = super::import::datatype_case(spec.workload.datatype);
+    if datatype != Some(want) {
+        let found = datatype.map_or("(none)", ods::Datatype::name);
+        return Err((block, format!("'model.decoder_training' op datatype is '{found}', but the strategy binding says '{want}'")));
     }
     Ok(())
 }
@@ -125,39 +131,6 @@ pub fn model_op_id(inv: &PrimitiveInvocation) -> String {
     }
 }
 
-/// The `phase` attribute of a workload phase.
-#[must_use]
-pub fn phase_name(phase: Phase) -> &'static str {
-    match phase {
-        Phase::Forward => "forward",
-        Phase::Recompute => "recompute",
-        Phase::ActivationGradient => "activation_gradient",
-        Phase::WeightGradient => "weight_gradient",
-        Phase::Optimizer => "optimizer",
-        Phase::Recommunication => "recommunication",
-        Phase::Prefill => "prefill",
-        Phase::Decode => "decode",
-    }
-}
-
-/// The `primitive` attribute of a primitive.
-#[must_use]
-pub fn primitive_name(primitive: Primitive) -> &'static str {
-    match primitive {
-        Primitive::Matmul => "matmul",
-        Primitive::BatchMatmul => "batch_matmul",
-        Primitive::LayerNorm => "layer_norm",
-        Primitive::Softmax => "softmax",
-        Primitive::Gelu => "gelu",
-        Primitive::Swiglu => "swiglu",
-        Primitive::Dropout => "dropout",
-        Primitive::ResidualAdd => "residual_add",
-        Primitive::GradientSum => "gradient_sum",
-        Primitive::Adam => "adam",
-        Primitive::Collective => "collective",
-    }
-}
-
 pub(crate) const MESH: &str = "block_mesh";
 
 struct Mesh {
@@ -167,166 +140,237 @@ struct Mesh {
 }
 
 impl Mesh {
-    fn rank(&self, d: u64, p: u64, t: u64) -> u64 {
-        (d * self.pp + p) * self.tp + t
+    fn rank(&self, d: u64, p: u64, t: u64) -> i64 {
+        i64::try_from((d * self.pp + p) * self.tp + t).unwrap_or(i64::MAX)
     }
 
-    fn tp_group(&self) -> Vec<u64> {
+    fn tp_group(&self) -> Vec<i64> {
         (0..self.tp).map(|t| self.rank(0, 0, t)).collect()
     }
 
-    fn dp_group(&self) -> Vec<u64> {
+    fn dp_group(&self) -> Vec<i64> {
         (0..self.dp).map(|d| self.rank(d, 0, 0)).collect()
     }
 }
 
-pub(crate) fn ranks(list: &[u64]) -> String {
-    let items: Vec<String> = list.iter().map(u64::to_string).collect();
-    format!("array<i64: {}>", items.join(", "))
+/// The memory facts of a block: (kind, bytes, shared by).
+fn memory_facts(derivation: &BlockDerivation) -> [(MemoryKind, u64, u64); 8] {
+    let memory = &derivation.memory;
+    let shards = memory.shards.max(1);
+    [
+        (MemoryKind::Weight, memory.weights, 1),
+        (MemoryKind::ActivationWorking, memory.act_working_space, 1),
+        (MemoryKind::ActivationStorage, memory.act_storage_space, 1),
+        (MemoryKind::ActivationCheckpoint, memory.act_checkpoint, 1),
+        (MemoryKind::WeightGradient, memory.weight_grads, shards),
+        (MemoryKind::WeightGradientUnsharded, memory.weight_grads_unsharded, 1),
+        (MemoryKind::ActivationGradient, memory.act_grads, 1),
+        (MemoryKind::OptimizerState, memory.optimizer, shards),
+    ]
 }
 
-/// Builds the dist program; `lineage` maps an invocation to its ModelIR op.
-fn program_text(
+/// Builds the dist program into `generated`; `lineage` maps an invocation
+/// to its ModelIR op.
+fn program<'c>(
+    generated: &Module<'c>,
     spec: &TrainingSpec,
     derivation: &BlockDerivation,
     model_digest: &str,
     lineage: &dyn Fn(&PrimitiveInvocation) -> String,
-    at: &dyn Fn(&str) -> String,
-) -> String {
+    anchor: Location<'c>,
+) -> Result<(), BuildError> {
+    let b = Builder::of(generated.as_operation());
     let m = &spec.model;
     let map = &spec.mapping;
     let mesh = Mesh { dp: map.dp, pp: map.pp, tp: map.tp };
-    let dt = element_type(spec.workload.datatype);
-    let activation = tensor(&[spec.workload.microbatch, m.seq_len, m.hidden], dt);
-    let seq_split = if map.sequence_parallel() { "[\"tp\"]" } else { "[]" };
-    let activation_split = format!("[[], {seq_split}, []]");
-    let tp_group = ranks(&mesh.tp_group());
+    let dt = element(&b, spec.workload.datatype);
+    let activation = tensor_type(&b, &[spec.workload.microbatch, m.seq_len, m.hidden], dt);
+    let seq_split: Vec<&str> = if map.sequence_parallel() { vec!["tp"] } else { vec![] };
+    let activation_split = b.split_axes(&[vec![], seq_split, vec![]]);
+    let tp_group = mesh.tp_group();
     let whole_mesh = mesh.dp * mesh.pp * mesh.tp != mesh.tp;
-    let compute_ranks = if whole_mesh { format!(", ranks = {tp_group}") } else { String::new() };
+    let top = Emitter::new(b, generated.body(), anchor);
 
-    let mut t = String::new();
-    let _ = writeln!(t, "module {{");
-    let _ = writeln!(t, "  \"dist.header\"() {{schema_name = \"blueprint.dist\", schema_version = \"1.0\", model_digest = \"{model_digest}\"}} : () -> () {}", at("dist.header"));
-    let _ = writeln!(t, "  \"dist.mesh\"() {{sym_name = \"{MESH}\", axes = [\"dp\", \"pp\", \"tp\"], shape = array<i64: {}, {}, {}>}} : () -> () {}", mesh.dp, mesh.pp, mesh.tp, at(MESH));
-    let memory = &derivation.memory;
-    let sharded = if memory.shards > 1 { format!(", shared_by = {} : i64", memory.shards) } else { String::new() };
-    for (kind, bytes, shared) in [
-        ("weight", memory.weights, ""),
-        ("activation_working", memory.act_working_space, ""),
-        ("activation_storage", memory.act_storage_space, ""),
-        ("activation_checkpoint", memory.act_checkpoint, ""),
-        ("weight_gradient", memory.weight_grads, sharded.as_str()),
-        ("weight_gradient_unsharded", memory.weight_grads_unsharded, ""),
-        ("activation_gradient", memory.act_grads, ""),
-        ("optimizer_state", memory.optimizer, sharded.as_str()),
-    ] {
-        let _ = writeln!(t, "  \"dist.memory\"() {{id = \"mem.{kind}\", mesh = @{MESH}, kind = \"{kind}\", bytes = {bytes} : i64, lineage = \"block\"{shared}}} : () -> () {}", at(&format!("mem.{kind}")));
+    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, _marker: std::marker::PhantomData }.build(&b, top.at("dist.header")))?;
+    let shape: Vec<i64> = [mesh.dp, mesh.pp, mesh.tp].iter().map(|v| i64::try_from(*v).unwrap_or(i64::MAX)).collect();
+    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["dp", "pp", "tp"]), shape: &shape, _marker: std::marker::PhantomData }.build(&b, top.at(MESH)))?;
+    for (kind, bytes, shared) in memory_facts(derivation) {
+        let id = format!("mem.{}", kind.name());
+        top.push(
+            dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "block", shared_by: (shared > 1).then_some(shared), slice: None, _marker: std::marker::PhantomData }
+                .build(&b, top.at(&id)),
+        )?;
     }
-    let _ = writeln!(t, "  func.func @decoder_block_dist() {{");
-    let _ = writeln!(t, "    %in = \"dist.value\"() {{id = \"block.in\", mesh = @{MESH}, split_axes = {activation_split}, lineage = \"block.in\"}} : () -> {activation} {}", at("block.in"));
+    let function = top.push(b.func("decoder_block_dist", &[], &[], anchor))?;
+    let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
+    let e = Emitter::new(b, body, anchor);
+    let input = result(
+        e.push(dist::Value { id: "block.in", mesh: MESH, split_axes: activation_split, lineage: "block.in", owners: None, results: &[activation], _marker: std::marker::PhantomData }.build(&b, e.at("block.in")))?,
+        0,
+    );
     let width = m.heads * m.head_dim;
-    let params = super::import::block_parameters(m.hidden, width, width, m.ffn_hidden, m.ffn_hidden);
-    for (id, shape) in &params {
+    for (id, shape) in &block_parameters(m.hidden, width, width, m.ffn_hidden, m.ffn_hidden) {
         let split = match *id {
-            "attn.q.weight" | "attn.k.weight" | "attn.v.weight" | "mlp.fc1.weight" => "[[], [\"tp\"]]",
-            "attn.proj.weight" | "mlp.fc2.weight" => "[[\"tp\"], []]",
-            _ => "[[]]",
+            "attn.q.weight" | "attn.k.weight" | "attn.v.weight" | "mlp.fc1.weight" => b.split_axes(&[vec![], vec!["tp"]]),
+            "attn.proj.weight" | "mlp.fc2.weight" => b.split_axes(&[vec!["tp"], vec![]]),
+            _ => b.split_axes::<&str>(&[vec![]]),
         };
-        let _ = writeln!(t, "    %{} = \"dist.value\"() {{id = \"{id}\", mesh = @{MESH}, split_axes = {split}, lineage = \"{id}\"}} : () -> {} {}", id.replace('.', "_"), tensor(shape, dt), at(id));
+        let ty = tensor_type(&b, shape, dt);
+        e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage: id, owners: None, results: &[ty], _marker: std::marker::PhantomData }.build(&b, e.at(id)))?;
     }
 
     let invocations = &derivation.invocations;
-    let last_forward_compute = invocations
-        .iter()
-        .rposition(|inv| inv.phase == Phase::Forward && inv.collective.is_none());
+    let last_forward_compute = invocations.iter().rposition(|inv| inv.phase == Phase::Forward && inv.collective.is_none());
     let first_backward = invocations.iter().position(|inv| inv.phase == Phase::ActivationGradient);
     let first_optimizer = invocations.iter().position(|inv| inv.phase == Phase::Optimizer);
     let pp_bytes = pipeline_message_bytes(spec);
     let dp_bytes = BlockFacts::from_derivation(derivation, spec).block_dp_size;
     let next_stage = mesh.rank(0, 1.min(mesh.pp - 1), 0);
+    let place = Placement {
+        mesh: MESH,
+        slice: None,
+        ranks: whole_mesh.then_some(tp_group.as_slice()),
+        participants: Some(&tp_group),
+        axes: &["tp"],
+    };
+    let collective_place = Placement { ranks: None, ..place };
 
-    let mut chain = Chain { text: t, counter: 0, previous: "%in".into(), previous_type: activation.clone() };
-    let mut output = false;
+    let mut previous = input;
+    let mut output = None;
     for (index, inv) in invocations.iter().enumerate() {
         if Some(index) == first_backward && mesh.pp > 1 {
-            chain.push(&format!(
-                "\"dist.p2p\"($DEPS) {{id = \"pp.recv_grad\", mesh = @{MESH}, phase = \"activation_gradient\", source = {next_stage} : i64, dest = 0 : i64, message_bytes = {pp_bytes} : i64, lineage = \"block.out\"}} : ($DEP_TYPE) -> !dist.token {}", at("pp.recv_grad")
-            ));
+            let op = e.push(p2p(&e, "pp.recv_grad", Phase::ActivationGradient, previous, next_stage, 0, pp_bytes))?;
+            previous = token(op);
         }
         if Some(index) == first_optimizer && mesh.dp > 1 {
-            let kind = if map.optimizer_sharding { "reduce_scatter" } else { "all_reduce" };
-            chain.push(&format!(
-                "\"dist.{kind}\"($DEPS) {{id = \"dp.grad_reduce\", mesh = @{MESH}, phase = \"weight_gradient\", participants = {}, reduction = \"sum\", mesh_axes = [\"dp\"], message_bytes = {dp_bytes} : i64, lineage = \"block\"}} : ($DEP_TYPE) -> !dist.token {}",
-                ranks(&mesh.dp_group()), at("dp.grad_reduce")
-            ));
+            let op = e.push(dp_reduction(&e, map.optimizer_sharding, previous, &mesh.dp_group(), dp_bytes))?;
+            previous = token(op);
         }
-        let phase = phase_name(inv.phase);
         let lineage = lineage(inv);
-        if let Some(collective) = inv.collective {
-            let (op, reduction) = match collective.kind {
-                CollectiveKind::AllReduce => ("all_reduce", ", reduction = \"sum\""),
-                CollectiveKind::ReduceScatter => ("reduce_scatter", ", reduction = \"sum\""),
-                CollectiveKind::AllGather => ("all_gather", ""),
-            };
-            chain.push(&format!(
-                "\"dist.{op}\"($DEPS) {{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", participants = {tp_group}{reduction}, mesh_axes = [\"tp\"], message_bytes = {} : i64, ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"}} : ($DEP_TYPE) -> !dist.token {}",
-                inv.name, collective.message_bytes, inv.ops, inv.read_bytes, inv.write_bytes, at(&inv.name)
-            ));
-            continue;
-        }
-        let engine = if inv.engine == Engine::Matrix { "matrix" } else { "vector" };
-        let shared = if inv.shared_by > 1 { format!(", shared_by = {} : i64", inv.shared_by) } else { String::new() };
-        let attrs = format!(
-            "{{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", engine = \"{engine}\", primitive = \"{}\", ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"{compute_ranks}{shared}}}",
-            inv.name, primitive_name(inv.primitive), inv.ops, inv.read_bytes, inv.write_bytes
-        );
-        if Some(index) != last_forward_compute {
-            chain.push(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> !dist.token {}", at(&inv.name)));
-            continue;
-        }
-        // The forward terminal produces the block output.
-        chain.push_named(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> (!dist.token, {activation}) {}", at(&inv.name)), "%out");
-        output = true;
-        if mesh.pp > 1 {
-            let token = chain.previous.clone();
-            let _ = writeln!(chain.text, "    %sent = \"dist.p2p\"(%out, {token}) {{id = \"pp.send_activation\", mesh = @{MESH}, phase = \"forward\", source = 0 : i64, dest = {next_stage} : i64, message_bytes = {pp_bytes} : i64, lineage = \"block.out\"}} : ({activation}, !dist.token) -> {activation} {}", at("pp.send_activation"));
+        let terminal = inv.collective.is_none() && Some(index) == last_forward_compute;
+        let place = if inv.collective.is_some() { collective_place } else { place };
+        let op = emit_invocation(&e, inv, place, &lineage, previous, terminal.then_some(activation))?;
+        previous = token(op);
+        if terminal {
+            // The forward terminal produces the block output.
+            let out = result(op, 1);
+            output = Some(out);
+            if mesh.pp > 1 {
+                e.push(
+                    dist::P2P {
+                        input: out,
+                        deps: &[previous],
+                        id: "pp.send_activation",
+                        mesh: MESH,
+                        phase: ods::Phase::Forward,
+                        lineage: "block.out",
+                        message_bytes: pp_bytes,
+                        source: 0,
+                        dest: next_stage,
+                        along: None,
+                        slice: None,
+                        ops: None,
+                        read_bytes: None,
+                        write_bytes: None,
+                        _marker: std::marker::PhantomData,
+                    }
+                    .build(&b, e.at("pp.send_activation")),
+                )?;
+            }
         }
     }
-    let mut t = chain.text;
-    if output {
-        let _ = writeln!(t, "    \"dist.output\"(%out) {{id = \"block.out\", mesh = @{MESH}, split_axes = {activation_split}, lineage = \"block.out\"}} : ({activation}) -> () {}", at("block.out"));
+    if let Some(out) = output {
+        e.push(dist::Output { value: out, id: "block.out", mesh: MESH, split_axes: activation_split, lineage: "block.out", _marker: std::marker::PhantomData }.build(&b, e.at("block.out")))?;
     }
-    let _ = writeln!(t, "    return\n  }}\n}}");
-    t
+    e.push(b.func_return(&[], anchor))?;
+    Ok(())
 }
 
-/// A serial token chain: each task depends on the one before it.
-pub(crate) struct Chain {
-    pub(crate) text: String,
-    pub(crate) counter: usize,
-    pub(crate) previous: String,
-    pub(crate) previous_type: String,
+/// A facts-only pipeline transfer on the token chain.
+fn p2p<'c, 'a>(e: &Emitter<'c, 'a>, id: &str, phase: Phase, previous: melior::ir::Value<'c, 'a>, source: i64, dest: i64, bytes: u64) -> Result<melior::ir::Operation<'c>, BuildError> {
+    dist::P2P {
+        input: previous,
+        deps: &[],
+        id,
+        mesh: MESH,
+        phase: phase_case(phase),
+        lineage: "block.out",
+        message_bytes: bytes,
+        source,
+        dest,
+        along: None,
+        slice: None,
+        ops: None,
+        read_bytes: None,
+        write_bytes: None,
+        _marker: std::marker::PhantomData,
+    }
+    .build(&e.b, e.at(id))
 }
 
-impl Chain {
-    /// Appends a task whose only result is its token; `$DEPS` and
-    /// `$DEP_TYPE` in `line` stand for the previous task's value and type.
-    pub(crate) fn push(&mut self, line: &str) {
-        let token = format!("%t{}", self.counter);
-        self.counter += 1;
-        let line = line.replace("$DEPS", &self.previous).replace("$DEP_TYPE", &self.previous_type);
-        let _ = writeln!(self.text, "    {token} = {line}");
-        self.previous = token;
-        self.previous_type = "!dist.token".into();
-    }
-
-    /// Like [`Chain::push`] for a task that also returns a value named `value`.
-    pub(crate) fn push_named(&mut self, line: &str, value: &str) {
-        let token = format!("%t{}", self.counter);
-        self.counter += 1;
-        let line = line.replace("$DEPS", &self.previous).replace("$DEP_TYPE", &self.previous_type);
-        let _ = writeln!(self.text, "    {token}, {value} = {line}");
-        self.previous = token;
-        self.previous_type = "!dist.token".into();
+/// The data-parallel gradient reduction of the block (reduce-scatter under
+/// optimizer sharding).
+fn dp_reduction<'c, 'a>(e: &Emitter<'c, 'a>, sharded: bool, previous: melior::ir::Value<'c, 'a>, group: &[i64], bytes: u64) -> Result<melior::ir::Operation<'c>, BuildError> {
+    let id = "dp.grad_reduce";
+    let axes = e.b.strings(&["dp"]);
+    if sharded {
+        dist::ReduceScatter {
+            input: previous,
+            deps: &[],
+            id,
+            mesh: MESH,
+            phase: ods::Phase::WeightGradient,
+            lineage: "block",
+            message_bytes: bytes,
+            participants: Some(group),
+            mesh_axes: Some(axes),
+            slice: None,
+            ranks: None,
+            reduction: Reduction::Sum,
+            axis: None,
+            ops: None,
+            read_bytes: None,
+            write_bytes: None,
+            results: &[e.token],
+            _marker: std::marker::PhantomData,
+        }
+        .build(&e.b, e.at(id))
+    } else {
+        dist::AllReduce {
+            input: previous,
+            deps: &[],
+            id,
+            mesh: MESH,
+            phase: ods::Phase::WeightGradient,
+            lineage: "block",
+            message_bytes: bytes,
+            participants: Some(group),
+            mesh_axes: Some(axes),
+            slice: None,
+            ranks: None,
+            reduction: Reduction::Sum,
+            axis: None,
+            ops: None,
+            read_bytes: None,
+            write_bytes: None,
+            _marker: std::marker::PhantomData,
+        }
+        .build(&e.b, e.at(id))
     }
 }
+
+/// The `phase` attribute spelling of a workload phase (from the ODS).
+#[must_use]
+pub fn phase_name(phase: Phase) -> &'static str {
+    phase_case(phase).name()
+}
+
+/// The `primitive` attribute spelling of a primitive (from the ODS).
+#[must_use]
+pub fn primitive_name(primitive: Primitive) -> &'static str {
+    match primitive {
+        Primitive::Collective => "collective",
+        other => super::emit::primitive_case(other).name(),
+    }
+}
+

@@ -12,26 +12,26 @@
 //! Tasks come from the same workload algebra as training, so the same
 //! planning pass and conservation checks apply.
 
-use std::{collections::HashSet, fmt::Write as _};
+use std::collections::HashSet;
 
 use melior::{
-    ir::{operation::OperationLike, OperationRef},
+    ir::{block::BlockLike, operation::OperationLike, Location, Module, OperationRef, RegionLike, Type, Value},
     pass::ExternalPass,
 };
 
 use super::{
-    Failure,
     binding::{read_spec, INFERENCE_SPEC},
-    distribute::{model_op_id, phase_name, primitive_name, ranks, Chain, MESH},
-    import::{element_type, kv_cache_type, tensor},
+    distribute::{model_op_id, MESH},
+    emit::{emit_invocation, token, Emitter, Placement},
+    import::{block_parameters, element, kv_cache_shape, tensor_type},
+    Failure,
 };
 use crate::{
+    dialects::{dist, result, BuildError, Builder},
     digest::layer_digest,
-    ir::{collect_ops, dialect_of, int_attr, name_of, str_attr},
-    workload::{
-        derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, BlockMemory, Engine,
-        InferenceSpec, PrimitiveInvocation,
-    },
+    ir::{collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr},
+    ods::{InferencePhase, MemoryKind, OpKind},
+    workload::{derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, BlockMemory, InferenceSpec, PrimitiveInvocation},
 };
 
 crate::passes::external_pass!(
@@ -42,16 +42,17 @@ crate::passes::external_pass!(
 );
 
 fn run(module: OperationRef, pass: ExternalPass) {
-    super::run_generating(module, pass, prepare);
+    super::run_building(module, pass, build);
 }
 
-fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>> {
+fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result<(), Failure<'c, 'a>> {
     let ops = collect_ops(module);
     super::ensure_no_dist_program(&ops, "distribute-transformer-inference")?;
-    let phases: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == "model.decoder_inference").collect();
+    let phases: Vec<OperationRef> = ops.iter().copied().filter(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference)).collect();
+    let phase_of = |op: OperationRef| enum_attr::<InferencePhase>(op, "phase");
     // A decomposed served block is found by its prefill query projection.
     let by_id = |id: &str| ops.iter().copied().find(|op| dialect_of(&name_of(*op)) == "model" && str_attr(*op, "id") == Some(id));
-    let Some(prefill) = phases.iter().copied().find(|op| str_attr(*op, "phase") == Some("prefill")).or_else(|| by_id("prefill.attn.q")) else {
+    let Some(prefill) = phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Prefill)).or_else(|| by_id("prefill.attn.q")) else {
         return Err((module, "distribute-transformer-inference: no prefill 'model.decoder_inference' op (or decomposed served block) to distribute".into()));
     };
     let spec: InferenceSpec = read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))
@@ -60,7 +61,7 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
         check_dimensions(op, &spec)?;
     }
     let prefill_work = derive_prefill_block(&spec).map_err(|e| (prefill, e.to_string()))?;
-    let decode = phases.iter().copied().find(|op| str_attr(*op, "phase") == Some("decode"));
+    let decode = phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Decode));
     let decode_work = match (decode, by_id("decode.attn.q")) {
         (Some(op), _) => {
             let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);
@@ -75,20 +76,21 @@ fn prepare<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<String, Failure<'c, '
         .filter(|op| dialect_of(&name_of(**op)) == "model")
         .filter_map(|op| str_attr(*op, "id").map(str::to_string))
         .collect();
-    let mut text = header(&spec, &prefill_work.memory, &layer_digest(module, "model"), prefill);
-    let mut chain = Chain { text: String::new(), counter: 0, previous: "%prompt".into(), previous_type: String::new() };
-    let m = &spec.model;
-    let dt = element_type(spec.workload.datatype);
-    chain.previous_type = tensor(&[spec.workload.batch, spec.workload.prompt_tokens, m.hidden], dt);
-    let prefill_id = str_attr(prefill, "id").unwrap_or("prefill").to_string();
-    emit_phase(&mut chain, &spec, &prefill_work, &|inv| owner(&model_ids, inv, &prefill_id), prefill, "prompt");
-    if let Some((op, work)) = &decode_work {
-        let decode_id = str_attr(*op, "id").unwrap_or("decode").to_string();
-        emit_phase(&mut chain, &spec, work, &|inv| owner(&model_ids, inv, &decode_id), *op, "token");
-    }
-    text.push_str(&chain.text);
-    let _ = writeln!(text, "    return\n  }}\n}}");
-    Ok(text)
+    let digest = layer_digest(module, "model");
+    let program = || -> Result<(), BuildError> {
+        let (e, prompt) = header(generated, &spec, &prefill_work.memory, &digest, prefill.location())?;
+        let prefill_id = str_attr(prefill, "id").unwrap_or("prefill").to_string();
+        let mut previous = emit_phase(&e, &spec, &prefill_work, &|inv| owner(&model_ids, inv, &prefill_id), prompt, "prompt")?;
+        if let Some((op, work)) = &decode_work {
+            let decode_id = str_attr(*op, "id").unwrap_or("decode").to_string();
+            let e = Emitter::new(e.b, e.block, op.location());
+            previous = emit_phase(&e, &spec, work, &|inv| owner(&model_ids, inv, &decode_id), previous, "token")?;
+        }
+        let _ = previous;
+        e.push(e.b.func_return(&[], prefill.location()))?;
+        Ok(())
+    };
+    program().map_err(|e| (prefill, e.to_string()))
 }
 
 /// The model op an invocation is attributed to: its decomposed op if the
@@ -111,88 +113,99 @@ fn check_dimensions<'c, 'a>(op: OperationRef<'c, 'a>, spec: &InferenceSpec) -> R
 }
 
 /// Mesh axes of the tensor-parallel group: KV-head split, then replication.
-const TP_AXES: &str = "[\"tp_kv\", \"tp_rep\"]";
+const TP_AXES: [&str; 2] = ["tp_kv", "tp_rep"];
 
-fn header(spec: &InferenceSpec, prefill_memory: &BlockMemory, model_digest: &str, anchor: OperationRef) -> String {
+/// The header, mesh, memory facts and the function's boundary values;
+/// returns the emitter of the function body and the prompt value.
+fn header<'c, 'g>(
+    generated: &'g Module<'c>,
+    spec: &InferenceSpec,
+    prefill_memory: &BlockMemory,
+    model_digest: &str,
+    anchor: Location<'c>,
+) -> Result<(Emitter<'c, 'g>, Value<'c, 'g>), BuildError> {
+    let b = Builder::of(generated.as_operation());
     let m = &spec.model;
     let w = &spec.workload;
     let tp = spec.mapping.tp;
     let kv_split = m.kv_heads().min(tp);
-    let at = |id: &str| super::located(id, anchor.location());
-    let dt = element_type(w.datatype);
-    let mut t = String::new();
-    let _ = writeln!(t, "module {{");
-    let _ = writeln!(t, "  \"dist.header\"() {{schema_name = \"blueprint.dist\", schema_version = \"1.0\", model_digest = \"{model_digest}\"}} : () -> () {}", at("dist.header"));
-    let _ = writeln!(t, "  \"dist.mesh\"() {{sym_name = \"{MESH}\", axes = [\"pp\", \"tp_kv\", \"tp_rep\"], shape = array<i64: {}, {kv_split}, {}>}} : () -> () {}", spec.mapping.pp, tp / kv_split, at(MESH));
+    let dt = element(&b, w.datatype);
+    let top = Emitter::new(b, generated.body(), anchor);
+    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, _marker: std::marker::PhantomData }.build(&b, top.at("dist.header")))?;
+    let shape: Vec<i64> = [spec.mapping.pp, kv_split, tp / kv_split].iter().map(|v| i64::try_from(*v).unwrap_or(i64::MAX)).collect();
+    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["pp", "tp_kv", "tp_rep"]), shape: &shape, _marker: std::marker::PhantomData }.build(&b, top.at(MESH)))?;
     for (kind, bytes) in [
-        ("weight", prefill_memory.weights),
-        ("activation_working", prefill_memory.act_working_space),
-        ("kv_cache", kv_cache_bytes(spec, w.final_context())),
+        (MemoryKind::Weight, prefill_memory.weights),
+        (MemoryKind::ActivationWorking, prefill_memory.act_working_space),
+        (MemoryKind::KvCache, kv_cache_bytes(spec, w.final_context())),
     ] {
-        let _ = writeln!(t, "  \"dist.memory\"() {{id = \"mem.{kind}\", mesh = @{MESH}, kind = \"{kind}\", bytes = {bytes} : i64, lineage = \"prefill\"}} : () -> () {}", at(&format!("mem.{kind}")));
+        let id = format!("mem.{}", kind.name());
+        top.push(dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "prefill", shared_by: None, slice: None, _marker: std::marker::PhantomData }.build(&b, top.at(&id)))?;
     }
-    let _ = writeln!(t, "  func.func @decoder_block_inference_dist() {{");
-    let all = "[\"tp_kv\", \"tp_rep\"]";
-    let _ = writeln!(t, "    %prompt = \"dist.value\"() {{id = \"prompt.in\", mesh = @{MESH}, split_axes = [[], [], []], lineage = \"prompt.in\"}} : () -> {} {}", tensor(&[w.batch, w.prompt_tokens, m.hidden], dt), at("prompt.in"));
+    let function = top.push(b.func("decoder_block_inference_dist", &[], &[], anchor))?;
+    let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
+    let e = Emitter::new(b, body, anchor);
+    let value = |id: &str, split: melior::ir::Attribute<'c>, lineage: &str, ty: Type<'c>| -> Result<Value<'c, 'g>, BuildError> {
+        Ok(result(e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage, owners: None, results: &[ty], _marker: std::marker::PhantomData }.build(&b, e.at(id)))?, 0))
+    };
+    let prompt = value("prompt.in", b.split_axes::<&str>(&[vec![], vec![], vec![]]), "prompt.in", tensor_type(&b, &[w.batch, w.prompt_tokens, m.hidden], dt))?;
     let width = m.heads * m.head_dim;
     let kv_width = m.kv_heads() * m.head_dim;
     let ffn_in = if m.gated_mlp { 2 * m.ffn_hidden } else { m.ffn_hidden };
-    for (id, shape) in super::import::block_parameters(m.hidden, width, kv_width, ffn_in, m.ffn_hidden) {
+    for (id, shape) in block_parameters(m.hidden, width, kv_width, ffn_in, m.ffn_hidden) {
         let split = match id {
-            "attn.q.weight" | "mlp.fc1.weight" => format!("[[], {all}]"),
-            "attn.k.weight" | "attn.v.weight" => "[[], [\"tp_kv\"]]".to_string(),
-            "attn.proj.weight" | "mlp.fc2.weight" => format!("[{all}, []]"),
-            _ => "[[]]".to_string(),
+            "attn.q.weight" | "mlp.fc1.weight" => b.split_axes(&[vec![], TP_AXES.to_vec()]),
+            "attn.k.weight" | "attn.v.weight" => b.split_axes(&[vec![], vec!["tp_kv"]]),
+            "attn.proj.weight" | "mlp.fc2.weight" => b.split_axes(&[TP_AXES.to_vec(), vec![]]),
+            _ => b.split_axes::<&str>(&[vec![]]),
         };
-        let _ = writeln!(t, "    %{} = \"dist.value\"() {{id = \"{id}\", mesh = @{MESH}, split_axes = {split}, lineage = \"{id}\"}} : () -> {} {}", id.replace('.', "_"), tensor(&shape, dt), at(id));
+        value(id, split, id, tensor_type(&b, &shape, dt))?;
     }
     // The KV cache at its capacity (end of generation): K/V heads split over
     // `tp_kv`, replicated over `tp_rep`.
-    let _ = writeln!(t, "    %kv = \"dist.value\"() {{id = \"kv.cache\", mesh = @{MESH}, split_axes = [[], [], [], [\"tp_kv\"]], lineage = \"prefill\"}} : () -> {} {}", kv_cache_type(spec, Some(w.final_context())), at("kv.cache"));
-    t
+    let cache = b.tensor(&kv_cache_shape(spec, Some(w.final_context())), element(&b, w.kv_datatype()));
+    value("kv.cache", b.split_axes(&[vec![], vec![], vec![], vec!["tp_kv"]]), "prefill", cache)?;
+    Ok((e, prompt))
 }
 
 /// One phase's tasks on the token chain; its last compute task returns the
-/// phase output (`<output>.out`).
-fn emit_phase(
-    chain: &mut Chain,
+/// phase output (`<output>.out`). Returns the last token.
+fn emit_phase<'c, 'g>(
+    e: &Emitter<'c, 'g>,
     spec: &InferenceSpec,
     derivation: &BlockDerivation,
     lineage: &dyn Fn(&PrimitiveInvocation) -> String,
-    anchor: OperationRef,
+    previous: Value<'c, 'g>,
     output: &str,
-) {
+) -> Result<Value<'c, 'g>, BuildError> {
+    let b = e.b;
     let tp = spec.mapping.tp;
-    let group = ranks(&(0..tp).collect::<Vec<_>>());
-    let dt = element_type(spec.workload.datatype);
+    let group: Vec<i64> = (0..i64::try_from(tp).unwrap_or(i64::MAX)).collect();
+    let dt = element(&b, spec.workload.datatype);
     let tokens = if output == "prompt" { spec.workload.prompt_tokens } else { 1 };
-    let value_type = tensor(&[spec.workload.batch, tokens, spec.model.hidden], dt);
-    let at = |id: &str| super::located(id, anchor.location());
-    let compute_ranks = if spec.mapping.pp > 1 { format!(", ranks = {group}") } else { String::new() };
+    let value_type = tensor_type(&b, &[spec.workload.batch, tokens, spec.model.hidden], dt);
+    let place = Placement {
+        mesh: MESH,
+        slice: None,
+        ranks: (spec.mapping.pp > 1).then_some(group.as_slice()),
+        participants: Some(&group),
+        axes: &TP_AXES,
+    };
     let terminal = derivation.invocations.iter().rposition(|inv| inv.collective.is_none());
+    let mut previous = previous;
     for (index, inv) in derivation.invocations.iter().enumerate() {
-        let phase = phase_name(inv.phase);
         let lineage = lineage(inv);
-        if let Some(collective) = inv.collective {
-            chain.push(&format!(
-                "\"dist.all_reduce\"($DEPS) {{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", participants = {group}, reduction = \"sum\", mesh_axes = {TP_AXES}, message_bytes = {} : i64, ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"}} : ($DEP_TYPE) -> !dist.token {}",
-                inv.name, collective.message_bytes, inv.ops, inv.read_bytes, inv.write_bytes, at(&inv.name)
-            ));
-            continue;
-        }
-        let engine = if inv.engine == Engine::Matrix { "matrix" } else { "vector" };
-        let attrs = format!(
-            "{{id = \"{}\", mesh = @{MESH}, phase = \"{phase}\", engine = \"{engine}\", primitive = \"{}\", ops = {} : i64, read_bytes = {} : i64, write_bytes = {} : i64, lineage = \"{lineage}\"{compute_ranks}}}",
-            inv.name, primitive_name(inv.primitive), inv.ops, inv.read_bytes, inv.write_bytes
-        );
-        if Some(index) == terminal {
-            let name = format!("%{output}_out");
-            chain.push_named(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> (!dist.token, {value_type}) {}", at(&inv.name)), &name);
-            let _ = writeln!(chain.text, "    \"dist.output\"({name}) {{id = \"{output}.out\", mesh = @{MESH}, split_axes = [[], [], []], lineage = \"{output}.out\"}} : ({value_type}) -> () {}", at(&format!("{output}.out")));
-        } else {
-            chain.push(&format!("\"dist.compute\"($DEPS) {attrs} : ($DEP_TYPE) -> !dist.token {}", at(&inv.name)));
+        let place = if inv.collective.is_some() { Placement { ranks: None, ..place } } else { place };
+        let is_terminal = Some(index) == terminal;
+        let op = emit_invocation(e, inv, place, &lineage, previous, is_terminal.then_some(value_type))?;
+        previous = token(op);
+        if is_terminal {
+            let id = format!("{output}.out");
+            let none: [Vec<&str>; 3] = [vec![], vec![], vec![]];
+            e.push(dist::Output { value: result(op, 1), id: &id, mesh: MESH, split_axes: b.split_axes(&none), lineage: &id, _marker: std::marker::PhantomData }.build(&b, e.at(&id)))?;
         }
     }
+    Ok(previous)
 }
 
 /// The model's inference work under its bound strategy: the prefill's and
@@ -206,10 +219,10 @@ pub fn model_invocations(
     let memory_of = prefill.memory;
     let mut invocations = prefill.invocations;
     for op in collect_ops(module) {
-        if name_of(op) == "model.decoder_inference" && str_attr(op, "phase") == Some("decode") {
+        if OpKind::of(op) == Some(OpKind::ModelDecoderInference) && enum_attr::<InferencePhase>(op, "phase") == Some(InferencePhase::Decode) {
             let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);
             invocations.extend(derive_decode_block(&spec, context)?.invocations);
-        } else if name_of(op) == "model.matmul" && str_attr(op, "id") == Some("decode.attn.q") {
+        } else if OpKind::of(op) == Some(OpKind::ModelMatmul) && str_attr(op, "id") == Some("decode.attn.q") {
             invocations.extend(derive_decode_block(&spec, spec.workload.final_context())?.invocations);
         }
     }

@@ -1,11 +1,20 @@
 //! Import of a Transformer spec into ModelIR: one function holding the
 //! block's typed values (input activation, parameters, optimizer state) and
 //! the coarse decoder op, plus the strategy binding as a module attribute.
+//! Built with the typed builders; every op is located at the spec (named
+//! after its id), so diagnostics point at the file the user gave.
 
-use std::fmt::Write as _;
+use melior::{
+    ir::{block::BlockLike, operation::{OperationLike, OperationMutLike}, Location, Module, RegionLike, Type, Value},
+    Context,
+};
 
-use super::binding::{spec_attribute_text, INFERENCE_SPEC, TRAINING_SPEC};
-use crate::workload::{Datatype, InferenceSpec, TrainingSpec};
+use super::binding::{INFERENCE_SPEC, TRAINING_SPEC};
+use crate::{
+    dialects::{model, result, BuildError, Builder},
+    ods::{self, Role},
+    workload::{Datatype, InferenceSpec, TrainingSpec},
+};
 
 /// The MLIR element type of a datatype.
 #[must_use]
@@ -16,6 +25,23 @@ pub fn element_type(datatype: Datatype) -> &'static str {
         Datatype::Bfloat16 => "bf16",
         Datatype::Float32 => "f32",
     }
+}
+
+/// The ODS enum case of a datatype (also the spec's spelling).
+#[must_use]
+pub fn datatype_case(datatype: Datatype) -> ods::Datatype {
+    match datatype {
+        Datatype::Float8 => ods::Datatype::Float8,
+        Datatype::Float16 => ods::Datatype::Float16,
+        Datatype::Bfloat16 => ods::Datatype::Bfloat16,
+        Datatype::Float32 => ods::Datatype::Float32,
+    }
+}
+
+/// The spec's spelling of a datatype.
+#[must_use]
+pub fn datatype_name(datatype: Datatype) -> &'static str {
+    datatype_case(datatype).name()
 }
 
 /// One named parameter of the block: (id, shape). The order is that of the
@@ -36,140 +62,204 @@ pub fn block_parameters(hidden: u64, attention_width: u64, kv_width: u64, ffn_in
     ]
 }
 
-pub(crate) fn tensor(shape: &[u64], element: &str) -> String {
-    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-    format!("tensor<{}x{element}>", dims.join("x"))
+/// A static tensor type; validation bounds every extent far below 2^63.
+#[must_use]
+pub fn tensor_type<'c>(b: &Builder<'c>, shape: &[u64], element: Type<'c>) -> Type<'c> {
+    let dims: Vec<i64> = shape.iter().map(|d| i64::try_from(*d).unwrap_or(i64::MAX)).collect();
+    b.tensor(&dims, element)
 }
 
-/// ModelIR text for one decoder block trained under `spec` (validated by
-/// the caller). The strategy is a module attribute, not part of ModelIR.
+/// The element type of a datatype in `b`'s context.
 #[must_use]
-pub fn import_training(spec: &TrainingSpec) -> String {
+pub fn element<'c>(b: &Builder<'c>, datatype: Datatype) -> Type<'c> {
+    match b.parse_type(element_type(datatype)) {
+        Some(ty) => ty,
+        None => unreachable!("builtin element types always parse"),
+    }
+}
+
+fn header<'c>(b: &Builder<'c>, module: &Module<'c>, location: Location<'c>) -> Result<(), BuildError> {
+    let op = model::Header { schema_name: "blueprint.model", schema_version: "1.0", _marker: std::marker::PhantomData }
+        .build(b, location)?;
+    module.body().append_operation(op);
+    Ok(())
+}
+
+/// A `model.value` appended to `block`.
+fn value<'c, 'a>(
+    b: &Builder<'c>,
+    block: &'a melior::ir::BlockRef<'c, 'a>,
+    id: &str,
+    role: Role,
+    ty: Type<'c>,
+    at: Location<'c>,
+) -> Result<Value<'c, 'a>, BuildError> {
+    let op = model::Value { id, effects: None, role, results: &[ty], _marker: std::marker::PhantomData }
+        .build(b, b.named_location(id, at))?;
+    Ok(result(block.append_operation(op), 0))
+}
+
+/// `model.output value id [as role]`.
+fn output<'c>(b: &Builder<'c>, block: &melior::ir::BlockRef<'c, '_>, value: Value<'c, '_>, id: &str, role: Option<Role>, at: Location<'c>) -> Result<(), BuildError> {
+    let op = model::Output { value, id, effects: None, role, _marker: std::marker::PhantomData }
+        .build(b, b.named_location(id, at))?;
+    block.append_operation(op);
+    Ok(())
+}
+
+/// ModelIR of one decoder block trained under `spec` (validated by the
+/// caller), in a new module of `context`. The strategy is a module
+/// attribute, not part of ModelIR.
+///
+/// # Errors
+/// When MLIR refuses an op (a defect of the builders).
+pub fn import_training<'c>(context: &'c Context, spec: &TrainingSpec, location: Location<'c>) -> Result<Module<'c>, BuildError> {
+    let b = Builder::new(context);
     let m = &spec.model;
     let w = &spec.workload;
-    let dt = element_type(w.datatype);
+    let dt = element(&b, w.datatype);
     let width = m.heads * m.head_dim;
     let params = block_parameters(m.hidden, width, width, m.ffn_hidden, m.ffn_hidden);
     let param_elements: u64 = params.iter().map(|(_, s)| s.iter().product::<u64>()).sum();
     // fp32 master weights (below fp32) and the two Adam moments.
     let optimizer_copies = if w.datatype == Datatype::Float32 { 2 } else { 3 };
-    let activation = tensor(&[w.microbatch, m.seq_len, m.hidden], dt);
+    let activation = tensor_type(&b, &[w.microbatch, m.seq_len, m.hidden], dt);
 
-    let mut text = String::new();
-    let _ = writeln!(text, "module attributes {{{TRAINING_SPEC} = {}}} {{", spec_attribute_text(spec));
-    let _ = writeln!(text, "  \"model.header\"() {{schema_name = \"blueprint.model\", schema_version = \"1.0\"}} : () -> ()");
-    let _ = writeln!(text, "  func.func @decoder_block() {{");
-    let _ = writeln!(text, "    %x = \"model.value\"() {{id = \"block.in\", role = \"activation\"}} : () -> {activation}");
-    let mut operands = vec!["%x".to_string()];
-    let mut types = vec![activation.clone()];
-    for (i, (id, shape)) in params.iter().enumerate() {
-        let ty = tensor(shape, dt);
-        let _ = writeln!(text, "    %p{i} = \"model.value\"() {{id = \"{id}\", role = \"parameter\"}} : () -> {ty}");
-        operands.push(format!("%p{i}"));
-        types.push(ty);
+    let mut module = Module::new(location);
+    module.as_operation_mut().set_attribute(TRAINING_SPEC, b.json(&serde_json::to_value(spec).unwrap_or_default()));
+    header(&b, &module, location)?;
+    let function = module.body().append_operation(b.func("decoder_block", &[], &[], location)?);
+    let block = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
+
+    let x = value(&b, &block, "block.in", Role::Activation, activation, location)?;
+    let mut p = Vec::new();
+    for (id, shape) in &params {
+        p.push(value(&b, &block, id, Role::Parameter, tensor_type(&b, shape, dt), location)?);
     }
-    let state = tensor(&[param_elements * optimizer_copies], "f32");
-    let _ = writeln!(text, "    %opt = \"model.value\"() {{id = \"optimizer.state\", role = \"optimizer_state\"}} : () -> {state}");
-    operands.push("%opt".into());
-    types.push(state);
-    let _ = writeln!(
-        text,
-        "    %y = \"model.decoder_training\"({}) {{id = \"block\", hidden = {} : i64, ffn_hidden = {} : i64, seq_len = {} : i64, heads = {} : i64, head_dim = {} : i64, microbatch = {} : i64, datatype = \"{}\", effects = [\"parameter_update\", \"random_state\"]}} : ({}) -> {activation}",
-        operands.join(", "),
-        m.hidden, m.ffn_hidden, m.seq_len, m.heads, m.head_dim, w.microbatch,
-        datatype_name(w.datatype),
-        types.join(", "),
-    );
-    let _ = writeln!(text, "    \"model.output\"(%y) {{id = \"block.out\"}} : ({activation}) -> ()");
-    let _ = writeln!(text, "    return\n  }}\n}}");
-    text
+    let f32_type = element(&b, Datatype::Float32);
+    let state = value(&b, &block, "optimizer.state", Role::OptimizerState, tensor_type(&b, &[param_elements * optimizer_copies], f32_type), location)?;
+    let op = model::DecoderTraining {
+        input: x,
+        ln1_scale: p[0],
+        ln1_bias: p[1],
+        q_weight: p[2],
+        k_weight: p[3],
+        v_weight: p[4],
+        proj_weight: p[5],
+        ln2_scale: p[6],
+        ln2_bias: p[7],
+        fc1_weight: p[8],
+        fc2_weight: p[9],
+        optimizer_state: state,
+        id: "block",
+        effects: Some(effects(&["parameter_update", "random_state"])),
+        hidden: m.hidden,
+        ffn_hidden: m.ffn_hidden,
+        seq_len: m.seq_len,
+        heads: m.heads,
+        head_dim: m.head_dim,
+        microbatch: w.microbatch,
+        datatype: datatype_case(w.datatype),
+        results: &[activation],
+        _marker: std::marker::PhantomData,
+    }
+    .build(&b, b.named_location("block", location))?;
+    let y = result(block.append_operation(op), 0);
+    output(&b, &block, y, "block.out", None, location)?;
+    block.append_operation(b.func_return(&[], location)?);
+    Ok(module)
 }
 
-/// The spec's spelling of a datatype (also the `datatype` attribute).
+/// The flag value of a set of ODS effects (spellings from the ODS).
 #[must_use]
-pub fn datatype_name(datatype: Datatype) -> &'static str {
-    match datatype {
-        Datatype::Float8 => "float8",
-        Datatype::Float16 => "float16",
-        Datatype::Bfloat16 => "bfloat16",
-        Datatype::Float32 => "float32",
-    }
+pub fn effects(names: &[&str]) -> i64 {
+    ods::EFFECTS_FLAGS.iter().filter(|(name, _)| names.contains(name)).fold(0, |acc, (_, bit)| acc | bit)
 }
 
 /// The shape of one block's KV cache (K and V stacked) for `tokens` tokens;
-/// the token dimension is symbolic (`?`) when `tokens` is `None`.
+/// the token dimension is dynamic (symbolic) when `tokens` is `None`.
 #[must_use]
-pub fn kv_cache_type(spec: &InferenceSpec, tokens: Option<u64>) -> String {
+pub fn kv_cache_shape(spec: &InferenceSpec, tokens: Option<u64>) -> Vec<i64> {
     let kv_width = spec.model.kv_heads() * spec.model.head_dim;
-    let tokens = tokens.map_or("?".to_string(), |t| t.to_string());
-    format!(
-        "tensor<2x{}x{tokens}x{kv_width}x{}>",
-        spec.workload.batch,
-        element_type(spec.workload.kv_datatype())
-    )
+    let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    vec![2, to_i64(spec.workload.batch), tokens.map_or(-1, to_i64), to_i64(kv_width)]
 }
 
-/// ModelIR text for one decoder block served under `spec` (validated by the
+/// ModelIR of one decoder block served under `spec` (validated by the
 /// caller): the prefill over the prompt, which writes the KV cache, and a
 /// decode step at the final context, which reads the whole cache and
 /// appends one token. The cache's token dimension is symbolic, so the
 /// dataflow prefill -> decode is explicit at every context length.
-#[must_use]
-pub fn import_inference(spec: &InferenceSpec) -> String {
+///
+/// # Errors
+/// When MLIR refuses an op (a defect of the builders).
+pub fn import_inference<'c>(context: &'c Context, spec: &InferenceSpec, location: Location<'c>) -> Result<Module<'c>, BuildError> {
+    let b = Builder::new(context);
     let m = &spec.model;
     let w = &spec.workload;
-    let dt = element_type(w.datatype);
+    let dt = element(&b, w.datatype);
     let width = m.heads * m.head_dim;
     let kv_width = m.kv_heads() * m.head_dim;
     let ffn_in = if m.gated_mlp { 2 * m.ffn_hidden } else { m.ffn_hidden };
     let params = block_parameters(m.hidden, width, kv_width, ffn_in, m.ffn_hidden);
-    let prompt = tensor(&[w.batch, w.prompt_tokens, m.hidden], dt);
-    let token = tensor(&[w.batch, 1, m.hidden], dt);
-    let cache = kv_cache_type(spec, None);
-    let dims = |phase: &str, query: u64, context: u64| {
-        format!(
-            "phase = \"{phase}\", hidden = {} : i64, ffn_hidden = {} : i64, heads = {} : i64, kv_heads = {} : i64, head_dim = {} : i64, batch = {} : i64, query_tokens = {query} : i64, context_tokens = {context} : i64, datatype = \"{}\", kv_datatype = \"{}\", effects = [\"mutation\"]",
-            m.hidden, m.ffn_hidden, m.heads, m.kv_heads(), m.head_dim, w.batch,
-            datatype_name(w.datatype), datatype_name(w.kv_datatype())
-        )
-    };
+    let prompt = tensor_type(&b, &[w.batch, w.prompt_tokens, m.hidden], dt);
+    let token = tensor_type(&b, &[w.batch, 1, m.hidden], dt);
+    let cache = b.tensor(&kv_cache_shape(spec, None), element(&b, w.kv_datatype()));
 
-    let mut text = String::new();
-    let _ = writeln!(text, "module attributes {{{INFERENCE_SPEC} = {}}} {{", spec_attribute_text(spec));
-    let _ = writeln!(text, "  \"model.header\"() {{schema_name = \"blueprint.model\", schema_version = \"1.0\"}} : () -> ()");
-    let _ = writeln!(text, "  func.func @decoder_block_inference() {{");
-    let _ = writeln!(text, "    %prompt = \"model.value\"() {{id = \"prompt.in\", role = \"input\"}} : () -> {prompt}");
-    let mut params_ssa = Vec::new();
-    let mut param_types = Vec::new();
-    for (i, (id, shape)) in params.iter().enumerate() {
-        let ty = tensor(shape, dt);
-        let _ = writeln!(text, "    %p{i} = \"model.value\"() {{id = \"{id}\", role = \"parameter\"}} : () -> {ty}");
-        params_ssa.push(format!("%p{i}"));
-        param_types.push(ty);
+    let mut module = Module::new(location);
+    module.as_operation_mut().set_attribute(INFERENCE_SPEC, b.json(&serde_json::to_value(spec).unwrap_or_default()));
+    header(&b, &module, location)?;
+    let function = module.body().append_operation(b.func("decoder_block_inference", &[], &[], location)?);
+    let block = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
+
+    let x = value(&b, &block, "prompt.in", Role::Input, prompt, location)?;
+    let mut p = Vec::new();
+    for (id, shape) in &params {
+        p.push(value(&b, &block, id, Role::Parameter, tensor_type(&b, shape, dt), location)?);
     }
-    let _ = writeln!(
-        text,
-        "    %out, %kv = \"model.decoder_inference\"(%prompt, {}) {{id = \"prefill\", {}}} : ({prompt}, {}) -> ({prompt}, {cache})",
-        params_ssa.join(", "),
-        dims("prefill", w.prompt_tokens, w.prompt_tokens),
-        param_types.join(", ")
-    );
-    let _ = writeln!(text, "    \"model.output\"(%out) {{id = \"prompt.out\"}} : ({prompt}) -> ()");
+    let phase = |id: &'static str, phase, input, kv_cache, query: u64, context: u64, results: &[Type<'c>]| {
+        model::DecoderInference {
+            input,
+            ln1_scale: p[0],
+            ln1_bias: p[1],
+            q_weight: p[2],
+            k_weight: p[3],
+            v_weight: p[4],
+            proj_weight: p[5],
+            ln2_scale: p[6],
+            ln2_bias: p[7],
+            fc1_weight: p[8],
+            fc2_weight: p[9],
+            kv_cache,
+            id,
+            effects: Some(effects(&["mutation"])),
+            phase,
+            hidden: m.hidden,
+            ffn_hidden: m.ffn_hidden,
+            heads: m.heads,
+            kv_heads: m.kv_heads(),
+            head_dim: m.head_dim,
+            batch: w.batch,
+            query_tokens: query,
+            context_tokens: context,
+            datatype: datatype_case(w.datatype),
+            kv_datatype: datatype_case(w.kv_datatype()),
+            results,
+            _marker: std::marker::PhantomData,
+        }
+        .build(&b, b.named_location(id, location))
+    };
+    let prefill = block.append_operation(phase("prefill", ods::InferencePhase::Prefill, x, None, w.prompt_tokens, w.prompt_tokens, &[prompt, cache])?);
+    output(&b, &block, result(prefill, 0), "prompt.out", None, location)?;
     if w.generated_tokens > 0 {
+        let next = value(&b, &block, "token.in", Role::Input, token, location)?;
         let context = w.final_context();
-        let _ = writeln!(text, "    %token = \"model.value\"() {{id = \"token.in\", role = \"input\"}} : () -> {token}");
-        let _ = writeln!(
-            text,
-            "    %next, %kv_next = \"model.decoder_inference\"(%token, {}, %kv) {{id = \"decode\", {}}} : ({token}, {}, {cache}) -> ({token}, {cache})",
-            params_ssa.join(", "),
-            dims("decode", 1, context),
-            param_types.join(", ")
-        );
-        let _ = writeln!(text, "    \"model.output\"(%next) {{id = \"token.out\"}} : ({token}) -> ()");
-        let _ = writeln!(text, "    \"model.output\"(%kv_next) {{id = \"kv.out\", role = \"kv_cache\"}} : ({cache}) -> ()");
+        let decode = block.append_operation(phase("decode", ods::InferencePhase::Decode, next, Some(result(prefill, 1)), 1, context, &[token, cache])?);
+        output(&b, &block, result(decode, 0), "token.out", None, location)?;
+        output(&b, &block, result(decode, 1), "kv.out", Some(Role::KvCache), location)?;
     } else {
-        let _ = writeln!(text, "    \"model.output\"(%kv) {{id = \"kv.out\", role = \"kv_cache\"}} : ({cache}) -> ()");
+        output(&b, &block, result(prefill, 1), "kv.out", Some(Role::KvCache), location)?;
     }
-    let _ = writeln!(text, "    return\n  }}\n}}");
-    text
+    block.append_operation(b.func_return(&[], location)?);
+    Ok(module)
 }

@@ -6,27 +6,13 @@ pub mod binding;
 pub mod decompose;
 pub mod distribute;
 pub mod distribute_inference;
+pub(crate) mod emit;
 pub mod import;
 pub mod plan;
 
-use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike};
+use melior::ir::{block::BlockLike, operation::OperationLike, Module, OperationRef, RegionLike};
 
 use crate::diagnostics::emit_error;
-
-/// A location for generated IR: `name` (the new op's id) wrapping the
-/// location of the op it was derived from, so diagnostics on generated ops
-/// point at the user's source.
-#[must_use]
-pub fn located(name: &str, from: melior::ir::Location) -> String {
-    let printed = crate::ir::location_text(from);
-    let inner = printed.strip_prefix("loc(").and_then(|s| s.strip_suffix(')')).unwrap_or("unknown");
-    let name = binding::quote(name);
-    if inner == "unknown" {
-        format!("loc({name})")
-    } else {
-        format!("loc({name}({inner}))")
-    }
-}
 
 /// The op a pass blames and why.
 pub(crate) type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
@@ -56,20 +42,18 @@ pub(crate) fn ensure_no_dist_program<'c, 'a>(ops: &[OperationRef<'c, 'a>], pass:
     }
 }
 
-/// Runs a pass that builds IR as text: `prepare` validates the input and
-/// returns the text (or the op to blame and why); only then is the parsed
-/// result appended, so a failing pass leaves the module unchanged.
-pub(crate) fn run_generating<'c, 'a>(
+/// Runs a pass that builds IR: `build` validates the input and builds the
+/// new ops into a detached module (or names the op to blame and why); only
+/// then are they moved to the end of `module`, so a failing pass leaves the
+/// module unchanged.
+pub(crate) fn run_building<'c, 'a>(
     module: OperationRef<'c, 'a>,
     pass: melior::pass::ExternalPass,
-    prepare: impl FnOnce(OperationRef<'c, 'a>) -> Result<String, Failure<'c, 'a>>,
+    build: impl FnOnce(OperationRef<'c, 'a>, &Module<'c>) -> Result<(), Failure<'c, 'a>>,
 ) {
-    match prepare(module) {
-        Ok(text) => {
-            if !append_parsed(module, &text) {
-                pass.signal_failure();
-            }
-        }
+    let generated = Module::new(module.location());
+    match build(module, &generated) {
+        Ok(()) => move_into(&generated, module),
         Err((op, message)) => {
             emit_error(op.location(), &message);
             pass.signal_failure();
@@ -77,71 +61,22 @@ pub(crate) fn run_generating<'c, 'a>(
     }
 }
 
-/// Parses `text` (a `module { ... }` Blueprint generated) in the context of
-/// `module` and moves its top-level ops to the end of `module`. Returns
-/// false, with a diagnostic, if the text does not parse; `module` is then
-/// unchanged.
-pub(crate) fn append_parsed(module: OperationRef, text: &str) -> bool {
-    match Generated::parse(module, text) {
-        Some(generated) => {
-            generated.move_into(module);
-            true
-        }
-        None => false,
+/// Moves every top-level op of `generated` to the end of `module`'s body.
+pub(crate) fn move_into(generated: &Module, module: OperationRef) {
+    let (Ok(target), source) = (module.region(0), generated.body()) else { return };
+    let Some(target) = target.first_block() else { return };
+    let mut moved = Vec::new();
+    let mut next = source.first_operation();
+    while let Some(op) = next {
+        moved.push(op.to_raw());
+        next = op.next_in_block();
     }
-}
-
-/// A parsed, not yet attached, generated module.
-pub(crate) struct Generated {
-    raw: mlir_sys::MlirOperation,
-}
-
-impl Generated {
-    /// Parses generated text in the context of `anchor`; `None` (with a
-    /// diagnostic) if it does not parse.
-    pub(crate) fn parse(anchor: OperationRef, text: &str) -> Option<Self> {
-        let name = "<generated>";
-        // SAFETY: the context of a live op is live; both strings outlive the call.
-        let raw = unsafe {
-            mlir_sys::mlirOperationCreateParse(
-                mlir_sys::mlirOperationGetContext(anchor.to_raw()),
-                mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() },
-                mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },
-            )
-        };
-        if raw.ptr.is_null() {
-            emit_error(anchor.location(), "internal error: generated IR failed to parse (see the diagnostics above)");
-            return None;
+    for raw in moved {
+        // SAFETY: each op is live and owned by `generated`; it moves to `target`.
+        unsafe {
+            mlir_sys::mlirOperationRemoveFromParent(raw);
+            mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
         }
-        Some(Self { raw })
-    }
-
-    /// Moves every top-level op to the end of `module`'s body.
-    pub(crate) fn move_into(self, module: OperationRef) {
-        // SAFETY: `self.raw` is a live builtin.module owned by `self`.
-        let parsed = unsafe { OperationRef::from_raw(self.raw) };
-        let (Ok(source), Ok(target)) = (parsed.region(0), module.region(0)) else { return };
-        let (Some(source), Some(target)) = (source.first_block(), target.first_block()) else { return };
-        let mut moved = Vec::new();
-        let mut next = source.first_operation();
-        while let Some(op) = next {
-            moved.push(op.to_raw());
-            next = op.next_in_block();
-        }
-        for raw in moved {
-            // SAFETY: each op is live and owned by `source`; it moves to `target`.
-            unsafe {
-                mlir_sys::mlirOperationRemoveFromParent(raw);
-                mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
-            }
-        }
-    }
-}
-
-impl Drop for Generated {
-    fn drop(&mut self) {
-        // SAFETY: owned here (parsed, never attached) and destroyed once.
-        unsafe { mlir_sys::mlirOperationDestroy(self.raw) }
     }
 }
 

@@ -11,20 +11,22 @@
 //!
 //! Validation comes first; on any error the module is left unchanged.
 
-use std::{collections::HashMap, fmt::Write as _};
+use std::collections::HashMap;
 
 use melior::{
-    ir::{operation::OperationLike, OperationRef, ValueLike},
+    ir::{block::BlockLike, operation::OperationLike, Module, OperationRef, RegionLike, Value, ValueLike},
     pass::ExternalPass,
 };
 
-use super::{binding::quote, Failure};
+use super::{emit::Emitter, Failure};
 use crate::{
+    dialects::{plan, result, BuildError, Builder},
     digest::layer_digest,
     ir::{
-        attr_string_list, collect_ops, defining_op, dialect_of, i64_array_attr, int_attr, name_of,
+        attr_string_list, collect_ops, defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of,
         str_attr, string_list_list, symbol_attr, tensor_element, tensor_shape, type_string,
     },
+    ods::{CommunicationCapability, ComputeCapability, ConcurrencyGroup, Engine, MemoryKind, MemorySpace, ObjectiveKind, OpKind, Phase},
 };
 
 /// Alignment of every planned buffer (a power of two; abstract, not a bank).
@@ -37,7 +39,7 @@ pub mod training {
         "PlanTransformerTraining",
         "plan-transformer-training",
         "Turn the dist program into a portable plan with exact work facts and abstract resources",
-        |module: OperationRef, pass: ExternalPass| super::super::run_generating(module, pass, |m| plan_text(m, "plan-transformer-training"))
+        |module: OperationRef, pass: ExternalPass| super::super::run_building(module, pass, |m, g| build(m, g, "plan-transformer-training"))
     );
 }
 
@@ -48,21 +50,24 @@ pub mod inference {
         "PlanTransformerInference",
         "plan-transformer-inference",
         "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",
-        |module: OperationRef, pass: ExternalPass| super::super::run_generating(module, pass, |m| plan_text(m, "plan-transformer-inference"))
+        |module: OperationRef, pass: ExternalPass| super::super::run_building(module, pass, |m, g| build(m, g, "plan-transformer-inference"))
     );
 }
 
-fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>, pass: &str) -> Result<String, Failure<'c, 'a>> {
+/// A dist mesh: axis names and sizes.
+type MeshAxes = Vec<(String, u64)>;
+
+fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &str) -> Result<(), Failure<'c, 'a>> {
     let ops = collect_ops(module);
     if let Some(existing) = ops.iter().find(|op| dialect_of(&name_of(**op)) == "plan") {
         return Err((*existing, format!("{pass}: the module already holds a plan")));
     }
-    if !ops.iter().any(|op| name_of(*op) == "dist.header") {
+    if !ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistHeader)) {
         return Err((module, format!("{pass}: no 'dist' program to plan (run distribute-transformer-{} first)", pass.trim_start_matches("plan-transformer-"))));
     }
-    let meshes: HashMap<String, Vec<(String, u64)>> = ops
+    let meshes: HashMap<String, MeshAxes> = ops
         .iter()
-        .filter(|op| name_of(**op) == "dist.mesh")
+        .filter(|op| OpKind::of(**op) == Some(OpKind::DistMesh))
         .filter_map(|op| {
             let axes = attr_string_list(*op, "axes")?;
             let shape = i64_array_attr(*op, "shape")?;
@@ -70,165 +75,233 @@ fn plan_text<'c, 'a>(module: OperationRef<'c, 'a>, pass: &str) -> Result<String,
             Some((str_attr(*op, "sym_name")?.to_string(), sizes))
         })
         .collect();
-    let mesh_size = |op: OperationRef| -> u64 {
-        symbol_attr(op, "mesh")
-            .and_then(|m| meshes.get(m))
-            .map_or(1, |axes| axes.iter().map(|(_, s)| *s).product())
-    };
-
-    let mut buffers = String::new();
-    let mut tasks = String::new();
-    // Plan token of each dist task token (keyed by the raw value).
-    let mut tokens: HashMap<usize, String> = HashMap::new();
-    let mut next = 0usize;
+    // Validate every op first: nothing is built for an input that fails.
     for &op in &ops {
-        let name = name_of(op);
-        if dialect_of(&name) != "dist" {
+        let Some(kind) = OpKind::of(op) else { continue };
+        if kind.dialect() != "dist" {
             continue;
         }
-        match name.as_str() {
-            "dist.header" | "dist.mesh" => {}
-            "dist.memory" => {
-                let id = str_attr(op, "id").unwrap_or_default();
-                let kind = str_attr(op, "kind").unwrap_or_default();
-                let bytes = int_attr(op, "bytes").unwrap_or(0);
-                let _ = writeln!(
-                    buffers,
-                    "  \"plan.buffer\"() {{sym_name = {}, size = {bytes} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"{kind}\", lineage = {}{}}} : () -> () {}",
-                    quote(&format!("buffer.{id}")), quote(id), shared_by(op), super::located(&format!("buffer.{id}"), op.location())
-                );
-            }
-            "dist.value" | "dist.output" => {
-                let ty = if name == "dist.value" { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
-                let id = str_attr(op, "id").unwrap_or_default();
-                let size = ty.and_then(|t| shard_bytes(op, t, &meshes)).ok_or_else(|| {
-                    (op, format!("{pass}: boundary value needs a static shape and a known element type"))
-                })?;
-                let prefix = if name == "dist.value" { "in" } else { "out" };
-                let _ = writeln!(
-                    buffers,
-                    "  \"plan.buffer\"() {{sym_name = {}, size = {size} : i64, alignment = {BUFFER_ALIGNMENT} : i64, memory_space = \"local\", contents = \"boundary_value\", lineage = {}}} : () -> () {}",
-                    quote(&format!("{prefix}.{id}")), quote(id), super::located(&format!("{prefix}.{id}"), op.location())
-                );
-            }
-            "dist.compute" => {
-                let capability = if str_attr(op, "engine") == Some("matrix") { "matrix_multiply" } else { "vector_elementwise" };
-                let ranks = i64_array_attr(op, "ranks").map_or_else(|| mesh_size(op), |r| r.len() as u64);
-                let token = plan_task(op, &tokens, &mut tasks, next, PlanTask { kind: "compute_task", capability, ranks, message_bytes: None, extra: shared_by(op) });
-                next += 1;
-                if let Ok(result) = op.result(0) {
-                    tokens.insert(result.to_raw().ptr as usize, token);
+        match kind {
+            OpKind::DistValue | OpKind::DistOutput => {
+                let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
+                if ty.and_then(|t| shard_bytes(op, t, &meshes)).is_none() {
+                    return Err((op, format!("{pass}: boundary value needs a static shape and a known element type")));
                 }
             }
-            "dist.all_reduce" | "dist.reduce_scatter" | "dist.all_gather" | "dist.all_to_all" | "dist.broadcast" | "dist.p2p" => {
-                let capability = match name.as_str() {
-                    "dist.p2p" => "point_to_point",
-                    "dist.all_reduce" => "all_reduce",
-                    "dist.reduce_scatter" => "reduce_scatter",
-                    "dist.all_gather" => "all_gather",
-                    "dist.all_to_all" => "all_to_all",
-                    _ => "broadcast",
-                };
-                let ranks = i64_array_attr(op, "participants").map_or(2, |p| p.len() as u64);
-                let extra = attr_string_list(op, "mesh_axes").map_or_else(String::new, |axes| {
-                    format!(", mesh_axes = [{}]", axes.iter().map(|a| quote(a)).collect::<Vec<_>>().join(", "))
-                });
-                let message_bytes = Some(int_attr(op, "message_bytes").unwrap_or(0));
-                let token = plan_task(op, &tokens, &mut tasks, next, PlanTask { kind: "collective_task", capability, ranks, message_bytes, extra });
-                next += 1;
-                if let Ok(result) = op.result(0) {
-                    tokens.insert(result.to_raw().ptr as usize, token);
-                }
-            }
+            OpKind::DistHeader | OpKind::DistMesh | OpKind::DistMemory | OpKind::DistCompute => {}
+            k if k.is_communication() && !k.is_async() => {}
             other => {
-                return Err((op, format!("{pass}: '{other}' has no portable-plan form (plan before dist-async and lowering)")));
+                return Err((op, format!("{pass}: '{}' has no portable-plan form (plan before dist-async and lowering)", other.name())));
             }
         }
     }
-    let mut text = String::new();
-    let _ = writeln!(text, "module {{");
-    let _ = writeln!(text, "  \"plan.header\"() {{schema_name = \"blueprint.plan\", schema_version = \"1.0\", source_digest = \"{}\"}} : () -> ()", layer_digest(module, "dist"));
-    text.push_str(&buffers);
-    let _ = writeln!(text, "  \"plan.objective\"() {{kind = \"latency\"}} : () -> ()");
-    let _ = writeln!(text, "  \"plan.objective\"() {{kind = \"peak_memory\"}} : () -> ()");
-    let _ = writeln!(text, "  func.func @decoder_block_plan() {{");
-    text.push_str(&tasks);
-    let _ = writeln!(text, "    return\n  }}\n}}");
-    Ok(text)
+    let digest = layer_digest(module, "dist");
+    emit_plan(generated, &ops, &meshes, &digest, module.location()).map_err(|e| (module, e.to_string()))
 }
 
-/// `, shared_by = N` when `op` states a sharing group, else nothing.
-fn shared_by(op: OperationRef) -> String {
-    int_attr(op, "shared_by").map_or_else(String::new, |n| format!(", shared_by = {n} : i64"))
-}
-
-/// What distinguishes a compute task from a collective task in the plan.
-struct PlanTask {
-    kind: &'static str,
-    capability: &'static str,
-    ranks: u64,
-    /// Present for communication: copied exactly, and the network demand.
-    message_bytes: Option<i64>,
-    /// Further attributes, already spelled (`, mesh_axes = [...]`).
-    extra: String,
-}
-
-/// Appends the plan task for dist task `op` to `tasks` as `%p<index>`, with
-/// its facts copied and its abstract demand; returns its token name.
-fn plan_task(op: OperationRef, tokens: &HashMap<usize, String>, tasks: &mut String, index: usize, task: PlanTask) -> String {
-    let deps = dep_tokens(op, tokens);
-    let count = |name: &str| int_attr(op, name).unwrap_or(0);
-    let (ops, read, write) = (count("ops"), count("read_bytes"), count("write_bytes"));
-    let id = str_attr(op, "id").unwrap_or_default();
-    let (group, network, message) = match task.message_bytes {
-        Some(bytes) => ("network", bytes, format!("message_bytes = {bytes} : i64, ")),
-        None => ("compute", 0, String::new()),
+fn emit_plan<'c>(generated: &Module<'c>, ops: &[OperationRef], meshes: &HashMap<String, MeshAxes>, digest: &str, anchor: melior::ir::Location<'c>) -> Result<(), BuildError> {
+    let b = Builder::of(generated.as_operation());
+    let top = Emitter::new(b, generated.body(), anchor);
+    top.push(plan::Header { schema_name: "blueprint.plan", schema_version: "1.0", source_digest: digest, _marker: std::marker::PhantomData }.build(&b, anchor))?;
+    let buffer = |name: &str, size: u64, contents: MemoryKind, lineage: &str, shared_by: Option<u64>, at| {
+        top.push(
+            plan::Buffer {
+                sym_name: name,
+                size,
+                alignment: BUFFER_ALIGNMENT,
+                memory_space: MemorySpace::Local,
+                contents,
+                lineage,
+                shared_by,
+                _marker: std::marker::PhantomData,
+            }
+            .build(&b, b.named_location(name, at)),
+        )
     };
-    let token = format!("%p{index}");
-    let _ = writeln!(
-        tasks,
-        "    {token} = \"plan.{kind}\"({}) {{id = {qid}, lineage = {qid}, phase = {phase}, capability = \"{capability}\", {message}ops = {ops} : i64, read_bytes = {read} : i64, write_bytes = {write} : i64, compute_demand = {ops} : i64, memory_demand = {} : i64, network_demand = {network} : i64, ranks = {ranks} : i64, group = \"{group}\"{extra}}} : ({}) -> !plan.token {}",
-        deps.join(", "),
-        read + write,
-        vec!["!plan.token"; deps.len()].join(", "),
-        super::located(id, op.location()),
-        kind = task.kind,
-        qid = quote(id),
-        phase = quote(str_attr(op, "phase").unwrap_or_default()),
-        capability = task.capability,
-        ranks = task.ranks,
-        extra = task.extra,
-    );
-    token
+    for &op in ops {
+        match OpKind::of(op) {
+            Some(OpKind::DistMemory) => {
+                let id = str_attr(op, "id").unwrap_or_default();
+                let kind = enum_attr::<MemoryKind>(op, "kind").unwrap_or(MemoryKind::Weight);
+                let bytes = count(op, "bytes");
+                buffer(&format!("buffer.{id}"), bytes, kind, id, int_attr(op, "shared_by").and_then(|v| u64::try_from(v).ok()), op.location())?;
+            }
+            Some(kind @ (OpKind::DistValue | OpKind::DistOutput)) => {
+                let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
+                let size = ty.and_then(|t| shard_bytes(op, t, meshes)).unwrap_or(0);
+                let id = str_attr(op, "id").unwrap_or_default();
+                let prefix = if kind == OpKind::DistValue { "in" } else { "out" };
+                buffer(&format!("{prefix}.{id}"), size, MemoryKind::BoundaryValue, id, None, op.location())?;
+            }
+            _ => {}
+        }
+    }
+    for kind in [ObjectiveKind::Latency, ObjectiveKind::PeakMemory] {
+        top.push(plan::Objective { kind, _marker: std::marker::PhantomData }.build(&b, anchor))?;
+    }
+    let function = top.push(b.func("decoder_block_plan", &[], &[], anchor))?;
+    let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
+    let e = Emitter::new(b, body, anchor);
+    let plan_token = b.plan_token();
+    // Plan token of each dist task token (keyed by the raw value).
+    let mut tokens: HashMap<usize, Value> = HashMap::new();
+    for &op in ops {
+        let Some(kind) = OpKind::of(op) else { continue };
+        let token = if kind == OpKind::DistCompute {
+            let capability = match enum_attr::<Engine>(op, "engine") {
+                Some(Engine::Matrix) => ComputeCapability::MatrixMultiply,
+                _ => ComputeCapability::VectorElementwise,
+            };
+            let ranks = i64_array_attr(op, "ranks").map_or_else(|| placement_size(op, meshes), |r| r.len() as u64);
+            let deps = dep_tokens(op, &tokens);
+            let facts = Facts::of(op);
+            let id = str_attr(op, "id").unwrap_or_default();
+            result(
+                e.push(
+                    plan::ComputeTask {
+                        deps: &deps,
+                        id,
+                        lineage: id,
+                        phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward),
+                        ops: facts.ops,
+                        read_bytes: facts.read,
+                        write_bytes: facts.write,
+                        compute_demand: facts.ops,
+                        memory_demand: facts.read.saturating_add(facts.write),
+                        network_demand: 0,
+                        ranks: ranks.max(1),
+                        group: ConcurrencyGroup::Compute,
+                        capability,
+                        shared_by: int_attr(op, "shared_by").and_then(|v| u64::try_from(v).ok()),
+                        results: &[plan_token],
+                        _marker: std::marker::PhantomData,
+                    }
+                    .build(&b, b.named_location(id, op.location())),
+                )?,
+                0,
+            )
+        } else if kind.is_communication() && !kind.is_async() {
+            let capability = communication_capability(kind);
+            let ranks = match i64_array_attr(op, "participants") {
+                Some(p) => p.len() as u64,
+                None if kind == OpKind::DistP2P => 2,
+                None => group_size(op, meshes),
+            };
+            let deps = dep_tokens(op, &tokens);
+            let facts = Facts::of(op);
+            let id = str_attr(op, "id").unwrap_or_default();
+            let message = count(op, "message_bytes");
+            let axes = op.attribute("mesh_axes").ok();
+            let along = str_attr(op, "along").map(|a| b.strings(&[a]));
+            result(
+                e.push(
+                    plan::CollectiveTask {
+                        deps: &deps,
+                        id,
+                        lineage: id,
+                        phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward),
+                        ops: facts.ops,
+                        read_bytes: facts.read,
+                        write_bytes: facts.write,
+                        compute_demand: 0,
+                        memory_demand: 0,
+                        network_demand: message,
+                        ranks: ranks.max(1),
+                        group: ConcurrencyGroup::Network,
+                        capability,
+                        message_bytes: message,
+                        mesh_axes: axes.or(along),
+                        results: &[plan_token],
+                        _marker: std::marker::PhantomData,
+                    }
+                    .build(&b, b.named_location(id, op.location())),
+                )?,
+                0,
+            )
+        } else {
+            continue;
+        };
+        if let Ok(dist_token) = op.result(0) {
+            tokens.insert(dist_token.to_raw().ptr as usize, token);
+        }
+    }
+    e.push(b.func_return(&[], anchor))?;
+    Ok(())
+}
+
+fn count(op: OperationRef, name: &str) -> u64 {
+    int_attr(op, name).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+}
+
+/// The work facts of a task (0 where absent, as on communication).
+struct Facts {
+    ops: u64,
+    read: u64,
+    write: u64,
+}
+
+impl Facts {
+    fn of(op: OperationRef) -> Self {
+        Self { ops: count(op, "ops"), read: count(op, "read_bytes"), write: count(op, "write_bytes") }
+    }
+}
+
+/// The capability a communication op needs (exhaustive over the ops).
+pub(crate) fn communication_capability(kind: OpKind) -> CommunicationCapability {
+    match kind.sync_form().unwrap_or(kind) {
+        OpKind::DistAllReduce => CommunicationCapability::AllReduce,
+        OpKind::DistReduceScatter => CommunicationCapability::ReduceScatter,
+        OpKind::DistAllGather => CommunicationCapability::AllGather,
+        OpKind::DistAllToAll => CommunicationCapability::AllToAll,
+        OpKind::DistBroadcast => CommunicationCapability::Broadcast,
+        _ => CommunicationCapability::PointToPoint,
+    }
+}
+
+/// Ranks of a task's placement: its slice of the mesh, or the whole mesh.
+fn placement_size(op: OperationRef, meshes: &HashMap<String, MeshAxes>) -> u64 {
+    let Some(axes) = symbol_attr(op, "mesh").and_then(|m| meshes.get(m)) else { return 1 };
+    let slice = i64_array_attr(op, "slice");
+    axes.iter()
+        .enumerate()
+        .map(|(i, (_, size))| if slice.as_ref().and_then(|s| s.get(i)).is_some_and(|c| *c >= 0) { 1 } else { *size })
+        .product()
+}
+
+/// Ranks of one group of a collective over mesh axes.
+fn group_size(op: OperationRef, meshes: &HashMap<String, MeshAxes>) -> u64 {
+    let Some(axes) = symbol_attr(op, "mesh").and_then(|m| meshes.get(m)) else { return 1 };
+    let claimed = attr_string_list(op, "mesh_axes").unwrap_or_default();
+    axes.iter().filter(|(name, _)| claimed.contains(name)).map(|(_, size)| *size).product()
 }
 
 /// Plan tokens of the dist tasks `op` depends on (directly, or through a
-/// token-typed value; tensor dependencies on boundary values carry none).
-fn dep_tokens(op: OperationRef, tokens: &HashMap<usize, String>) -> Vec<String> {
-    let mut deps = Vec::new();
+/// value result of a task; tensor dependencies on boundary values carry none).
+fn dep_tokens<'c, 'a>(op: OperationRef, tokens: &HashMap<usize, Value<'c, 'a>>) -> Vec<Value<'c, 'a>> {
+    let mut deps: Vec<Value> = Vec::new();
+    let mut add = |token: Value<'c, 'a>| {
+        if !deps.iter().any(|d| d.to_raw().ptr == token.to_raw().ptr) {
+            deps.push(token);
+        }
+    };
     for operand in op.operands() {
         if let Some(token) = tokens.get(&(operand.to_raw().ptr as usize)) {
-            if !deps.contains(token) {
-                deps.push(token.clone());
-            }
+            add(*token);
         } else if let Some(producer) = defining_op(operand) {
             // A value result of a task (the forward terminal's output) orders
             // after that task.
             if let Ok(token_result) = producer.result(0) {
                 if let Some(token) = tokens.get(&(token_result.to_raw().ptr as usize)) {
-                    if !deps.contains(token) {
-                        deps.push(token.clone());
-                    }
+                    add(*token);
                 }
             }
         }
     }
     deps
 }
-
 /// Bytes of one rank's shard of a boundary value: the logical tensor
 /// divided by the sizes of the mesh axes that split it.
-fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &HashMap<String, Vec<(String, u64)>>) -> Option<u64> {
+fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &HashMap<String, MeshAxes>) -> Option<u64> {
     let shape = tensor_shape(ty)?;
     let element_bytes: u64 = match type_string(tensor_element(ty)?).as_str() {
         "f64" | "i64" | "index" => 8,

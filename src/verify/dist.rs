@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use melior::ir::{operation::OperationLike, OperationRef, Type, ValueLike};
 
 use super::Checker;
-use crate::ir::{
-    dialect_of, i64_array_attr, int_attr, name_of, str_attr, string_list_list, symbol_attr,
-    tensor_element, tensor_shape, type_string, users,
+use crate::{
+    ir::{i64_array_attr, int_attr, name_of, str_attr, string_list_list, symbol_attr, tensor_element, tensor_shape, type_string, users},
+    ods::OpKind,
 };
 
 /// Largest mesh the verifier accepts: the largest world a spec may ask for.
@@ -31,24 +31,27 @@ impl Mesh {
 }
 
 pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
-    let dist_ops: Vec<OperationRef> =
-        ops.iter().copied().filter(|op| dialect_of(&name_of(*op)) == "dist").collect();
+    let dist_ops: Vec<(OpKind, OperationRef)> =
+        ops.iter().filter_map(|op| OpKind::of(*op).filter(|k| k.dialect() == "dist").map(|k| (k, *op))).collect();
     if dist_ops.is_empty() {
         return;
     }
     let meshes = collect_meshes(checker, &dist_ops);
-    for &op in &dist_ops {
-        let name = name_of(op);
+    for &(kind, op) in &dist_ops {
         let mesh = mesh_of(checker, op, &meshes, "mesh");
         if let Some(lineage) = str_attr(op, "lineage") {
             if lineage.is_empty() {
                 checker.error(op, "lineage must name the ModelIR op or value this comes from");
             }
         }
-        let base = name.strip_suffix("_start").unwrap_or(&name);
-        match base {
-            "dist.value" | "dist.output" => {
-                let ty = if base == "dist.value" { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
+        if let Some(mesh) = mesh {
+            if let Some(slice) = i64_array_attr(op, "slice") {
+                check_slice(checker, op, mesh, &slice);
+            }
+        }
+        match kind.sync_form().unwrap_or(kind) {
+            OpKind::DistValue | OpKind::DistOutput => {
+                let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
                 if let (Some(mesh), Some(ty)) = (mesh, ty) {
                     check_sharding(checker, op, mesh, "split_axes", ty);
                     if let Some(owners) = i64_array_attr(op, "owners") {
@@ -56,28 +59,42 @@ pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
                     }
                 }
             }
-            "dist.compute" => {
+            OpKind::DistCompute => {
                 if let (Some(mesh), Some(ranks)) = (mesh, i64_array_attr(op, "ranks")) {
                     check_rank_set(checker, op, mesh, "ranks", &ranks);
                 }
             }
-            "dist.reshard" => check_reshard(checker, op, mesh),
-            "dist.all_reduce" | "dist.reduce_scatter" | "dist.all_gather" | "dist.all_to_all"
-            | "dist.broadcast" => check_collective(checker, op, base, mesh),
-            "dist.p2p" => check_p2p(checker, op, mesh),
-            "dist.copy_reshape" | "dist.copy_permute" => check_copy(checker, op, base, &meshes),
+            OpKind::DistReshard => check_reshard(checker, op, mesh),
+            k @ (OpKind::DistAllReduce | OpKind::DistReduceScatter | OpKind::DistAllGather | OpKind::DistAllToAll | OpKind::DistBroadcast) => {
+                check_collective(checker, op, k, kind.is_async(), mesh);
+            }
+            OpKind::DistP2P => check_p2p(checker, op, kind.is_async(), mesh),
+            k @ (OpKind::DistCopyReshape | OpKind::DistCopyPermute) => check_copy(checker, op, k, &meshes),
             _ => {}
         }
-        if is_async(&name) {
+        if kind.is_async() {
             check_async(checker, op);
         }
     }
 }
 
-fn collect_meshes<'a>(checker: &mut Checker, ops: &[OperationRef]) -> HashMap<String, Mesh> {
+/// A slice names one coordinate (or `-1`, every coordinate) per mesh axis.
+fn check_slice(checker: &mut Checker, op: OperationRef, mesh: &Mesh, slice: &[i64]) {
+    if slice.len() != mesh.axes.len() {
+        checker.error(op, format!("'slice' has {} coordinates, but the mesh has {} axes", slice.len(), mesh.axes.len()));
+        return;
+    }
+    for ((axis, size), coordinate) in mesh.axes.iter().zip(&mesh.shape).zip(slice) {
+        if *coordinate < -1 || *coordinate >= *size {
+            checker.error(op, format!("'slice' coordinate {coordinate} on axis '{axis}' is outside 0..{} (or -1 for every coordinate)", size - 1));
+        }
+    }
+}
+
+fn collect_meshes(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) -> HashMap<String, Mesh> {
     let mut meshes = HashMap::new();
-    for &op in ops {
-        if name_of(op) != "dist.mesh" {
+    for &(kind, op) in ops {
+        if kind != OpKind::DistMesh {
             continue;
         }
         let (Some(name), Some(axes), Some(shape)) = (
@@ -207,28 +224,52 @@ fn check_reshard(checker: &mut Checker, op: OperationRef, mesh: Option<&Mesh>) {
     }
 }
 
-fn check_collective(checker: &mut Checker, op: OperationRef, kind: &str, mesh: Option<&Mesh>) {
-    let Some(participants) = i64_array_attr(op, "participants") else { return };
-    if let Some(mesh) = mesh {
-        check_rank_set(checker, op, mesh, "participants", &participants);
-    } else if participants.is_empty() {
-        checker.error(op, "'participants' must not be empty");
-    }
-    if kind == "dist.broadcast" {
-        if let Some(root) = int_attr(op, "root") {
+fn check_collective(checker: &mut Checker, op: OperationRef, kind: OpKind, asynchronous: bool, mesh: Option<&Mesh>) {
+    let participants = i64_array_attr(op, "participants");
+    let axes = crate::ir::attr_string_list(op, "mesh_axes");
+    // The group size: the explicit participants, or the claimed mesh axes.
+    let n = match (&participants, &axes, mesh) {
+        (Some(participants), _, _) => {
+            if let Some(mesh) = mesh {
+                check_rank_set(checker, op, mesh, "participants", participants);
+            } else if participants.is_empty() {
+                checker.error(op, "'participants' must not be empty");
+            }
+            participants.len() as i64
+        }
+        (None, Some(axes), Some(mesh)) => {
+            let mut size = 1i64;
+            for axis in axes {
+                match mesh.axis_size(axis) {
+                    Some(s) => size = size.saturating_mul(s),
+                    None => checker.error(op, format!("'axes' names '{axis}', which is not an axis of the mesh")),
+                }
+            }
+            if axes.is_empty() {
+                checker.error(op, "'axes' must name at least one mesh axis");
+            }
+            size
+        }
+        (None, Some(_), None) => return,
+        (None, None, _) => {
+            checker.error(op, "needs its group: explicit 'participants' (over [...]) or the mesh 'axes' it spans");
+            return;
+        }
+    };
+    if kind == OpKind::DistBroadcast {
+        if let (Some(root), Some(participants)) = (int_attr(op, "root"), &participants) {
             if !participants.contains(&root) {
                 checker.error(op, format!("root {root} is not one of the participants"));
             }
         }
     }
-    let (Ok(input), Ok(result)) = (op.operand(0), op.result(if is_async(&name_of(op)) { 1 } else { 0 })) else { return };
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(usize::from(asynchronous))) else { return };
     let (input_ty, result_ty) = (input.r#type(), result.r#type());
-    let n = participants.len() as i64;
-    if n == 0 {
+    if n <= 0 {
         return;
     }
     match (kind, tensor_shape(input_ty), tensor_shape(result_ty)) {
-        ("dist.reduce_scatter" | "dist.all_gather", Some(x), Some(y)) => {
+        (OpKind::DistReduceScatter | OpKind::DistAllGather, Some(x), Some(y)) => {
             if tensor_element(input_ty) != tensor_element(result_ty) {
                 checker.error(op, "result element type must match the input's");
             }
@@ -242,7 +283,7 @@ fn check_collective(checker: &mut Checker, op: OperationRef, kind: &str, mesh: O
                 let (Some(a), Some(b)) = (x[d], y[d]) else { continue };
                 let expected = match (d == axis, kind) {
                     (false, _) => a,
-                    (true, "dist.all_gather") => match a.checked_mul(n) {
+                    (true, OpKind::DistAllGather) => match a.checked_mul(n) {
                         Some(product) => product,
                         None => {
                             checker.error(op, format!("dimension {d} of size {a} gathered over {n} participants does not fit in 64 bits"));
@@ -262,32 +303,44 @@ fn check_collective(checker: &mut Checker, op: OperationRef, kind: &str, mesh: O
                 }
             }
         }
-        _ => {
-            if input_ty != result_ty {
-                checker.error(op, format!("result type {} must equal the input type {}", type_string(result_ty), type_string(input_ty)));
+        (OpKind::DistReduceScatter | OpKind::DistAllGather, _, _) => {
+            if input_ty != result_ty && (tensor_shape(input_ty).is_some() || tensor_shape(result_ty).is_some()) {
+                checker.error(op, format!("result type {} must be the gathered or scattered input type {}", type_string(result_ty), type_string(input_ty)));
             }
         }
+        _ => {}
     }
 }
 
-fn check_p2p(checker: &mut Checker, op: OperationRef, mesh: Option<&Mesh>) {
+fn check_p2p(checker: &mut Checker, op: OperationRef, _asynchronous: bool, mesh: Option<&Mesh>) {
     let (Some(source), Some(dest)) = (int_attr(op, "source"), int_attr(op, "dest")) else { return };
     if let Some(mesh) = mesh {
-        check_rank(checker, op, mesh, "source", source);
-        check_rank(checker, op, mesh, "dest", dest);
+        match str_attr(op, "along") {
+            // Coordinates on one axis.
+            Some(axis) => match mesh.axis_size(axis) {
+                None => checker.error(op, format!("'along' names '{axis}', which is not an axis of the mesh")),
+                Some(size) => {
+                    for (what, coordinate) in [("source", source), ("dest", dest)] {
+                        if coordinate < 0 || coordinate >= size {
+                            checker.error(op, format!("{what} coordinate {coordinate} is outside axis '{axis}' (0..{})", size - 1));
+                        }
+                    }
+                }
+            },
+            None => {
+                check_rank(checker, op, mesh, "source", source);
+                check_rank(checker, op, mesh, "dest", dest);
+            }
+        }
     }
     if source == dest {
         checker.error(op, format!("source and dest must differ, but both are {source}"));
-    }
-    let (Ok(input), Ok(result)) = (op.operand(0), op.result(if is_async(&name_of(op)) { 1 } else { 0 })) else { return };
-    if input.r#type() != result.r#type() {
-        checker.error(op, format!("result type {} must equal the input type {}", type_string(result.r#type()), type_string(input.r#type())));
     }
 }
 
 /// Operand segment lengths of the two redistribution copies agree with the
 /// ranks of input and result; `axes` is a permutation.
-fn check_copy(checker: &mut Checker, op: OperationRef, kind: &str, meshes: &HashMap<String, Mesh>) {
+fn check_copy(checker: &mut Checker, op: OperationRef, kind: OpKind, meshes: &HashMap<String, Mesh>) {
     if symbol_attr(op, "team").is_some() {
         let _ = mesh_of(checker, op, meshes, "team");
     }
@@ -298,7 +351,7 @@ fn check_copy(checker: &mut Checker, op: OperationRef, kind: &str, meshes: &Hash
         checker.error(op, "result element type must match the input's");
     }
     let (in_rank, out_rank) = (in_shape.len() as i64, out_shape.len() as i64);
-    let names: &[(&str, bool)] = if kind == "dist.copy_reshape" {
+    let names: &[(&str, bool)] = if kind == OpKind::DistCopyReshape {
         &[("g_shape", true), ("l_offsets", true), ("ng_shape", false), ("nl_offsets", false), ("nl_shape", false)]
     } else {
         &[("g_shape", true), ("l_offsets", true), ("nl_offsets", false), ("nl_shape", false)]
@@ -311,7 +364,7 @@ fn check_copy(checker: &mut Checker, op: OperationRef, kind: &str, meshes: &Hash
             checker.error(op, format!("expected {expected} '{segment}' operands (the {which} rank), but got {len}"));
         }
     }
-    if kind == "dist.copy_permute" {
+    if kind == OpKind::DistCopyPermute {
         if in_rank != out_rank {
             checker.error(op, format!("a permutation keeps the rank, but input has rank {in_rank} and result {out_rank}"));
         }
@@ -325,10 +378,6 @@ fn check_copy(checker: &mut Checker, op: OperationRef, kind: &str, meshes: &Hash
     }
 }
 
-#[must_use]
-pub fn is_async(name: &str) -> bool {
-    name.ends_with("_start") || name == "dist.copy_reshape" || name == "dist.copy_permute"
-}
 
 /// The handle is used only by waits and waited exactly once; every use of
 /// the data result comes after that wait in the wait's block (so the wait
@@ -337,7 +386,7 @@ fn check_async(checker: &mut Checker, op: OperationRef) {
     let (Ok(handle), Ok(data)) = (op.result(0), op.result(1)) else { return };
     let mut waits = Vec::new();
     for user in users(handle) {
-        if name_of(user) == "dist.wait" {
+        if OpKind::of(user) == Some(OpKind::DistWait) {
             waits.push(user);
         } else {
             checker.error(op, format!("async handle may only be used by 'dist.wait', but is used by '{}'", name_of(user)));

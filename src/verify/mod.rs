@@ -15,7 +15,6 @@ mod plan;
 
 use melior::ir::{operation::OperationLike, OperationRef};
 
-pub use dist::is_async as is_async_op;
 
 use crate::{
     diagnostics::{emit_error, source_position},

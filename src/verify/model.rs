@@ -4,39 +4,41 @@
 use melior::ir::{operation::OperationLike, OperationRef, ValueLike};
 
 use super::Checker;
-use crate::ir::{
-    attr_string_list, defining_op, dialect_of, int_attr, name_of, str_attr, tensor_shape,
-    type_string,
+use crate::{
+    ir::{defining_op, dialect_of, enum_attr, int_attr, name_of, tensor_shape, type_string},
+    ods::{InferencePhase, OpKind},
 };
 
 /// Effects an op must declare because its meaning implies them.
-const REQUIRED_EFFECTS: &[(&str, &str)] = &[
-    ("model.dropout", "random_state"),
-    ("model.optimizer_step", "parameter_update"),
-    ("model.decoder_training", "parameter_update"),
-    ("model.decoder_inference", "mutation"),
-    ("model.kv_append", "mutation"),
+const REQUIRED_EFFECTS: &[(OpKind, &str)] = &[
+    (OpKind::ModelDropout, "random_state"),
+    (OpKind::ModelOptimizerStep, "parameter_update"),
+    (OpKind::ModelDecoderTraining, "parameter_update"),
+    (OpKind::ModelDecoderInference, "mutation"),
+    (OpKind::ModelKvAppend, "mutation"),
 ];
+
+/// Whether the `effects` flags of `op` include `effect` (an ODS spelling).
+fn has_effect(op: OperationRef, effect: &str) -> bool {
+    let flags = int_attr(op, "effects").unwrap_or(0);
+    crate::ods::EFFECTS_FLAGS.iter().any(|(name, bit)| *name == effect && flags & bit != 0)
+}
 
 pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
     for &op in ops {
-        let name = name_of(op);
-        if dialect_of(&name) != "model" {
-            continue;
-        }
+        let Some(kind) = OpKind::of(op).filter(|k| k.dialect() == "model") else { continue };
         check_operands_are_model_values(checker, op);
-        let effects = attr_string_list(op, "effects").unwrap_or_default();
-        for &(op_name, effect) in REQUIRED_EFFECTS {
-            if name == op_name && !effects.iter().any(|e| e == effect) {
+        for &(required_by, effect) in REQUIRED_EFFECTS {
+            if kind == required_by && !has_effect(op, effect) {
                 checker.error(op, format!("must declare effect '{effect}' in 'effects'"));
             }
         }
-        match name.as_str() {
-            "model.decoder_inference" => check_inference(checker, op),
-            "model.fork" => check_fork(checker, op),
-            "model.matmul" => check_matmul(checker, op),
-            "model.optimizer_step" => check_optimizer_step(checker, op),
-            "model.split" => check_split(checker, op),
+        match kind {
+            OpKind::ModelDecoderInference => check_inference(checker, op),
+            OpKind::ModelFork => check_fork(checker, op),
+            OpKind::ModelMatmul => check_matmul(checker, op),
+            OpKind::ModelOptimizerStep => check_optimizer_step(checker, op),
+            OpKind::ModelSplit => check_split(checker, op),
             _ => {}
         }
     }
@@ -61,16 +63,16 @@ const INFERENCE_FIXED_OPERANDS: usize = 11;
 
 fn check_inference(checker: &mut Checker, op: OperationRef) {
     let (Some(phase), Some(query), Some(context)) = (
-        str_attr(op, "phase"),
+        enum_attr::<InferencePhase>(op, "phase"),
         int_attr(op, "query_tokens"),
         int_attr(op, "context_tokens"),
     ) else {
         return;
     };
-    if phase == "prefill" && context != query {
+    if phase == InferencePhase::Prefill && context != query {
         checker.error(op, format!("prefill must have context_tokens equal to query_tokens ({query}), but got {context}"));
     }
-    if phase == "decode" && context < query {
+    if phase == InferencePhase::Decode && context < query {
         checker.error(op, format!("decode must attend over at least its query_tokens ({query}), but context_tokens is {context}"));
     }
     if let (Some(heads), Some(kv_heads)) = (int_attr(op, "heads"), int_attr(op, "kv_heads")) {
@@ -80,10 +82,10 @@ fn check_inference(checker: &mut Checker, op: OperationRef) {
         }
     }
     let has_cache = op.operand_count() > INFERENCE_FIXED_OPERANDS;
-    if phase == "decode" && !has_cache {
+    if phase == InferencePhase::Decode && !has_cache {
         checker.error(op, "decode reads the KV cache, so it must take the 'kv_cache' operand");
     }
-    if phase == "prefill" && has_cache {
+    if phase == InferencePhase::Prefill && has_cache {
         checker.error(op, "prefill writes a fresh KV cache and must not take a 'kv_cache' operand");
     }
 }

@@ -92,28 +92,12 @@ fn check_kind(checker: &mut Checker, op: OperationRef, name: &str, kind: AttrKin
         AttrKind::IntegerOrSymbolRef if integer().is_none() && !attribute.is_flat_symbol_ref() => {
             checker.error(op, format!("attribute '{name}' must be an integer team or a mesh symbol, but got {value}"));
         }
-        AttrKind::StringEnum(cases) => match string_value(attribute) {
-            Some(s) if cases.contains(&s) => {}
-            _ => checker.error(
-                op,
-                format!("attribute '{name}' must be one of {}, but got {value}", quoted(cases)),
-            ),
-        },
-        AttrKind::StringEnumArray(cases) => match string_list(attribute) {
-            Some(items) => {
-                let mut seen = std::collections::HashSet::with_capacity(items.len());
-                for item in &items {
-                    if !cases.contains(&item.as_str()) {
-                        checker.error(
-                            op,
-                            format!("attribute '{name}' element '{item}' must be one of {}", quoted(cases)),
-                        );
-                    } else if !seen.insert(item.as_str()) {
-                        checker.error(op, format!("attribute '{name}' lists '{item}' more than once"));
-                    }
-                }
+        AttrKind::Enum(spec) => match integer() {
+            Some(v) if spec.accepts(v) => {}
+            _ => {
+                let cases: Vec<&str> = spec.cases.iter().map(|(name, _)| *name).filter(|n| *n != "none").collect();
+                checker.error(op, format!("attribute '{name}' must be one of {} ({}), but got {value}", quoted(&cases), spec.name));
             }
-            None => checker.error(op, format!("attribute '{name}' must be an array of strings, but got {value}")),
         },
         _ => {}
     }

@@ -5,16 +5,19 @@
 use melior::ir::OperationRef;
 
 use super::Checker;
-use crate::ir::{name_of, str_attr};
+use crate::{
+    ir::enum_attr,
+    ods::{ConcurrencyGroup, OpKind},
+};
 
 pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
     for &op in ops {
-        let expected = match name_of(op).as_str() {
-            "plan.compute_task" => "compute",
-            "plan.collective_task" => "network",
+        let expected = match OpKind::of(op) {
+            Some(OpKind::PlanComputeTask) => ConcurrencyGroup::Compute,
+            Some(OpKind::PlanCollectiveTask) => ConcurrencyGroup::Network,
             _ => continue,
         };
-        if let Some(group) = str_attr(op, "group") {
+        if let Some(group) = enum_attr::<ConcurrencyGroup>(op, "group") {
             if group != expected {
                 checker.error(op, format!("must be in concurrency group '{expected}', but is in '{group}'"));
             }

@@ -1,0 +1,313 @@
+//! Building IR of Blueprint's dialects: one typed builder per op, generated
+//! by `build.rs` from the same ODS as the C++ (`dialects::dist::Compute`,
+//! `dialects::plan::Buffer`, ...), and [`Builder`], which makes the
+//! attributes and types they need. Passes build IR with these, never as
+//! text: the compiler checks every operand and attribute name, and closed
+//! choices are the ODS enums ([`crate::ods::Phase`], ...).
+
+use std::marker::PhantomData;
+
+use melior::{
+    ir::{
+        operation::{OperationBuilder, OperationLike},
+        Attribute, AttributeLike, Identifier, Location, Operation, OperationRef, Type, TypeLike, Value,
+    },
+    Context,
+};
+use thiserror::Error;
+
+/// MLIR refused to create an op from a builder (its result types could not
+/// be inferred from the operands given).
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+#[error("internal error: cannot create '{op}' from the values given")]
+pub struct BuildError {
+    pub op: &'static str,
+}
+
+/// Makes attributes and types in one context; cheap to copy.
+#[derive(Clone, Copy)]
+pub struct Builder<'c> {
+    context: mlir_sys::MlirContext,
+    _context: PhantomData<&'c Context>,
+}
+
+fn string_ref(text: &str) -> mlir_sys::MlirStringRef {
+    mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() }
+}
+
+impl<'c> Builder<'c> {
+    #[must_use]
+    pub fn new(context: &'c Context) -> Self {
+        Self { context: context.to_raw(), _context: PhantomData }
+    }
+
+    /// A builder in the context of a live op (passes get ops, not contexts).
+    #[must_use]
+    pub fn of(op: OperationRef<'c, '_>) -> Self {
+        // SAFETY: a live op has a live context, which outlives 'c.
+        Self { context: unsafe { mlir_sys::mlirOperationGetContext(op.to_raw()) }, _context: PhantomData }
+    }
+
+    /// The raw context, for C API calls.
+    #[must_use]
+    pub fn raw_context(&self) -> mlir_sys::MlirContext {
+        self.context
+    }
+
+    #[must_use]
+    pub fn identifier(&self, name: &str) -> Identifier<'c> {
+        // SAFETY: a live context; MLIR copies the string.
+        unsafe { Identifier::from_raw(mlir_sys::mlirIdentifierGet(self.context, string_ref(name))) }
+    }
+
+    #[must_use]
+    pub fn string(&self, text: &str) -> Attribute<'c> {
+        // SAFETY: as above.
+        unsafe { Attribute::from_raw(mlir_sys::mlirStringAttrGet(self.context, string_ref(text))) }
+    }
+
+    #[must_use]
+    pub fn symbol(&self, name: &str) -> Attribute<'c> {
+        // SAFETY: as above.
+        unsafe { Attribute::from_raw(mlir_sys::mlirFlatSymbolRefAttrGet(self.context, string_ref(name))) }
+    }
+
+    fn integer_type(&self, width: u32) -> mlir_sys::MlirType {
+        // SAFETY: a live context.
+        unsafe { mlir_sys::mlirIntegerTypeGet(self.context, width) }
+    }
+
+    #[must_use]
+    pub fn i64(&self, value: i64) -> Attribute<'c> {
+        // SAFETY: as above.
+        unsafe { Attribute::from_raw(mlir_sys::mlirIntegerAttrGet(self.integer_type(64), value)) }
+    }
+
+    /// A non-negative count. Validation bounds every count Blueprint
+    /// derives far below 2^63; a larger one saturates.
+    #[must_use]
+    pub fn count(&self, value: u64) -> Attribute<'c> {
+        self.i64(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+
+    #[must_use]
+    pub fn f64(&self, value: f64) -> Attribute<'c> {
+        // SAFETY: as above.
+        unsafe { Attribute::from_raw(mlir_sys::mlirFloatAttrDoubleGet(self.context, mlir_sys::mlirF64TypeGet(self.context), value)) }
+    }
+
+    /// An ODS enum case (`i32`, as `I32EnumAttr` stores it).
+    #[must_use]
+    pub fn enum_case(&self, value: i64) -> Attribute<'c> {
+        // SAFETY: as above.
+        unsafe { Attribute::from_raw(mlir_sys::mlirIntegerAttrGet(self.integer_type(32), value)) }
+    }
+
+    #[must_use]
+    pub fn unit(&self) -> Attribute<'c> {
+        // SAFETY: as above.
+        unsafe { Attribute::from_raw(mlir_sys::mlirUnitAttrGet(self.context)) }
+    }
+
+    #[must_use]
+    pub fn i64_array(&self, values: &[i64]) -> Attribute<'c> {
+        // SAFETY: as above; MLIR copies the elements.
+        unsafe {
+            Attribute::from_raw(mlir_sys::mlirDenseI64ArrayGet(self.context, values.len() as isize, values.as_ptr()))
+        }
+    }
+
+    #[must_use]
+    pub fn i32_array(&self, values: &[i32]) -> Attribute<'c> {
+        // SAFETY: as above.
+        unsafe {
+            Attribute::from_raw(mlir_sys::mlirDenseI32ArrayGet(self.context, values.len() as isize, values.as_ptr()))
+        }
+    }
+
+    #[must_use]
+    pub fn array(&self, elements: &[Attribute<'c>]) -> Attribute<'c> {
+        let raw: Vec<mlir_sys::MlirAttribute> = elements.iter().map(|a| a.to_raw()).collect();
+        // SAFETY: as above; MLIR copies the element handles.
+        unsafe { Attribute::from_raw(mlir_sys::mlirArrayAttrGet(self.context, raw.len() as isize, raw.as_ptr())) }
+    }
+
+    /// An array of strings (`["dp", "pp", "tp"]`).
+    #[must_use]
+    pub fn strings<S: AsRef<str>>(&self, items: &[S]) -> Attribute<'c> {
+        let elements: Vec<Attribute<'c>> = items.iter().map(|s| self.string(s.as_ref())).collect();
+        self.array(&elements)
+    }
+
+    /// A sharding: per tensor dimension, the mesh axes splitting it.
+    #[must_use]
+    pub fn split_axes<S: AsRef<str>>(&self, dims: &[Vec<S>]) -> Attribute<'c> {
+        let elements: Vec<Attribute<'c>> = dims.iter().map(|axes| self.strings(axes)).collect();
+        self.array(&elements)
+    }
+
+    /// A dictionary attribute.
+    #[must_use]
+    pub fn dictionary(&self, entries: &[(&str, Attribute<'c>)]) -> Attribute<'c> {
+        let named: Vec<mlir_sys::MlirNamedAttribute> = entries
+            .iter()
+            .map(|(name, value)| mlir_sys::MlirNamedAttribute { name: self.identifier(name).to_raw(), attribute: value.to_raw() })
+            .collect();
+        // SAFETY: as above.
+        unsafe { Attribute::from_raw(mlir_sys::mlirDictionaryAttrGet(self.context, named.len() as isize, named.as_ptr())) }
+    }
+
+    /// A type Blueprint spells itself (`!dist.token`, `f16`); `None` if it
+    /// does not parse.
+    #[must_use]
+    pub fn parse_type(&self, spelling: &str) -> Option<Type<'c>> {
+        // SAFETY: as above.
+        let raw = unsafe { mlir_sys::mlirTypeParseGet(self.context, string_ref(spelling)) };
+        (!raw.ptr.is_null()).then(|| unsafe { Type::from_raw(raw) })
+    }
+
+    /// `!dist.token`.
+    #[must_use]
+    pub fn dist_token(&self) -> Type<'c> {
+        self.known_type("!dist.token")
+    }
+
+    /// `!dist.async_handle`.
+    #[must_use]
+    pub fn async_handle(&self) -> Type<'c> {
+        self.known_type("!dist.async_handle")
+    }
+
+    /// `!plan.token`.
+    #[must_use]
+    pub fn plan_token(&self) -> Type<'c> {
+        self.known_type("!plan.token")
+    }
+
+    #[must_use]
+    pub fn index_type(&self) -> Type<'c> {
+        // SAFETY: as above.
+        unsafe { Type::from_raw(mlir_sys::mlirIndexTypeGet(self.context)) }
+    }
+
+    fn known_type(&self, spelling: &str) -> Type<'c> {
+        match self.parse_type(spelling) {
+            Some(ty) => ty,
+            None => unreachable!("the context registers Blueprint's dialects, so '{spelling}' parses"),
+        }
+    }
+
+    /// A ranked tensor type of static `shape` (`-1` for a dynamic dim).
+    #[must_use]
+    pub fn tensor(&self, shape: &[i64], element: Type<'c>) -> Type<'c> {
+        let dims: Vec<i64> = shape.iter().map(|&d| if d < 0 { i64::MIN } else { d }).collect();
+        // SAFETY: as above; a null encoding is no encoding.
+        unsafe {
+            Type::from_raw(mlir_sys::mlirRankedTensorTypeGet(
+                dims.len() as isize,
+                dims.as_ptr(),
+                element.to_raw(),
+                mlir_sys::mlirAttributeGetNull(),
+            ))
+        }
+    }
+
+    /// A location named `name` inside `parent`: generated ops carry the
+    /// location of the op they came from, so diagnostics land in the
+    /// user's file.
+    #[must_use]
+    pub fn named_location(&self, name: &str, parent: Location<'c>) -> Location<'c> {
+        // SAFETY: as above.
+        unsafe {
+            Location::from_raw(mlir_sys::mlirLocationNameGet(self.context, string_ref(name), parent.to_raw()))
+        }
+    }
+}
+
+impl<'c> Builder<'c> {
+    #[must_use]
+    pub fn function_type(&self, inputs: &[Type<'c>], results: &[Type<'c>]) -> Type<'c> {
+        let inputs: Vec<mlir_sys::MlirType> = inputs.iter().map(|t| t.to_raw()).collect();
+        let results: Vec<mlir_sys::MlirType> = results.iter().map(|t| t.to_raw()).collect();
+        // SAFETY: a live context; MLIR copies the type handles.
+        unsafe {
+            Type::from_raw(mlir_sys::mlirFunctionTypeGet(
+                self.context,
+                inputs.len() as isize,
+                inputs.as_ptr(),
+                results.len() as isize,
+                results.as_ptr(),
+            ))
+        }
+    }
+
+    #[must_use]
+    pub fn type_attribute(&self, ty: Type<'c>) -> Attribute<'c> {
+        // SAFETY: a live type.
+        unsafe { Attribute::from_raw(mlir_sys::mlirTypeAttrGet(ty.to_raw())) }
+    }
+
+    /// `func.func @name(inputs) -> results` with an entry block whose
+    /// arguments are the inputs (located at `location`).
+    ///
+    /// # Errors
+    /// When MLIR cannot create the op.
+    pub fn func(&self, name: &str, inputs: &[Type<'c>], results: &[Type<'c>], location: Location<'c>) -> Result<Operation<'c>, BuildError> {
+        let block = melior::ir::Block::new(&inputs.iter().map(|t| (*t, location)).collect::<Vec<_>>());
+        let region = melior::ir::Region::new();
+        melior::ir::RegionLike::append_block(&region, block);
+        OperationBuilder::new("func.func", location)
+            .add_attributes(&[
+                (self.identifier("sym_name"), self.string(name)),
+                (self.identifier("function_type"), self.type_attribute(self.function_type(inputs, results))),
+            ])
+            .add_regions([region])
+            .build()
+            .map_err(|_| BuildError { op: "func.func" })
+    }
+
+    /// `func.return operands`.
+    ///
+    /// # Errors
+    /// When MLIR cannot create the op.
+    pub fn func_return(&self, operands: &[Value<'c, '_>], location: Location<'c>) -> Result<Operation<'c>, BuildError> {
+        OperationBuilder::new("func.return", location).add_operands(operands).build().map_err(|_| BuildError { op: "func.return" })
+    }
+
+    /// An attribute holding a JSON value (dictionaries, arrays, strings,
+    /// integers, booleans; other numbers as `f64`), for strategy bindings.
+    #[must_use]
+    pub fn json(&self, value: &serde_json::Value) -> Attribute<'c> {
+        use serde_json::Value as Json;
+        match value {
+            Json::Null => self.unit(),
+            Json::Bool(b) => {
+                // SAFETY: a live context.
+                unsafe { Attribute::from_raw(mlir_sys::mlirBoolAttrGet(self.context, i32::from(*b))) }
+            }
+            Json::Number(n) => match n.as_i64() {
+                Some(i) => self.i64(i),
+                None => self.f64(n.as_f64().unwrap_or(0.0)),
+            },
+            Json::String(s) => self.string(s),
+            Json::Array(items) => self.array(&items.iter().map(|v| self.json(v)).collect::<Vec<_>>()),
+            Json::Object(map) => {
+                let mut entries: Vec<(&str, Attribute<'c>)> =
+                    map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.as_str(), self.json(v))).collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                self.dictionary(&entries)
+            }
+        }
+    }
+}
+
+/// The first result of a freshly appended op.
+#[must_use]
+pub fn result<'c, 'a>(op: OperationRef<'c, 'a>, index: usize) -> Value<'c, 'a> {
+    match op.result(index) {
+        Ok(result) => result.into(),
+        Err(_) => unreachable!("the typed builder gave '{}' this result", crate::ir::name_of(op)),
+    }
+}
+
+include!(concat!(env!("OUT_DIR"), "/ods_builders.rs"));

@@ -1,0 +1,239 @@
+//! Emitting dist tasks with the typed builders: the shared part of the
+//! training and inference distribution passes. Tasks are appended to a
+//! block of a detached module, so a failing pass changes nothing.
+
+use melior::ir::{block::BlockLike, BlockRef, Location, Operation, OperationRef, Type, Value};
+
+use crate::{
+    dialects::{dist, result, BuildError, Builder},
+    ods::{self, Reduction},
+    workload::{CollectiveKind, Engine, Phase, Primitive, PrimitiveInvocation},
+};
+
+/// Where generated ops go and where they are located.
+pub(crate) struct Emitter<'c, 'a> {
+    pub b: Builder<'c>,
+    pub block: BlockRef<'c, 'a>,
+    /// The source op's location: generated ops are named inside it.
+    pub anchor: Location<'c>,
+    pub token: Type<'c>,
+}
+
+impl<'c, 'a> Emitter<'c, 'a> {
+    pub fn new(b: Builder<'c>, block: BlockRef<'c, 'a>, anchor: Location<'c>) -> Self {
+        Self { b, block, anchor, token: b.dist_token() }
+    }
+
+    /// A location named `id` inside the anchor.
+    pub fn at(&self, id: &str) -> Location<'c> {
+        self.b.named_location(id, self.anchor)
+    }
+
+    /// Appends a built op.
+    pub fn push(&self, op: Result<Operation<'c>, BuildError>) -> Result<OperationRef<'c, 'a>, BuildError> {
+        Ok(self.block.append_operation(op?))
+    }
+}
+
+/// The ODS phase of a workload phase.
+#[must_use]
+pub fn phase_case(phase: Phase) -> ods::Phase {
+    match phase {
+        Phase::Forward => ods::Phase::Forward,
+        Phase::Recompute => ods::Phase::Recompute,
+        Phase::ActivationGradient => ods::Phase::ActivationGradient,
+        Phase::WeightGradient => ods::Phase::WeightGradient,
+        Phase::Optimizer => ods::Phase::Optimizer,
+        Phase::Recommunication => ods::Phase::Recommunication,
+        Phase::Prefill => ods::Phase::Prefill,
+        Phase::Decode => ods::Phase::Decode,
+    }
+}
+
+/// The workload phase of an ODS phase.
+#[must_use]
+pub fn workload_phase(phase: ods::Phase) -> Phase {
+    match phase {
+        ods::Phase::Forward => Phase::Forward,
+        ods::Phase::Recompute => Phase::Recompute,
+        ods::Phase::ActivationGradient => Phase::ActivationGradient,
+        ods::Phase::WeightGradient => Phase::WeightGradient,
+        ods::Phase::Optimizer => Phase::Optimizer,
+        ods::Phase::Recommunication => Phase::Recommunication,
+        ods::Phase::Prefill => Phase::Prefill,
+        ods::Phase::Decode => Phase::Decode,
+    }
+}
+
+/// The ODS primitive of a compute invocation (collectives are their own ops).
+#[must_use]
+pub fn primitive_case(primitive: Primitive) -> ods::Primitive {
+    match primitive {
+        Primitive::Matmul => ods::Primitive::Matmul,
+        Primitive::BatchMatmul => ods::Primitive::BatchMatmul,
+        Primitive::LayerNorm => ods::Primitive::LayerNorm,
+        Primitive::Softmax => ods::Primitive::Softmax,
+        Primitive::Gelu => ods::Primitive::Gelu,
+        Primitive::Swiglu => ods::Primitive::Swiglu,
+        Primitive::Dropout => ods::Primitive::Dropout,
+        Primitive::ResidualAdd => ods::Primitive::ResidualAdd,
+        Primitive::GradientSum => ods::Primitive::GradientSum,
+        Primitive::Adam => ods::Primitive::Adam,
+        Primitive::Collective => ods::Primitive::Elementwise,
+    }
+}
+
+/// The ODS engine class of a compute invocation.
+#[must_use]
+pub fn engine_case(engine: Engine) -> ods::Engine {
+    match engine {
+        Engine::Matrix => ods::Engine::Matrix,
+        Engine::Vector | Engine::Collective => ods::Engine::Vector,
+    }
+}
+
+/// Which ranks run the tasks and which group each collective spans.
+#[derive(Clone, Copy)]
+pub(crate) struct Placement<'x> {
+    pub mesh: &'x str,
+    pub slice: Option<&'x [i64]>,
+    pub ranks: Option<&'x [i64]>,
+    /// Explicit participants of every collective, or none (then `axes`).
+    pub participants: Option<&'x [i64]>,
+    /// The mesh axes every collective spans.
+    pub axes: &'x [&'x str],
+}
+
+/// One task for `inv` depending on `previous` (a token, or the block input
+/// for the first task); returns its op. `value` is the type of a boundary
+/// value the task also returns (the forward terminal).
+pub(crate) fn emit_invocation<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    inv: &PrimitiveInvocation,
+    place: Placement,
+    lineage: &str,
+    previous: Value<'c, 'a>,
+    value: Option<Type<'c>>,
+) -> Result<OperationRef<'c, 'a>, BuildError> {
+    let phase = phase_case(inv.phase);
+    let location = e.at(&inv.name);
+    let axes = e.b.strings(place.axes);
+    if let Some(collective) = inv.collective {
+        let common = |reduction| CollectiveFields { inv, place, lineage, previous, phase, axes, reduction, message_bytes: collective.message_bytes };
+        return e.push(match collective.kind {
+            CollectiveKind::AllReduce => common(Some(Reduction::Sum)).all_reduce(e, location),
+            CollectiveKind::ReduceScatter => common(Some(Reduction::Sum)).reduce_scatter(e, location),
+            CollectiveKind::AllGather => common(None).all_gather(e, location),
+        });
+    }
+    let results: Vec<Type<'c>> = std::iter::once(e.token).chain(value).collect();
+    e.push(
+        dist::Compute {
+            deps: &[previous],
+            id: &inv.name,
+            mesh: place.mesh,
+            phase,
+            lineage,
+            engine: engine_case(inv.engine),
+            primitive: primitive_case(inv.primitive),
+            ops: inv.ops,
+            read_bytes: inv.read_bytes,
+            write_bytes: inv.write_bytes,
+            shared_by: (inv.shared_by > 1).then_some(inv.shared_by),
+            slice: place.slice,
+            ranks: place.ranks,
+            results: &results,
+            _marker: std::marker::PhantomData,
+        }
+        .build(&e.b, location),
+    )
+}
+
+/// What the three TP collectives of the derivation share.
+struct CollectiveFields<'x, 'c, 'a> {
+    inv: &'x PrimitiveInvocation,
+    place: Placement<'x>,
+    lineage: &'x str,
+    previous: Value<'c, 'a>,
+    phase: ods::Phase,
+    axes: melior::ir::Attribute<'c>,
+    reduction: Option<Reduction>,
+    message_bytes: u64,
+}
+
+impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
+    fn all_reduce(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
+        dist::AllReduce {
+            input: self.previous,
+            deps: &[],
+            id: &self.inv.name,
+            mesh: self.place.mesh,
+            phase: self.phase,
+            lineage: self.lineage,
+            message_bytes: self.message_bytes,
+            participants: self.place.participants,
+            mesh_axes: Some(self.axes),
+            slice: self.place.slice,
+            ranks: None,
+            reduction: self.reduction.unwrap_or(Reduction::Sum),
+            axis: None,
+            ops: Some(self.inv.ops),
+            read_bytes: Some(self.inv.read_bytes),
+            write_bytes: Some(self.inv.write_bytes),
+            _marker: std::marker::PhantomData,
+        }
+        .build(&e.b, location)
+    }
+
+    fn reduce_scatter(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
+        dist::ReduceScatter {
+            input: self.previous,
+            deps: &[],
+            id: &self.inv.name,
+            mesh: self.place.mesh,
+            phase: self.phase,
+            lineage: self.lineage,
+            message_bytes: self.message_bytes,
+            participants: self.place.participants,
+            mesh_axes: Some(self.axes),
+            slice: self.place.slice,
+            ranks: None,
+            reduction: self.reduction.unwrap_or(Reduction::Sum),
+            axis: None,
+            ops: Some(self.inv.ops),
+            read_bytes: Some(self.inv.read_bytes),
+            write_bytes: Some(self.inv.write_bytes),
+            results: &[e.token],
+            _marker: std::marker::PhantomData,
+        }
+        .build(&e.b, location)
+    }
+
+    fn all_gather(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
+        dist::AllGather {
+            input: self.previous,
+            deps: &[],
+            id: &self.inv.name,
+            mesh: self.place.mesh,
+            phase: self.phase,
+            lineage: self.lineage,
+            message_bytes: self.message_bytes,
+            participants: self.place.participants,
+            mesh_axes: Some(self.axes),
+            slice: self.place.slice,
+            ranks: None,
+            axis: None,
+            ops: Some(self.inv.ops),
+            read_bytes: Some(self.inv.read_bytes),
+            write_bytes: Some(self.inv.write_bytes),
+            results: &[e.token],
+            _marker: std::marker::PhantomData,
+        }
+        .build(&e.b, location)
+    }
+}
+
+/// `token`, the first result of a task op.
+pub(crate) fn token<'c, 'a>(op: OperationRef<'c, 'a>) -> Value<'c, 'a> {
+    result(op, 0)
+}
