@@ -32,7 +32,7 @@ use crate::{
 /// A check pass: runs `$body` with a [`Checker`] and fails if it reported.
 macro_rules! check_pass {
     ($name:literal, $argument:literal, $summary:literal, $body:path) => {
-        crate::passes::external_pass!($name, $argument, $summary, |module: OperationRef, pass: ExternalPass| {
+        crate::pass_macro::external_pass!($name, $argument, $summary, |module: OperationRef, pass: ExternalPass| {
             let mut checker = Checker::default();
             $body(&mut checker, module);
             if checker.failed() {

@@ -7,7 +7,6 @@
 //! error makes the exit code 1 and nothing is written.
 
 mod diagnostics_check;
-mod pipeline;
 
 use std::{
     ffi::c_void,
@@ -24,11 +23,12 @@ use crate::{
     context::create_context,
     diagnostics::{Diagnostic, DiagnosticSink, Severity},
     error::{Error, Result},
-    ods, passes,
+    ods, registry as passes,
     verify::verify_blueprint,
 };
 
-pub use pipeline::{parse_pipeline, PipelineElement};
+use crate::pipeline::{parse_pipeline, PipelineElement};
+pub use crate::parse::parse_module;
 
 /// Command-line options, as `mlir-opt` spells them.
 #[derive(Debug, Default, Clone)]
@@ -307,106 +307,6 @@ fn write_output(options: &Options, text: &str) -> Result<()> {
     }
 }
 
-/// Deepest bracket nesting (`(`, `[`, `{`, `<`) accepted in input IR.
-/// MLIR's parser, verifier and printer recurse once per level, and stock
-/// `mlir-opt` overflows its stack on inputs nested about 5,000 deep; 1,000
-/// levels is far beyond any real program.
-pub const MAX_NESTING_DEPTH: usize = 1000;
-
-/// Line and column (1-based) where `source` first nests deeper than
-/// [`MAX_NESTING_DEPTH`], skipping string literals and `//` comments.
-#[must_use]
-pub fn too_deep(source: &[u8]) -> Option<(usize, usize)> {
-    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
-    let mut i = 0;
-    while i < source.len() {
-        let byte = source[i];
-        column += 1;
-        match byte {
-            b'\n' => {
-                line += 1;
-                column = 0;
-            }
-            b'"' => {
-                // A string literal, with backslash escapes, ends at the quote
-                // (or the line, where the parser will complain).
-                i += 1;
-                while i < source.len() && source[i] != b'"' && source[i] != b'\n' {
-                    i += if source[i] == b'\\' { 2 } else { 1 };
-                    column += 1;
-                }
-                column += 1;
-            }
-            b'/' if source.get(i + 1) == Some(&b'/') => {
-                while i + 1 < source.len() && source[i + 1] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'(' | b'[' | b'{' | b'<' => {
-                depth += 1;
-                if depth > MAX_NESTING_DEPTH {
-                    return Some((line, column));
-                }
-            }
-            // `->` and `>=` are not brackets.
-            b'>' if i > 0 && source[i - 1] == b'-' => {}
-            b'>' if source.get(i + 1) == Some(&b'=') => {}
-            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        i += 1;
-    }
-    None
-}
-
-/// Parses `source` as a module whose locations name `name`, or `None`
-/// after emitting diagnostics. A lone top-level `builtin.module` is the
-/// module itself; anything else is wrapped in one, like `mlir-opt` does.
-/// Input nested deeper than [`MAX_NESTING_DEPTH`] is rejected with a located
-/// error before MLIR sees it.
-pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u8], name: &str) -> Option<Module<'c>> {
-    const SINGLE_OP: &str = "source must contain a single top-level operation";
-    if let Some((line, column)) = too_deep(source) {
-        crate::diagnostics::emit_error(
-            Location::new(context, name, line, column),
-            &format!("input nests deeper than {MAX_NESTING_DEPTH} levels of brackets and regions, which Blueprint does not accept"),
-        );
-        return None;
-    }
-    if let Some(operation) = parse_operation(context, source, name) {
-        if crate::ir::op_name(&operation) == "builtin.module" {
-            return Module::from_operation(operation);
-        }
-        let module = Module::new(Location::new(context, name, 1, 1));
-        module.body().append_operation(operation);
-        return Some(module);
-    }
-    // The C API parses exactly one top-level op. When that was the only
-    // complaint, parse again inside a module opened on the first line, which
-    // keeps every line number (only columns on line 1 move).
-    let diagnostics = sink.take();
-    let only_single_op = diagnostics.len() == 1 && diagnostics[0].message.starts_with(SINGLE_OP);
-    if !only_single_op {
-        sink.extend(diagnostics);
-        return None;
-    }
-    let mut wrapped = b"module {".to_vec();
-    wrapped.extend_from_slice(source);
-    wrapped.extend_from_slice(b"\n}\n");
-    Module::from_operation(parse_operation(context, &wrapped, name)?)
-}
-
-fn parse_operation<'c>(context: &'c Context, source: &[u8], name: &str) -> Option<melior::ir::Operation<'c>> {
-    let raw = unsafe {
-        mlir_sys::mlirOperationCreateParse(
-            context.to_raw(),
-            mlir_sys::MlirStringRef { data: source.as_ptr().cast(), length: source.len() },
-            mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },
-        )
-    };
-    (!raw.ptr.is_null()).then(|| unsafe { melior::ir::Operation::from_raw(raw) })
-}
-
 /// Parses, verifies, runs the pipeline and prints one chunk. `Ok(None)`
 /// means the chunk failed with diagnostics already emitted.
 fn process_chunk(
@@ -464,46 +364,7 @@ fn build_pass_manager<'c>(context: &'c Context, options: &Options) -> Result<Pas
             tree_printing_path: std::path::PathBuf::new(),
         });
     }
-    let top = pass_manager.as_operation_pass_manager();
-    for element in &options.pipeline {
-        match element {
-            PipelineElement::Blueprint(name) => {
-                let info = passes::find(name).ok_or_else(|| Error::Pipeline {
-                    pipeline: name.clone(),
-                    reason: "unknown Blueprint pass".into(),
-                })?;
-                top.add_pass((info.create)());
-                if info.name == "blueprint-verify" {
-                    continue;
-                }
-            }
-            PipelineElement::Upstream(text) => add_upstream(&top, text)?,
-        }
-        // Blueprint's verifiers run after every pass, like MLIR's own.
-        top.add_pass(passes::create_verify_pass());
-    }
+    crate::pipeline::add_elements(&pass_manager.as_operation_pass_manager(), &options.pipeline, true)?;
     Ok(pass_manager)
 }
 
-/// Appends upstream pipeline text (`canonicalize`, `func.func(cse)`) to `top`.
-pub fn add_upstream(top: &melior::pass::OperationPassManager, text: &str) -> Result<()> {
-    unsafe extern "C" fn collect(message: mlir_sys::MlirStringRef, user_data: *mut c_void) {
-        let out = unsafe { &mut *(user_data as *mut String) };
-        let bytes = unsafe { std::slice::from_raw_parts(message.data.cast::<u8>(), message.length) };
-        out.push_str(&String::from_utf8_lossy(bytes));
-    }
-    let mut message = String::new();
-    let result = unsafe {
-        mlir_sys::mlirOpPassManagerAddPipeline(
-            top.to_raw(),
-            mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() },
-            Some(collect),
-            (&mut message as *mut String).cast(),
-        )
-    };
-    if result.value == 0 {
-        let reason = if message.is_empty() { "unknown pass or bad options".into() } else { message.trim().to_string() };
-        return Err(Error::Pipeline { pipeline: text.to_string(), reason });
-    }
-    Ok(())
-}

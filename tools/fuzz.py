@@ -239,6 +239,7 @@ def signature_line(kind, stderr, tmpdir):
     if key is None:
         key = lines[0] if lines else ""
     key = key.replace(str(tmpdir), "<tmp>")
+    key = re.sub(r"thread '([^']*)' \(\d+\)", r"thread '\1'", key)  # Rust prints the thread id
     key = re.sub(r"<tmp>/(?:case|orig)-[\w.-]+?\.(?:mlir|json)", "<input>", key)
     key = re.sub(r"<input>:\d+:\d+", "<input>:L:C", key)
     if "panicked at" not in key:
@@ -1217,7 +1218,6 @@ class Campaign:
             "spec_ints": sorted(ints),
             "spec_objs": [s for _, s, _ in self.specs],
         }
-        self.spec_commands = []  # (weight per kind, mode, pipeline args)
         all_cmds = sorted({c for cmds in self.spec_cmds.values() for c in cmds}, key=lambda c: (c[0], c[1] or ()))
         for mode in self.tools.spec_modes():  # modes no valid spec passes still get fuzzed
             if (mode, None) not in all_cmds:
@@ -1294,6 +1294,8 @@ class Campaign:
             deep, rest = [], list(self.pipes)
         rng.shuffle(deep)
         rng.shuffle(rest)
+        # The deep pipelines of the source's own RUN lines first.
+        deep.sort(key=lambda p: p.key not in src.origin)
         tried = 0
         for p in deep + rest:
             if tried >= 10:
@@ -1309,9 +1311,9 @@ class Campaign:
         return self.pipes[self.pipe_index[("opt", ())]], None
 
     def is_deep(self, pipe):
-        text = " ".join(pipe.args)
-        return any(re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text)
-                   for name in self.tools.passes if name != "blueprint-verify")
+        """Whether pipe runs one of Blueprint's passes besides the verifier."""
+        words = {w.lstrip("-") for w in re.split(r"[\s(),{}=]+", " ".join(pipe.args))}
+        return bool(words & (set(self.tools.passes) - {"blueprint-verify"}))
 
     def run_case(self, case):
         try:

@@ -2,14 +2,8 @@
 //! LLVM dialect, and a JIT that refuses to exist for a module it cannot run
 //! (melior's `ExecutionEngine::new` hands back a null engine instead).
 
-use melior::{
-    ir::{operation::OperationLike, Module},
-    pass::PassManager,
-    Context,
-};
+use melior::{ir::Module, Context};
 use thiserror::Error;
-
-use crate::opt::{parse_pipeline, PipelineElement};
 
 /// From `dist` with async ops to the LLVM dialect: Blueprint's async and
 /// runtime lowering, then bufferization with ownership-based deallocation
@@ -36,28 +30,17 @@ pub enum ExecutionError {
     MissingFunction(String),
 }
 
-/// Runs `pipeline` (Blueprint and upstream passes) over `module`.
+/// Runs `pipeline` (Blueprint and upstream passes, Blueprint's verifiers
+/// after each) over `module`.
+///
+/// # Errors
+/// A malformed pipeline, or a failing pass (diagnostics went to the
+/// context's handler).
 pub fn run_pipeline(context: &Context, module: &mut Module, pipeline: &str) -> Result<(), ExecutionError> {
-    let elements = parse_pipeline(pipeline).map_err(|e| ExecutionError::Pipeline(e.to_string()))?;
-    let pass_manager = PassManager::new(context);
-    pass_manager.enable_verifier(true);
-    let top = pass_manager.as_operation_pass_manager();
-    for element in elements {
-        match element {
-            PipelineElement::Blueprint(name) => {
-                let info = crate::passes::find(&name).ok_or_else(|| ExecutionError::Pipeline(name.clone()))?;
-                top.add_pass((info.create)());
-            }
-            PipelineElement::Upstream(text) => crate::opt::add_upstream(&top, &text)
-                .map_err(|e| ExecutionError::Pipeline(e.to_string()))?,
-        }
-    }
-    pass_manager.run(module).map_err(|_| ExecutionError::Lowering)?;
-    if module.as_operation().verify() {
-        Ok(())
-    } else {
-        Err(ExecutionError::Lowering)
-    }
+    crate::pipeline::run_pipeline(context, module, pipeline).map_err(|e| match e {
+        crate::error::Error::Pipeline { reason, .. } if reason.starts_with("a pass failed") => ExecutionError::Lowering,
+        other => ExecutionError::Pipeline(other.to_string()),
+    })
 }
 
 /// A JIT-compiled module.

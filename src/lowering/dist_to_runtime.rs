@@ -1,6 +1,6 @@
 //! `lower-dist-to-runtime`: rewrites async collectives, point-to-point
 //! transfers, the two redistribution copies and `dist.wait` into `func.call`s
-//! of Blueprint's C ABI runtime (see [`super::runtime_abi`]), in the manner of
+//! of Blueprint's C ABI runtime (see [`crate::abi`]), in the manner of
 //! IMEX's `lower-distruntime-to-idtr`, and declares the functions it calls.
 //!
 //! Per async op: the input tensor becomes an unranked memref
@@ -30,7 +30,7 @@ use melior::{
     pass::ExternalPass,
 };
 
-use super::runtime_abi::{reduction_code, ElementType, RuntimeFunction};
+use crate::abi::{ElementType, ReduceOp, RuntimeFunction};
 use crate::{
     diagnostics::emit_error,
     ir::{
@@ -41,7 +41,7 @@ use crate::{
     passes::rewrite::{erase, identifier, known_attribute, known_type, replace_all_uses},
 };
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "LowerDistToRuntime",
     "lower-dist-to-runtime",
     "Lower async dist communication, redistribution copies and waits to runtime calls",
@@ -138,6 +138,16 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
     }
 }
 
+/// The runtime's reduction for an ODS reduction (exhaustive).
+const fn reduce_op(reduction: Reduction) -> ReduceOp {
+    match reduction {
+        Reduction::Sum => ReduceOp::Sum,
+        Reduction::Max => ReduceOp::Max,
+        Reduction::Min => ReduceOp::Min,
+        Reduction::Prod => ReduceOp::Prod,
+    }
+}
+
 fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<String, i64>) -> Result<Lowering<'c, 'a>, String> {
     let handle = op.result(0).map_err(|e| e.to_string())?;
     let waits = users(handle);
@@ -175,7 +185,7 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<Stri
     let axis = int_attr(op, "axis").unwrap_or(0);
     let reduction = || {
         enum_attr::<Reduction>(op, "reduction")
-            .map(|r| i64::from(reduction_code(r)))
+            .map(|r| i64::from(reduce_op(r).code()))
             .ok_or_else(|| "has no valid reduction".to_string())
     };
     let (function, scalars) = match kind.sync_form().unwrap_or(kind) {

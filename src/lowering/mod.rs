@@ -1,4 +1,3 @@
 //! Lowerings out of Blueprint's dialects.
 
 pub mod dist_to_runtime;
-pub mod runtime_abi;

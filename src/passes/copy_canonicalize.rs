@@ -33,7 +33,7 @@ fn copies() -> impl Iterator<Item = &'static str> {
     crate::ods::OpKind::ALL.into_iter().filter(|k| k.is_copy()).map(crate::ods::OpKind::name)
 }
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "DistCanonicalize",
     "dist-canonicalize",
     "Refine redistribution copy result types and fold producer casts (greedy, to a fixpoint)",

@@ -14,7 +14,7 @@ use melior::{
 use super::rewrite::{attributes_of, erase, known_type, replace_all_uses};
 use crate::{diagnostics::emit_error, ir::collect_ops, ir::name_of, ods::OpKind};
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "DistAsync",
     "dist-async",
     "Turn synchronous collectives and point-to-point transfers into start + wait",

@@ -17,7 +17,7 @@ use crate::{
     ods::OpKind,
 };
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "DistSinkWaits",
     "dist-sink-waits",
     "Move each dist.wait down to just before the first use of its results",

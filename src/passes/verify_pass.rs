@@ -8,7 +8,7 @@ use melior::{
 
 use crate::verify::verify_blueprint;
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "BlueprintVerify",
     "blueprint-verify",
     "Run Blueprint's layer verifiers",

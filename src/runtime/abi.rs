@@ -12,7 +12,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use super::dtype::ElemType;
+use super::dtype::ElementType;
 use super::error::{last_error, set_last_error, RtError, RtResult};
 use super::ops::{self, Redistribution, Unranked};
 use super::world::current;
@@ -340,34 +340,34 @@ macro_rules! typed_entry_points {
 }
 
 typed_entry_points! {
-    ElemType::F64 => [_bprt_all_reduce_f64, _bprt_reduce_scatter_f64, _bprt_all_gather_f64,
+    ElementType::F64 => [_bprt_all_reduce_f64, _bprt_reduce_scatter_f64, _bprt_all_gather_f64,
         _bprt_all_to_all_f64, _bprt_broadcast_f64, _bprt_send_recv_f64,
         _bprt_copy_reshape_f64, _bprt_copy_permute_f64],
-    ElemType::F32 => [_bprt_all_reduce_f32, _bprt_reduce_scatter_f32, _bprt_all_gather_f32,
+    ElementType::F32 => [_bprt_all_reduce_f32, _bprt_reduce_scatter_f32, _bprt_all_gather_f32,
         _bprt_all_to_all_f32, _bprt_broadcast_f32, _bprt_send_recv_f32,
         _bprt_copy_reshape_f32, _bprt_copy_permute_f32],
-    ElemType::F16 => [_bprt_all_reduce_f16, _bprt_reduce_scatter_f16, _bprt_all_gather_f16,
+    ElementType::F16 => [_bprt_all_reduce_f16, _bprt_reduce_scatter_f16, _bprt_all_gather_f16,
         _bprt_all_to_all_f16, _bprt_broadcast_f16, _bprt_send_recv_f16,
         _bprt_copy_reshape_f16, _bprt_copy_permute_f16],
-    ElemType::BF16 => [_bprt_all_reduce_bf16, _bprt_reduce_scatter_bf16, _bprt_all_gather_bf16,
+    ElementType::BF16 => [_bprt_all_reduce_bf16, _bprt_reduce_scatter_bf16, _bprt_all_gather_bf16,
         _bprt_all_to_all_bf16, _bprt_broadcast_bf16, _bprt_send_recv_bf16,
         _bprt_copy_reshape_bf16, _bprt_copy_permute_bf16],
-    ElemType::I64 => [_bprt_all_reduce_i64, _bprt_reduce_scatter_i64, _bprt_all_gather_i64,
+    ElementType::I64 => [_bprt_all_reduce_i64, _bprt_reduce_scatter_i64, _bprt_all_gather_i64,
         _bprt_all_to_all_i64, _bprt_broadcast_i64, _bprt_send_recv_i64,
         _bprt_copy_reshape_i64, _bprt_copy_permute_i64],
-    ElemType::I32 => [_bprt_all_reduce_i32, _bprt_reduce_scatter_i32, _bprt_all_gather_i32,
+    ElementType::I32 => [_bprt_all_reduce_i32, _bprt_reduce_scatter_i32, _bprt_all_gather_i32,
         _bprt_all_to_all_i32, _bprt_broadcast_i32, _bprt_send_recv_i32,
         _bprt_copy_reshape_i32, _bprt_copy_permute_i32],
-    ElemType::I16 => [_bprt_all_reduce_i16, _bprt_reduce_scatter_i16, _bprt_all_gather_i16,
+    ElementType::I16 => [_bprt_all_reduce_i16, _bprt_reduce_scatter_i16, _bprt_all_gather_i16,
         _bprt_all_to_all_i16, _bprt_broadcast_i16, _bprt_send_recv_i16,
         _bprt_copy_reshape_i16, _bprt_copy_permute_i16],
-    ElemType::I8 => [_bprt_all_reduce_i8, _bprt_reduce_scatter_i8, _bprt_all_gather_i8,
+    ElementType::I8 => [_bprt_all_reduce_i8, _bprt_reduce_scatter_i8, _bprt_all_gather_i8,
         _bprt_all_to_all_i8, _bprt_broadcast_i8, _bprt_send_recv_i8,
         _bprt_copy_reshape_i8, _bprt_copy_permute_i8],
-    ElemType::I1 => [_bprt_all_reduce_i1, _bprt_reduce_scatter_i1, _bprt_all_gather_i1,
+    ElementType::I1 => [_bprt_all_reduce_i1, _bprt_reduce_scatter_i1, _bprt_all_gather_i1,
         _bprt_all_to_all_i1, _bprt_broadcast_i1, _bprt_send_recv_i1,
         _bprt_copy_reshape_i1, _bprt_copy_permute_i1],
-    ElemType::Index => [_bprt_all_reduce_index, _bprt_reduce_scatter_index,
+    ElementType::Index => [_bprt_all_reduce_index, _bprt_reduce_scatter_index,
         _bprt_all_gather_index, _bprt_all_to_all_index, _bprt_broadcast_index,
         _bprt_send_recv_index, _bprt_copy_reshape_index, _bprt_copy_permute_index],
 }

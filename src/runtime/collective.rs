@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::dtype::{reduce_into, ElemType, ReduceOp};
+use super::dtype::{reduce_into, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::shape_numel;
 use super::redistribute;
@@ -39,7 +39,7 @@ pub(crate) struct BlockLayout {
 pub(crate) struct Contribution {
     pub rank: usize,
     pub kind: OpKind,
-    pub dtype: ElemType,
+    pub dtype: ElementType,
     /// Participants in call order (world ranks).
     pub participants: Vec<usize>,
     /// Shape of `data` (`None` when this rank's input is not used).

@@ -13,91 +13,16 @@
 //! Every rank folds the contributions in participant order, so all ranks
 //! compute bitwise identical results.
 
-use std::fmt;
-
 use half::{bf16, f16};
 
 use super::error::{RtError, RtResult};
 
-/// Element type of a memref, one per entry-point suffix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ElemType {
-    F64,
-    F32,
-    F16,
-    BF16,
-    I64,
-    I32,
-    I16,
-    I8,
-    I1,
-    Index,
-}
-
-impl ElemType {
-    /// Storage size of one element in bytes.
-    pub fn size(self) -> usize {
-        match self {
-            ElemType::F64 | ElemType::I64 | ElemType::Index => 8,
-            ElemType::F32 | ElemType::I32 => 4,
-            ElemType::F16 | ElemType::BF16 | ElemType::I16 => 2,
-            ElemType::I8 | ElemType::I1 => 1,
-        }
-    }
-
-    /// The entry-point suffix (`f64`, ..., `index`).
-    pub fn suffix(self) -> &'static str {
-        match self {
-            ElemType::F64 => "f64",
-            ElemType::F32 => "f32",
-            ElemType::F16 => "f16",
-            ElemType::BF16 => "bf16",
-            ElemType::I64 => "i64",
-            ElemType::I32 => "i32",
-            ElemType::I16 => "i16",
-            ElemType::I8 => "i8",
-            ElemType::I1 => "i1",
-            ElemType::Index => "index",
-        }
-    }
-
-    /// Brings freshly read data into canonical form (`i1`: bytes 0/1).
-    pub(crate) fn canonicalize(self, data: &mut [u8]) {
-        if self == ElemType::I1 {
-            for b in data.iter_mut() {
-                *b = u8::from(*b != 0);
-            }
-        }
-    }
-}
-
-impl fmt::Display for ElemType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.suffix())
-    }
-}
-
-/// Reduction operator, as passed in the `op: i32` argument.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ReduceOp {
-    Sum = 0,
-    Max = 1,
-    Min = 2,
-    Prod = 3,
-}
+pub use crate::abi::{ElementType, ReduceOp};
 
 impl ReduceOp {
-    /// Decodes the C value (0 = sum, 1 = max, 2 = min, 3 = prod).
+    /// Decodes the C value, or says what it expected.
     pub fn from_i32(op: i32) -> RtResult<Self> {
-        match op {
-            0 => Ok(ReduceOp::Sum),
-            1 => Ok(ReduceOp::Max),
-            2 => Ok(ReduceOp::Min),
-            3 => Ok(ReduceOp::Prod),
-            _ => Err(RtError::InvalidArgument(format!(
-                "reduction op {op} (expected 0=sum, 1=max, 2=min, 3=prod)"
-            ))),
-        }
+        Self::from_code(op).ok_or_else(|| RtError::InvalidArgument(format!("reduction op {op} (expected 0=sum, 1=max, 2=min, 3=prod)")))
     }
 }
 
@@ -226,18 +151,18 @@ fn combine_slices<E: Elem>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
 
 /// `acc[i] = acc[i] op other[i]` element-wise; both buffers hold packed
 /// elements of type `ty` and have the same length.
-pub(crate) fn reduce_into(ty: ElemType, op: ReduceOp, acc: &mut [u8], other: &[u8]) {
+pub(crate) fn reduce_into(ty: ElementType, op: ReduceOp, acc: &mut [u8], other: &[u8]) {
     debug_assert_eq!(acc.len(), other.len());
     match ty {
-        ElemType::F64 => combine_slices::<f64>(acc, other, op),
-        ElemType::F32 => combine_slices::<f32>(acc, other, op),
-        ElemType::F16 => combine_slices::<f16>(acc, other, op),
-        ElemType::BF16 => combine_slices::<bf16>(acc, other, op),
-        ElemType::I64 | ElemType::Index => combine_slices::<i64>(acc, other, op),
-        ElemType::I32 => combine_slices::<i32>(acc, other, op),
-        ElemType::I16 => combine_slices::<i16>(acc, other, op),
-        ElemType::I8 => combine_slices::<i8>(acc, other, op),
-        ElemType::I1 => combine_slices::<Bit>(acc, other, op),
+        ElementType::F64 => combine_slices::<f64>(acc, other, op),
+        ElementType::F32 => combine_slices::<f32>(acc, other, op),
+        ElementType::F16 => combine_slices::<f16>(acc, other, op),
+        ElementType::BF16 => combine_slices::<bf16>(acc, other, op),
+        ElementType::I64 | ElementType::Index => combine_slices::<i64>(acc, other, op),
+        ElementType::I32 => combine_slices::<i32>(acc, other, op),
+        ElementType::I16 => combine_slices::<i16>(acc, other, op),
+        ElementType::I8 => combine_slices::<i8>(acc, other, op),
+        ElementType::I1 => combine_slices::<Bit>(acc, other, op),
     }
 }
 
@@ -253,7 +178,7 @@ mod tests {
     fn float_max_propagates_nan_and_ints_wrap() {
         let mut acc = bytes_f32(&[1.0, f32::NAN]);
         reduce_into(
-            ElemType::F32,
+            ElementType::F32,
             ReduceOp::Max,
             &mut acc,
             &bytes_f32(&[2.0, 0.0]),
@@ -266,17 +191,17 @@ mod tests {
         assert!(got[1].is_nan());
 
         let mut acc = vec![127u8]; // i8 127
-        reduce_into(ElemType::I8, ReduceOp::Sum, &mut acc, &[1u8]);
+        reduce_into(ElementType::I8, ReduceOp::Sum, &mut acc, &[1u8]);
         assert_eq!(acc[0] as i8, -128);
     }
 
     #[test]
     fn i1_rules() {
         let mut acc = vec![1u8, 1, 0, 0];
-        reduce_into(ElemType::I1, ReduceOp::Sum, &mut acc, &[1, 0, 1, 0]);
+        reduce_into(ElementType::I1, ReduceOp::Sum, &mut acc, &[1, 0, 1, 0]);
         assert_eq!(acc, [0, 1, 1, 0]);
         let mut acc = vec![1u8, 1, 0, 0];
-        reduce_into(ElemType::I1, ReduceOp::Min, &mut acc, &[1, 0, 1, 0]);
+        reduce_into(ElementType::I1, ReduceOp::Min, &mut acc, &[1, 0, 1, 0]);
         assert_eq!(acc, [1, 0, 0, 0]);
         assert!(ReduceOp::from_i32(4).is_err());
     }

@@ -42,7 +42,7 @@ pub mod world;
 mod tests;
 
 pub use abi::symbols;
-pub use dtype::{ElemType, ReduceOp};
+pub use dtype::{ElementType, ReduceOp};
 pub use error::{clear_last_error, last_error, ErrorCode, RtError, RtResult};
 pub use memref::{OwnedMemRef, StridedView};
 pub use world::{BindGuard, RecordedError, World, DEFAULT_TIMEOUT};

@@ -8,7 +8,7 @@
 use std::ffi::c_void;
 
 use super::collective::{numel_of, BlockLayout, Contribution, OpKind};
-use super::dtype::{ElemType, ReduceOp};
+use super::dtype::{ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::{read_i64s, StridedView};
 use super::world::{current, World};
@@ -27,7 +27,7 @@ impl Unranked {
 
     /// # Safety
     /// As for [`StridedView::from_unranked`].
-    unsafe fn view(self, what: &str, ty: ElemType) -> RtResult<StridedView> {
+    unsafe fn view(self, what: &str, ty: ElementType) -> RtResult<StridedView> {
         // SAFETY: forwarded contract.
         unsafe { StridedView::from_unranked(what, self.rank, self.desc, ty.size()) }
     }
@@ -36,7 +36,7 @@ impl Unranked {
     ///
     /// # Safety
     /// As for [`StridedView::from_unranked`] (reads only).
-    unsafe fn read(self, what: &str, ty: ElemType) -> RtResult<(Vec<i64>, Vec<u8>)> {
+    unsafe fn read(self, what: &str, ty: ElementType) -> RtResult<(Vec<i64>, Vec<u8>)> {
         // SAFETY: forwarded contract.
         let view = unsafe { self.view(what, ty) }?;
         let mut data = view.read();
@@ -97,7 +97,7 @@ fn check_divisible(shape: &[i64], axis: usize, n: usize) -> RtResult<()> {
 
 /// The signature shared by the collectives' start calls.
 struct Collective {
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     participants: Unranked,
     input: Unranked,
@@ -158,7 +158,7 @@ fn input_shape(s: Option<&[i64]>) -> RtResult<&[i64]> {
 /// # Safety
 /// See [`Collective::start`].
 pub(crate) unsafe fn all_reduce(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     participants: Unranked,
     input: Unranked,
@@ -189,7 +189,7 @@ pub(crate) unsafe fn all_reduce(
 /// # Safety
 /// See [`Collective::start`].
 pub(crate) unsafe fn reduce_scatter(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     participants: Unranked,
     input: Unranked,
@@ -226,7 +226,7 @@ pub(crate) unsafe fn reduce_scatter(
 /// # Safety
 /// See [`Collective::start`].
 pub(crate) unsafe fn all_gather(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     participants: Unranked,
     input: Unranked,
@@ -258,7 +258,7 @@ pub(crate) unsafe fn all_gather(
 /// # Safety
 /// See [`Collective::start`].
 pub(crate) unsafe fn all_to_all(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     participants: Unranked,
     input: Unranked,
@@ -291,7 +291,7 @@ pub(crate) unsafe fn all_to_all(
 /// # Safety
 /// See [`Collective::start`].
 pub(crate) unsafe fn broadcast(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     participants: Unranked,
     input: Unranked,
@@ -328,7 +328,7 @@ pub(crate) unsafe fn broadcast(
 /// # Safety
 /// As for [`StridedView::from_unranked`]; `output` (on `dest`) until the wait.
 pub(crate) unsafe fn send_recv(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     input: Unranked,
     output: Unranked,
@@ -419,7 +419,7 @@ impl Redistribution {
     /// the output until the matching wait.
     unsafe fn start(
         self,
-        ty: ElemType,
+        ty: ElementType,
         team: i64,
         new_global: impl FnOnce(&[i64]) -> RtResult<(OpKind, Vec<i64>)>,
     ) -> RtResult<i64> {
@@ -473,7 +473,7 @@ impl Redistribution {
 /// # Safety
 /// See [`Redistribution::start`]; `ng_shape` as for reads.
 pub(crate) unsafe fn copy_reshape(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     args: Redistribution,
     ng_shape: Unranked,
@@ -498,7 +498,7 @@ pub(crate) unsafe fn copy_reshape(
 /// # Safety
 /// See [`Redistribution::start`]; `axes` as for reads.
 pub(crate) unsafe fn copy_permute(
-    ty: ElemType,
+    ty: ElementType,
     team: i64,
     args: Redistribution,
     axes: Unranked,

@@ -28,7 +28,7 @@ use crate::{
     passes::rewrite::erase,
 };
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "ModelDecomposeTransformer",
     "model-decompose-transformer",
     "Expand coarse decoder training and inference ops into primitive ModelIR ops with explicit dataflow",

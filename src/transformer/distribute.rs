@@ -41,7 +41,7 @@ use crate::{
     },
 };
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "DistributeTransformerTraining",
     "distribute-transformer-training",
     "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",

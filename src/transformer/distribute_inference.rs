@@ -34,7 +34,7 @@ use crate::{
     workload::{derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, BlockMemory, InferenceSpec, PrimitiveInvocation},
 };
 
-crate::passes::external_pass!(
+crate::pass_macro::external_pass!(
     "DistributeTransformerInference",
     "distribute-transformer-inference",
     "Derive the tensor-parallel dist program of one served block (prefill and decode) from ModelIR and its strategy",

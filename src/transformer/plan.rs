@@ -35,7 +35,7 @@ const BUFFER_ALIGNMENT: u64 = 256;
 /// `plan-transformer-training`.
 pub mod training {
     use super::*;
-    crate::passes::external_pass!(
+    crate::pass_macro::external_pass!(
         "PlanTransformerTraining",
         "plan-transformer-training",
         "Turn the dist program into a portable plan with exact work facts and abstract resources",
@@ -46,7 +46,7 @@ pub mod training {
 /// `plan-transformer-inference`: the same planning, under its own name.
 pub mod inference {
     use super::*;
-    crate::passes::external_pass!(
+    crate::pass_macro::external_pass!(
         "PlanTransformerInference",
         "plan-transformer-inference",
         "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",

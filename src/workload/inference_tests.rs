@@ -217,6 +217,7 @@ fn training_twin(spec: &InferenceSpec) -> TrainingSpec {
             seq_par_ag_redo: false,
             fused_activation: false,
             optimizer_sharding: false,
+            pipeline_schedule: None,
         },
     }
 }

@@ -44,7 +44,7 @@ pub use inference_spec::{
     InferenceMappingSpec, InferencePhase, InferenceSpec, InferenceWorkloadSpec,
 };
 pub use spec::{
-    Datatype, ModelSpec, PipelineSchedule, Recompute, SpecError, TpComm, TrainingMappingSpec,
+    Datatype, ModelSpec, PipelineSchedule, Recompute, ScheduleKind, SpecError, TpComm, TrainingMappingSpec,
     MAX_SPEC_INTEGER, MAX_WORLD_SIZE,
     TrainingSpec, TrainingWorkloadSpec,
 };

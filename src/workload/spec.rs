@@ -146,9 +146,40 @@ pub struct TrainingMappingSpec {
     pub fused_activation: bool,
     /// Shard optimizer state and weight gradients over DP (ZeRO-1 style).
     pub optimizer_sharding: bool,
+    /// The pipeline schedule; when absent, `1f1b` for one chunk per stage
+    /// and `interleaved_1f1b` for `pipeline_interleaving > 1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline_schedule: Option<ScheduleKind>,
 }
 
-/// Pipeline schedule implied by the mapping; closed so consumers must
+/// The closed choice of pipeline schedule, as a spec spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ScheduleKind {
+    /// PipeDream-flush: warm up with forwards, then one forward / one
+    /// backward, then drain.
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// Megatron's interleaved 1F1B over `pipeline_interleaving` chunks.
+    #[serde(rename = "interleaved_1f1b")]
+    Interleaved1F1B,
+    /// Every forward, then every backward.
+    #[serde(rename = "gpipe")]
+    GPipe,
+}
+
+impl ScheduleKind {
+    /// The spec's spelling.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::OneFOneB => "1f1b",
+            Self::Interleaved1F1B => "interleaved_1f1b",
+            Self::GPipe => "gpipe",
+        }
+    }
+}
+
+/// Pipeline schedule of the mapping, resolved; closed so consumers must
 /// handle every schedule explicitly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PipelineSchedule {
@@ -156,6 +187,8 @@ pub enum PipelineSchedule {
     OneFOneB,
     /// Interleaved 1F1B with `virtual_stages` model chunks per rank.
     Interleaved { virtual_stages: u64 },
+    /// All forwards, then all backwards, one model chunk per rank.
+    GPipe,
 }
 
 impl TpComm {
@@ -182,12 +215,24 @@ pub(super) fn work_scale(batch: u64, model: &ModelSpec) -> u128 {
 }
 
 impl TrainingMappingSpec {
-    /// The pipeline schedule selected by `pipeline_interleaving`.
+    /// The schedule kind: the one the spec names, else the default for
+    /// its interleaving.
+    #[must_use]
+    pub fn schedule_kind(&self) -> ScheduleKind {
+        self.pipeline_schedule.unwrap_or(if self.pipeline_interleaving > 1 {
+            ScheduleKind::Interleaved1F1B
+        } else {
+            ScheduleKind::OneFOneB
+        })
+    }
+
+    /// The pipeline schedule (valid after [`TrainingSpec::validate`]).
     #[must_use]
     pub fn schedule(&self) -> PipelineSchedule {
-        match self.pipeline_interleaving {
-            1 => PipelineSchedule::OneFOneB,
-            virtual_stages => PipelineSchedule::Interleaved { virtual_stages },
+        match self.schedule_kind() {
+            ScheduleKind::OneFOneB => PipelineSchedule::OneFOneB,
+            ScheduleKind::Interleaved1F1B => PipelineSchedule::Interleaved { virtual_stages: self.pipeline_interleaving },
+            ScheduleKind::GPipe => PipelineSchedule::GPipe,
         }
     }
 
@@ -264,6 +309,12 @@ pub enum SpecError {
     },
     #[error("mapping.pipeline_interleaving = {interleaving} requires mapping.pp > 1")]
     InterleavingWithoutPipeline { interleaving: u64 },
+    #[error("mapping.pipeline_schedule = {schedule} runs one model chunk per stage, but mapping.pipeline_interleaving = {interleaving} (use interleaved_1f1b)")]
+    ScheduleWithoutChunks { schedule: &'static str, interleaving: u64 },
+    #[error("mapping.pipeline_schedule = interleaved_1f1b needs mapping.pipeline_interleaving > 1 (with one chunk per stage it is 1f1b)")]
+    InterleavedWithoutChunks,
+    #[error("the microbatch count workload.global_batch / (mapping.dp × workload.microbatch) = {microbatches} must be a multiple of mapping.pp = {pp} under interleaved 1F1B (as in Megatron)")]
+    InterleavedMicrobatches { microbatches: u64, pp: u64 },
     #[error("mapping.seq_par_ag_redo = true requires mapping.tp_comm = rs_ag (only sequence-parallel all-gathers can be redone)")]
     AgRedoWithoutSequenceParallel,
     #[error("mapping.seq_par_ag_redo = true is incompatible with mapping.recompute = full (full recompute already re-communicates)")]
@@ -470,6 +521,25 @@ impl TrainingSpec {
                 pp: map.pp,
                 interleaving: map.pipeline_interleaving,
             });
+        }
+
+        match map.schedule_kind() {
+            kind @ (ScheduleKind::OneFOneB | ScheduleKind::GPipe) if map.pipeline_interleaving > 1 => {
+                return Err(SpecError::ScheduleWithoutChunks {
+                    schedule: kind.name(),
+                    interleaving: map.pipeline_interleaving,
+                });
+            }
+            ScheduleKind::Interleaved1F1B if map.pipeline_interleaving == 1 => {
+                return Err(SpecError::InterleavedWithoutChunks);
+            }
+            ScheduleKind::Interleaved1F1B if !self.microbatch_count().is_multiple_of(map.pp) => {
+                return Err(SpecError::InterleavedMicrobatches {
+                    microbatches: self.microbatch_count(),
+                    pp: map.pp,
+                });
+            }
+            _ => {}
         }
 
         // Calculon's Execution asserts both for seq_par_ag_redo. At TP = 1

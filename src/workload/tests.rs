@@ -99,6 +99,7 @@ fn base_spec() -> TrainingSpec {
             seq_par_ag_redo: false,
             fused_activation: false,
             optimizer_sharding: false,
+            pipeline_schedule: None,
         },
     }
 }

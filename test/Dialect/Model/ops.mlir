@@ -1,111 +1,184 @@
-// RUN: blueprint-opt %s | FileCheck %s
-// Round trip: printing, re-parsing and printing again is the identity, and
-// the generic form parses back to the same IR.
+// Every model op in the custom form: printing, re-parsing and printing again
+// is the identity, and the generic form parses back to the same IR.
+// RUN: blueprint-opt %s | blueprint-opt | FileCheck %s
 // RUN: blueprint-opt %s > %t.1.mlir && blueprint-opt %t.1.mlir > %t.2.mlir && diff %t.1.mlir %t.2.mlir
-// RUN: blueprint-opt %s --mlir-print-op-generic | blueprint-opt | diff %t.1.mlir -
+// The generic form (closed choices as `i32` cases) round-trips too.
+// RUN: blueprint-opt %s --mlir-print-op-generic > %t.generic.mlir
+// RUN: FileCheck %s --check-prefix=GENERIC < %t.generic.mlir
+// RUN: blueprint-opt %t.generic.mlir | diff %t.1.mlir -
 
-// CHECK: "model.header"() {schema_name = "blueprint.model", schema_version = "1.0"}
-"model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+// CHECK: model.header schema "blueprint.model" version "1.0"{{$}}
+// GENERIC: "model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()
+model.header schema "blueprint.model" version "1.0"
 
 // CHECK-LABEL: func.func @primitives
 func.func @primitives() {
-  // CHECK: %[[X:.*]] = "model.value"() {id = "x", role = "input"} : () -> tensor<8x16xf16>
-  %x = "model.value"() {id = "x", role = "input"} : () -> tensor<8x16xf16>
-  // CHECK: "model.value"() {id = "w", role = "parameter"} : () -> tensor<16x32xf16>
-  %w = "model.value"() {id = "w", role = "parameter"} : () -> tensor<16x32xf16>
-  %g = "model.value"() {id = "gamma", role = "parameter"} : () -> tensor<16xf16>
-  %b = "model.value"() {id = "beta", role = "parameter"} : () -> tensor<16xf16>
-  // CHECK: "model.layer_norm"(%[[X]], %{{.*}}, %{{.*}}) {id = "ln"}
-  %n = "model.layer_norm"(%x, %g, %b) {id = "ln"} : (tensor<8x16xf16>, tensor<16xf16>, tensor<16xf16>) -> tensor<8x16xf16>
-  // CHECK: "model.fork"(%{{.*}}) {id = "ln.fork"} : (tensor<8x16xf16>) -> (tensor<8x16xf16>, tensor<8x16xf16>)
-  %n0, %n1 = "model.fork"(%n) {id = "ln.fork"} : (tensor<8x16xf16>) -> (tensor<8x16xf16>, tensor<8x16xf16>)
-  // CHECK: "model.matmul"(%{{.*}}, %{{.*}}) {id = "fc1"} : (tensor<8x16xf16>, tensor<16x32xf16>) -> tensor<8x32xf16>
-  %h = "model.matmul"(%n0, %w) {id = "fc1"} : (tensor<8x16xf16>, tensor<16x32xf16>) -> tensor<8x32xf16>
-  // CHECK: "model.gelu"(%{{.*}}) {id = "act"}
-  %a = "model.gelu"(%h) {id = "act"} : (tensor<8x32xf16>) -> tensor<8x32xf16>
-  // CHECK: "model.softmax"(%{{.*}}) {dim = 1 : i64, id = "sm"}
-  %s = "model.softmax"(%a) {id = "sm", dim = 1 : i64} : (tensor<8x32xf16>) -> tensor<8x32xf16>
-  // CHECK: "model.dropout"(%{{.*}}) {effects = ["random_state"], id = "drop"}
-  %d = "model.dropout"(%n1) {id = "drop", effects = ["random_state"]} : (tensor<8x16xf16>) -> tensor<8x16xf16>
-  // CHECK: "model.add"(%{{.*}}, %{{.*}}) {id = "residual"}
-  %r = "model.add"(%d, %x) {id = "residual"} : (tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
-  %q = "model.value"() {id = "q", role = "activation"} : () -> tensor<4x8x2xf16>
-  %k = "model.value"() {id = "k", role = "activation"} : () -> tensor<4x2x8xf16>
-  // CHECK: "model.batch_matmul"(%{{.*}}, %{{.*}}) {id = "scores"} : (tensor<4x8x2xf16>, tensor<4x2x8xf16>) -> tensor<4x8x8xf16>
-  %sc = "model.batch_matmul"(%q, %k) {id = "scores"} : (tensor<4x8x2xf16>, tensor<4x2x8xf16>) -> tensor<4x8x8xf16>
-  // CHECK: "model.output"(%{{.*}}) {id = "out"} : (tensor<8x16xf16>) -> ()
-  "model.output"(%r) {id = "out"} : (tensor<8x16xf16>) -> ()
-  "model.output"(%s) {id = "out.act"} : (tensor<8x32xf16>) -> ()
-  "model.output"(%sc) {id = "out.scores"} : (tensor<4x8x8xf16>) -> ()
+  // CHECK: %[[X:.*]] = model.value "x" input : tensor<8x16xf16>
+  // GENERIC: "model.value"() {id = "x", role = 6 : i32} : () -> tensor<8x16xf16>
+  %x = model.value "x" input : tensor<8x16xf16>
+  // CHECK: %[[W:.*]] = model.value "w" parameter : tensor<16x32xf16>
+  // GENERIC: "model.value"() {id = "w", role = 0 : i32} : () -> tensor<16x32xf16>
+  %w = model.value "w" parameter : tensor<16x32xf16>
+  // CHECK: %[[G:.*]] = model.value "gamma" parameter : tensor<16xf16>
+  %g = model.value "gamma" parameter : tensor<16xf16>
+  // CHECK: %[[B:.*]] = model.value "beta" parameter : tensor<16xf16>
+  %b = model.value "beta" parameter : tensor<16xf16>
+  // CHECK: %[[N:.*]] = model.layer_norm "ln"(%[[X]], %[[G]], %[[B]]) : (tensor<8x16xf16>, tensor<16xf16>, tensor<16xf16>) -> tensor<8x16xf16>
+  %n = model.layer_norm "ln"(%x, %g, %b) : (tensor<8x16xf16>, tensor<16xf16>, tensor<16xf16>) -> tensor<8x16xf16>
+  // CHECK: %[[F:.*]]:2 = model.fork "ln.fork"(%[[N]]) : (tensor<8x16xf16>) -> (tensor<8x16xf16>, tensor<8x16xf16>)
+  %n0, %n1 = model.fork "ln.fork"(%n) : (tensor<8x16xf16>) -> (tensor<8x16xf16>, tensor<8x16xf16>)
+  // CHECK: %[[H:.*]] = model.matmul "fc1"(%[[F]]#0, %[[W]]) : (tensor<8x16xf16>, tensor<16x32xf16>) -> tensor<8x32xf16>
+  %h = model.matmul "fc1"(%n0, %w) : (tensor<8x16xf16>, tensor<16x32xf16>) -> tensor<8x32xf16>
+  // CHECK: %[[A:.*]] = model.gelu "act"(%[[H]]) : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  %a = model.gelu "act"(%h) : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // CHECK: %[[S:.*]] = model.softmax "sm"(%[[A]]) dim = 1 : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // GENERIC: "model.softmax"(%{{.*}}) {dim = 1 : i64, id = "sm"}
+  %s = model.softmax "sm"(%a) dim = 1 : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // CHECK: %[[D:.*]] = model.dropout "drop"(%[[F]]#1) effects(random_state) : (tensor<8x16xf16>) -> tensor<8x16xf16>
+  // GENERIC: "model.dropout"(%{{.*}}) {effects = 2 : i32, id = "drop"}
+  %d = model.dropout "drop"(%n1) effects(random_state) : (tensor<8x16xf16>) -> tensor<8x16xf16>
+  // CHECK: %[[R:.*]] = model.add "residual"(%[[D]], %[[X]]) : (tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  %r = model.add "residual"(%d, %x) : (tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  // CHECK: %[[Q:.*]] = model.value "q" activation : tensor<4x8x2xf16>
+  %q = model.value "q" activation : tensor<4x8x2xf16>
+  // CHECK: %[[K:.*]] = model.value "k" activation : tensor<4x2x8xf16>
+  %k = model.value "k" activation : tensor<4x2x8xf16>
+  // CHECK: %[[SC:.*]] = model.batch_matmul "scores"(%[[Q]], %[[K]]) : (tensor<4x8x2xf16>, tensor<4x2x8xf16>) -> tensor<4x8x8xf16>
+  %sc = model.batch_matmul "scores"(%q, %k) : (tensor<4x8x2xf16>, tensor<4x2x8xf16>) -> tensor<4x8x8xf16>
+  // CHECK: model.output %[[R]] "out" : tensor<8x16xf16>
+  // GENERIC: "model.output"(%{{.*}}) {id = "out"} : (tensor<8x16xf16>) -> ()
+  model.output %r "out" : tensor<8x16xf16>
+  // CHECK: model.output %[[S]] "out.act" : tensor<8x32xf16>
+  model.output %s "out.act" : tensor<8x32xf16>
+  // CHECK: model.output %[[SC]] "out.scores" : tensor<4x8x8xf16>
+  model.output %sc "out.scores" : tensor<4x8x8xf16>
   return
 }
 
 // CHECK-LABEL: func.func @state_and_effects
 func.func @state_and_effects() {
-  %w = "model.value"() {id = "w2", role = "parameter"} : () -> tensor<16x32xf16>
-  %gw = "model.value"() {id = "w2.grad", role = "weight_gradient"} : () -> tensor<16x32xf16>
-  %m = "model.value"() {id = "w2.m", role = "optimizer_state"} : () -> tensor<16x32xf32>
-  %v = "model.value"() {id = "w2.v", role = "optimizer_state"} : () -> tensor<16x32xf32>
-  %ga = "model.value"() {id = "x.grad", role = "activation_gradient"} : () -> tensor<8x16xf16>
-  // CHECK: "model.optimizer_step"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {effects = ["parameter_update"], id = "adam"}
-  // CHECK-SAME: -> (tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>)
-  %w1, %m1, %v1 = "model.optimizer_step"(%w, %gw, %m, %v) {id = "adam", effects = ["parameter_update"]} : (tensor<16x32xf16>, tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>) -> (tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>)
-  "model.output"(%w1) {id = "w2.next"} : (tensor<16x32xf16>) -> ()
-  %xin = "model.value"() {id = "fc.in", role = "activation"} : () -> tensor<8x16xf16>
-  %dy = "model.value"() {id = "fc.out.grad", role = "activation_gradient"} : () -> tensor<8x32xf16>
-  // CHECK: "model.activation_gradient"(%{{.*}}, %{{.*}}) {id = "fc.agrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
-  %dx = "model.activation_gradient"(%dy, %xin) {id = "fc.agrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
-  // CHECK: "model.weight_gradient"(%{{.*}}, %{{.*}}) {id = "fc.wgrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<16x32xf16>
-  %dw = "model.weight_gradient"(%dy, %xin) {id = "fc.wgrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<16x32xf16>
+  // CHECK: %[[W:.*]] = model.value "w2" parameter : tensor<16x32xf16>
+  %w = model.value "w2" parameter : tensor<16x32xf16>
+  // CHECK: %[[GW:.*]] = model.value "w2.grad" weight_gradient : tensor<16x32xf16>
+  %gw = model.value "w2.grad" weight_gradient : tensor<16x32xf16>
+  // CHECK: %[[M:.*]] = model.value "w2.m" optimizer_state : tensor<16x32xf32>
+  %m = model.value "w2.m" optimizer_state : tensor<16x32xf32>
+  // CHECK: %[[V:.*]] = model.value "w2.v" optimizer_state : tensor<16x32xf32>
+  %v = model.value "w2.v" optimizer_state : tensor<16x32xf32>
+  // CHECK: %[[GA:.*]] = model.value "x.grad" activation_gradient : tensor<8x16xf16>
+  %ga = model.value "x.grad" activation_gradient : tensor<8x16xf16>
+  // Adam: two moments of state in and out.
+  // CHECK: %[[W1:.*]], %{{.*}}:2 = model.optimizer_step "adam"(%[[W]], %[[GW]], %[[M]], %[[V]]) effects(parameter_update) : (tensor<16x32xf16>, tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>) -> (tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>)
+  // GENERIC: "model.optimizer_step"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {effects = 1 : i32, id = "adam"}
+  %w1, %m1, %v1 = model.optimizer_step "adam"(%w, %gw, %m, %v) effects(parameter_update) : (tensor<16x32xf16>, tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>) -> (tensor<16x32xf16>, tensor<16x32xf32>, tensor<16x32xf32>)
+  // CHECK: model.output %[[W1]] "w2.next" as parameter : tensor<16x32xf16>
+  model.output %w1 "w2.next" as parameter : tensor<16x32xf16>
+  // Plain SGD: no state.
+  // CHECK: %[[W2:.*]] = model.optimizer_step "sgd"(%[[W]], %[[GW]]) effects(parameter_update) : (tensor<16x32xf16>, tensor<16x32xf16>) -> tensor<16x32xf16>
+  %w2 = model.optimizer_step "sgd"(%w, %gw) effects(parameter_update) : (tensor<16x32xf16>, tensor<16x32xf16>) -> tensor<16x32xf16>
+  model.output %w2 "w2.sgd" as parameter : tensor<16x32xf16>
+  // CHECK: %[[XIN:.*]] = model.value "fc.in" activation : tensor<8x16xf16>
+  %xin = model.value "fc.in" activation : tensor<8x16xf16>
+  // CHECK: %[[DY:.*]] = model.value "fc.out.grad" activation_gradient : tensor<8x32xf16>
+  %dy = model.value "fc.out.grad" activation_gradient : tensor<8x32xf16>
+  // CHECK: %[[DX:.*]] = model.activation_gradient "fc.agrad" of "fc"(%[[DY]]) wrt %[[XIN]] : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  // GENERIC: "model.activation_gradient"(%{{.*}}, %{{.*}}) {id = "fc.agrad", of = "fc"} : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  %dx = model.activation_gradient "fc.agrad" of "fc"(%dy) wrt %xin : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  // CHECK: %[[DW:.*]] = model.weight_gradient "fc.wgrad" of "fc"(%[[DY]]) wrt %[[XIN]] : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<16x32xf16>
+  %dw = model.weight_gradient "fc.wgrad" of "fc"(%dy) wrt %xin : (tensor<8x32xf16>, tensor<8x16xf16>) -> tensor<16x32xf16>
+  // A layer norm's weight gradient has two results (scale and bias).
+  // CHECK: %{{.*}}:2 = model.weight_gradient "ln.wgrad" of "ln"(%[[DX]]) wrt %[[XIN]] : (tensor<8x16xf16>, tensor<8x16xf16>) -> (tensor<16xf16>, tensor<16xf16>)
+  %dg, %db = model.weight_gradient "ln.wgrad" of "ln"(%dx) wrt %xin : (tensor<8x16xf16>, tensor<8x16xf16>) -> (tensor<16xf16>, tensor<16xf16>)
+  model.output %dg "ln.scale.grad" : tensor<16xf16>
+  model.output %db "ln.bias.grad" : tensor<16xf16>
   // A fork's gradient sums the gradients of its results.
-  // CHECK: "model.activation_gradient"(%{{.*}}, %{{.*}}, %{{.*}}) {id = "fork.agrad", of = "fork"} : (tensor<8x16xf16>, tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
-  %dsum = "model.activation_gradient"(%dx, %dx, %xin) {id = "fork.agrad", of = "fork"} : (tensor<8x16xf16>, tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
-  "model.output"(%dw) {id = "fc.w.grad"} : (tensor<16x32xf16>) -> ()
-  // CHECK: "model.split"(%{{.*}}) {dim = 1 : i64, id = "w2.split"} : (tensor<16x32xf16>) -> (tensor<16x16xf16>, tensor<16x16xf16>)
-  %wa, %wb = "model.split"(%w) {id = "w2.split", dim = 1 : i64} : (tensor<16x32xf16>) -> (tensor<16x16xf16>, tensor<16x16xf16>)
-  // CHECK: "model.swiglu"(%{{.*}}, %{{.*}}) {id = "gating"} : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
-  %sw = "model.swiglu"(%wa, %wb) {id = "gating"} : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
-  "model.output"(%sw) {id = "gating.out"} : (tensor<16x16xf16>) -> ()
-  %keys = "model.value"() {id = "keys", role = "activation"} : () -> tensor<1x4x8xf16>
-  %vals = "model.value"() {id = "vals", role = "activation"} : () -> tensor<1x4x8xf16>
-  // CHECK: %[[KV:.*]] = "model.kv_append"(%{{.*}}, %{{.*}}) {effects = ["mutation"], id = "kv.first"} : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
-  %kv0 = "model.kv_append"(%keys, %vals) {id = "kv.first", effects = ["mutation"]} : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
-  // CHECK: "model.kv_append"(%[[KV]], %{{.*}}, %{{.*}}) {effects = ["mutation"], id = "kv.next"}
-  %kv1 = "model.kv_append"(%kv0, %keys, %vals) {id = "kv.next", effects = ["mutation"]} : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
-  // CHECK: "model.output"(%{{.*}}) {id = "kv.appended", role = "kv_cache"}
-  "model.output"(%kv1) {id = "kv.appended", role = "kv_cache"} : (tensor<2x1x?x8xf16>) -> ()
-  "model.output"(%dsum) {id = "fork.in.grad"} : (tensor<8x16xf16>) -> ()
-  "model.output"(%ga) {id = "x.grad.out"} : (tensor<8x16xf16>) -> ()
+  // CHECK: %[[DSUM:.*]] = model.activation_gradient "fork.agrad" of "fork"(%[[DX]], %[[DX]]) wrt %[[XIN]] : (tensor<8x16xf16>, tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  %dsum = model.activation_gradient "fork.agrad" of "fork"(%dx, %dx) wrt %xin : (tensor<8x16xf16>, tensor<8x16xf16>, tensor<8x16xf16>) -> tensor<8x16xf16>
+  // CHECK: model.output %[[DW]] "fc.w.grad" : tensor<16x32xf16>
+  model.output %dw "fc.w.grad" : tensor<16x32xf16>
+  // CHECK: %[[P:.*]]:2 = model.split "w2.split"(%[[W]]) dim = 1 : (tensor<16x32xf16>) -> (tensor<16x16xf16>, tensor<16x16xf16>)
+  %wa, %wb = model.split "w2.split"(%w) dim = 1 : (tensor<16x32xf16>) -> (tensor<16x16xf16>, tensor<16x16xf16>)
+  // CHECK: %[[SW:.*]] = model.swiglu "gating"(%[[P]]#0, %[[P]]#1) : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
+  %sw = model.swiglu "gating"(%wa, %wb) : (tensor<16x16xf16>, tensor<16x16xf16>) -> tensor<16x16xf16>
+  model.output %sw "gating.out" : tensor<16x16xf16>
+  // CHECK: %[[KEYS:.*]] = model.value "keys" activation : tensor<1x4x8xf16>
+  %keys = model.value "keys" activation : tensor<1x4x8xf16>
+  // CHECK: %[[VALS:.*]] = model.value "vals" activation : tensor<1x4x8xf16>
+  %vals = model.value "vals" activation : tensor<1x4x8xf16>
+  // CHECK: %[[KV0:.*]] = model.value "kv.cache" kv_cache : tensor<2x1x?x8xf16>
+  %kv0 = model.value "kv.cache" kv_cache : tensor<2x1x?x8xf16>
+  // An append to an existing cache (the append that starts a cache has no
+  // `cache` operand: kv-append-fresh.mlir).
+  // CHECK: %[[KV1:.*]] = model.kv_append "kv.next"(%[[KV0]], %[[KEYS]], %[[VALS]]) effects(mutation) : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
+  // GENERIC: "model.kv_append"(%{{.*}}, %{{.*}}, %{{.*}}) {effects = 4 : i32, id = "kv.next"}
+  %kv1 = model.kv_append "kv.next"(%kv0, %keys, %vals) effects(mutation) : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
+  // CHECK: model.output %[[KV1]] "kv.appended" as kv_cache : tensor<2x1x?x8xf16>
+  // GENERIC: "model.output"(%{{.*}}) {id = "kv.appended", role = 5 : i32} : (tensor<2x1x?x8xf16>) -> ()
+  model.output %kv1 "kv.appended" as kv_cache : tensor<2x1x?x8xf16>
+  // CHECK: model.output %[[DSUM]] "fork.in.grad" : tensor<8x16xf16>
+  model.output %dsum "fork.in.grad" : tensor<8x16xf16>
+  // CHECK: model.output %[[GA]] "x.grad.out" as activation_gradient : tensor<8x16xf16>
+  model.output %ga "x.grad.out" as activation_gradient : tensor<8x16xf16>
+  // Several effects at once are one quoted `|`-separated list.
+  // CHECK: model.value "scratch" activation effects("random_state|allocation") : tensor<4xf16>
+  // GENERIC: "model.value"() {effects = 10 : i32, id = "scratch", role = 1 : i32} : () -> tensor<4xf16>
+  %scratch = model.value "scratch" activation effects("random_state|allocation") : tensor<4xf16>
+  model.output %scratch "scratch.out" : tensor<4xf16>
   return
 }
 
 // CHECK-LABEL: func.func @coarse
 func.func @coarse() {
-  %x = "model.value"() {id = "block.in", role = "activation"} : () -> tensor<4x2048x64xf16>
-  %g1 = "model.value"() {id = "ln1.scale", role = "parameter"} : () -> tensor<64xf16>
-  %b1 = "model.value"() {id = "ln1.bias", role = "parameter"} : () -> tensor<64xf16>
-  %wq = "model.value"() {id = "attn.q", role = "parameter"} : () -> tensor<64x64xf16>
-  %wk = "model.value"() {id = "attn.k", role = "parameter"} : () -> tensor<64x32xf16>
-  %wv = "model.value"() {id = "attn.v", role = "parameter"} : () -> tensor<64x32xf16>
-  %wo = "model.value"() {id = "attn.proj", role = "parameter"} : () -> tensor<64x64xf16>
-  %g2 = "model.value"() {id = "ln2.scale", role = "parameter"} : () -> tensor<64xf16>
-  %b2 = "model.value"() {id = "ln2.bias", role = "parameter"} : () -> tensor<64xf16>
-  %w1 = "model.value"() {id = "mlp.fc1", role = "parameter"} : () -> tensor<64x256xf16>
-  %w2 = "model.value"() {id = "mlp.fc2", role = "parameter"} : () -> tensor<256x64xf16>
-  %opt = "model.value"() {id = "adam.state", role = "optimizer_state"} : () -> tensor<148224xf32>
-  // CHECK: "model.decoder_training"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {datatype = "float16", effects = ["parameter_update", "random_state"], ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, id = "block", microbatch = 4 : i64, seq_len = 2048 : i64}
-  %y = "model.decoder_training"(%x, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %opt) {id = "block", hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 2048 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 4 : i64, datatype = "float16", effects = ["parameter_update", "random_state"]} : (tensor<4x2048x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<4x2048x64xf16>
-  "model.output"(%y) {id = "block.out"} : (tensor<4x2048x64xf16>) -> ()
-  %t = "model.value"() {id = "prompt", role = "input"} : () -> tensor<1x8x64xf16>
-  // CHECK: "model.decoder_inference"({{.*}}) {batch = 1 : i64, context_tokens = 8 : i64, datatype = "float16", effects = ["mutation"], ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, id = "prefill", kv_datatype = "float16", kv_heads = 2 : i64, phase = "prefill", query_tokens = 8 : i64}
-  // CHECK-SAME: -> (tensor<1x8x64xf16>, tensor<2x1x8x32xf16>)
-  %p, %kv0 = "model.decoder_inference"(%t, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2) {id = "prefill", phase = "prefill", hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 8 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x8x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>) -> (tensor<1x8x64xf16>, tensor<2x1x8x32xf16>)
-  %tok = "model.value"() {id = "next", role = "input"} : () -> tensor<1x1x64xf16>
-  // CHECK: "model.decoder_inference"({{.*}}) {{.*}}phase = "decode"
+  // CHECK: %[[X:.*]] = model.value "block.in" activation : tensor<4x2048x64xf16>
+  %x = model.value "block.in" activation : tensor<4x2048x64xf16>
+  %g1 = model.value "ln1.scale" parameter : tensor<64xf16>
+  %b1 = model.value "ln1.bias" parameter : tensor<64xf16>
+  %wq = model.value "attn.q" parameter : tensor<64x64xf16>
+  %wk = model.value "attn.k" parameter : tensor<64x32xf16>
+  %wv = model.value "attn.v" parameter : tensor<64x32xf16>
+  %wo = model.value "attn.proj" parameter : tensor<64x64xf16>
+  %g2 = model.value "ln2.scale" parameter : tensor<64xf16>
+  %b2 = model.value "ln2.bias" parameter : tensor<64xf16>
+  %w1 = model.value "mlp.fc1" parameter : tensor<64x256xf16>
+  %w2 = model.value "mlp.fc2" parameter : tensor<256x64xf16>
+  // CHECK: %[[OPT:.*]] = model.value "adam.state" optimizer_state : tensor<148224xf32>
+  %opt = model.value "adam.state" optimizer_state : tensor<148224xf32>
+  // CHECK: %[[Y:.*]] = model.decoder_training "block"(%[[X]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OPT]]) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 4 : i64, seq_len = 2048 : i64} : (tensor<4x2048x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<4x2048x64xf16>
+  // GENERIC: "model.decoder_training"({{.*}}) {datatype = 1 : i32, effects = 3 : i32, ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, id = "block", microbatch = 4 : i64, seq_len = 2048 : i64}
+  %y = model.decoder_training "block"(%x, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %opt) datatype = float16 effects("parameter_update|random_state") {hidden = 64 : i64, ffn_hidden = 256 : i64, seq_len = 2048 : i64, heads = 4 : i64, head_dim = 16 : i64, microbatch = 4 : i64} : (tensor<4x2048x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<4x2048x64xf16>
+  // CHECK: model.output %[[Y]] "block.out" : tensor<4x2048x64xf16>
+  model.output %y "block.out" : tensor<4x2048x64xf16>
+  // CHECK: %[[T:.*]] = model.value "prompt" input : tensor<1x8x64xf16>
+  %t = model.value "prompt" input : tensor<1x8x64xf16>
+  // CHECK: %[[P:.*]], %[[KV0:.*]] = model.decoder_inference "prefill" prefill(%[[T]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) datatype = float16 kv_datatype = float16 effects(mutation) {batch = 1 : i64, context_tokens = 8 : i64, ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, kv_heads = 2 : i64, query_tokens = 8 : i64}
+  // CHECK-SAME: : (tensor<1x8x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>) -> (tensor<1x8x64xf16>, tensor<2x1x8x32xf16>)
+  // The inference phase is its own enum (prefill = 0, decode = 1).
+  // GENERIC: "model.decoder_inference"({{.*}}) {batch = 1 : i64, context_tokens = 8 : i64, datatype = 1 : i32, effects = 4 : i32, ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, id = "prefill", kv_datatype = 1 : i32, kv_heads = 2 : i64, phase = 0 : i32, query_tokens = 8 : i64}
+  %p, %kv0 = model.decoder_inference "prefill" prefill(%t, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2) datatype = float16 kv_datatype = float16 effects(mutation) {hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 8 : i64} : (tensor<1x8x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>) -> (tensor<1x8x64xf16>, tensor<2x1x8x32xf16>)
+  // CHECK: %[[TOK:.*]] = model.value "next" input : tensor<1x1x64xf16>
+  %tok = model.value "next" input : tensor<1x1x64xf16>
+  // CHECK: %[[D:.*]], %[[KV1:.*]] = model.decoder_inference "decode" decode(%[[TOK]], {{.*}}, %[[KV0]]) datatype = float16 kv_datatype = bfloat16 effects(mutation) {batch = 1 : i64, context_tokens = 9 : i64, ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, kv_heads = 2 : i64, query_tokens = 1 : i64}
   // CHECK-SAME: tensor<2x1x8x32xf16>) -> (tensor<1x1x64xf16>, tensor<2x1x9x32xf16>)
-  %d, %kv1 = "model.decoder_inference"(%tok, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %kv0) {id = "decode", phase = "decode", hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 1 : i64, context_tokens = 9 : i64, datatype = "float16", kv_datatype = "float16", effects = ["mutation"]} : (tensor<1x1x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<2x1x8x32xf16>) -> (tensor<1x1x64xf16>, tensor<2x1x9x32xf16>)
-  "model.output"(%p) {id = "prompt.out"} : (tensor<1x8x64xf16>) -> ()
-  "model.output"(%d) {id = "next.out"} : (tensor<1x1x64xf16>) -> ()
-  "model.output"(%kv1) {id = "kv.out"} : (tensor<2x1x9x32xf16>) -> ()
+  // GENERIC: "model.decoder_inference"({{.*}}) {{{.*}}kv_datatype = 2 : i32, kv_heads = 2 : i64, phase = 1 : i32, query_tokens = 1 : i64}
+  %d, %kv1 = model.decoder_inference "decode" decode(%tok, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %kv0) datatype = float16 kv_datatype = bfloat16 effects(mutation) {hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 2 : i64, head_dim = 16 : i64, batch = 1 : i64, query_tokens = 1 : i64, context_tokens = 9 : i64} : (tensor<1x1x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x32xf16>, tensor<64x32xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<2x1x8x32xf16>) -> (tensor<1x1x64xf16>, tensor<2x1x9x32xf16>)
+  // CHECK: model.output %[[P]] "prompt.out" : tensor<1x8x64xf16>
+  model.output %p "prompt.out" : tensor<1x8x64xf16>
+  // CHECK: model.output %[[D]] "next.out" : tensor<1x1x64xf16>
+  model.output %d "next.out" : tensor<1x1x64xf16>
+  // CHECK: model.output %[[KV1]] "kv.out" as kv_cache : tensor<2x1x9x32xf16>
+  model.output %kv1 "kv.out" as kv_cache : tensor<2x1x9x32xf16>
+  return
+}
+
+// The generic form, with closed choices as their `i32` cases, is still
+// accepted as input and prints in the custom form.
+// CHECK-LABEL: func.func @generic_input
+func.func @generic_input() {
+  // CHECK: %[[X:.*]] = model.value "g.x" kv_cache : tensor<4xf16>
+  %x = "model.value"() {id = "g.x", role = 5 : i32} : () -> tensor<4xf16>
+  // CHECK: %[[D:.*]] = model.dropout "g.drop"(%[[X]]) effects(random_state) : (tensor<4xf16>) -> tensor<4xf16>
+  %d = "model.dropout"(%x) {id = "g.drop", effects = 2 : i32} : (tensor<4xf16>) -> tensor<4xf16>
+  // CHECK: model.output %[[D]] "g.out" as activation : tensor<4xf16>
+  "model.output"(%d) {id = "g.out", role = 1 : i32} : (tensor<4xf16>) -> ()
   return
 }

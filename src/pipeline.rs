@@ -1,10 +1,19 @@
 //! Textual pass pipelines: `builtin.module(a, b{opt=1}, func.func(cse))`.
 //! Blueprint passes are added directly (MLIR has no C API to register a
 //! Rust pass by name); everything else goes to MLIR's own pipeline parser.
+//! The tools and the library build pass managers here, the same way.
+
+use std::ffi::c_void;
+
+use melior::{
+    ir::{operation::OperationLike, Module},
+    pass::{OperationPassManager, PassManager},
+    Context,
+};
 
 use crate::{
     error::{Error, Result},
-    passes,
+    registry as passes,
 };
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +87,76 @@ fn push_element(
         elements.push(PipelineElement::Blueprint(name.to_string()));
     } else {
         elements.push(PipelineElement::Upstream(text.to_string()));
+    }
+    Ok(())
+}
+
+/// Adds `elements` to `top`; with `verify_each`, Blueprint's verifiers run
+/// after every pass, as MLIR's own verifier does.
+///
+/// # Errors
+/// An unknown Blueprint pass or upstream pipeline text MLIR rejects.
+pub fn add_elements(top: &OperationPassManager, elements: &[PipelineElement], verify_each: bool) -> Result<()> {
+    for element in elements {
+        match element {
+            PipelineElement::Blueprint(name) => {
+                let info = passes::find(name).ok_or_else(|| Error::Pipeline {
+                    pipeline: name.clone(),
+                    reason: "unknown Blueprint pass".into(),
+                })?;
+                top.add_pass((info.create)());
+                if info.name == "blueprint-verify" {
+                    continue;
+                }
+            }
+            PipelineElement::Upstream(text) => add_upstream(top, text)?,
+        }
+        if verify_each {
+            top.add_pass(passes::create_verify_pass());
+        }
+    }
+    Ok(())
+}
+
+/// Runs pipeline `text` (Blueprint and upstream passes) over `module`, with
+/// Blueprint's verifiers after every pass.
+///
+/// # Errors
+/// A malformed pipeline, or a pass that failed (its diagnostics went to the
+/// context's handler).
+pub fn run_pipeline(context: &Context, module: &mut Module, text: &str) -> Result<()> {
+    let elements = parse_pipeline(text)?;
+    let pass_manager = PassManager::new(context);
+    pass_manager.enable_verifier(true);
+    add_elements(&pass_manager.as_operation_pass_manager(), &elements, true)?;
+    let failed = || Error::Pipeline { pipeline: text.to_string(), reason: "a pass failed (see the diagnostics)".into() };
+    pass_manager.run(module).map_err(|_| failed())?;
+    if module.as_operation().verify() {
+        Ok(())
+    } else {
+        Err(failed())
+    }
+}
+
+/// Appends upstream pipeline text (`canonicalize`, `func.func(cse)`) to `top`.
+pub fn add_upstream(top: &OperationPassManager, text: &str) -> Result<()> {
+    unsafe extern "C" fn collect(message: mlir_sys::MlirStringRef, user_data: *mut c_void) {
+        let out = unsafe { &mut *(user_data as *mut String) };
+        let bytes = unsafe { std::slice::from_raw_parts(message.data.cast::<u8>(), message.length) };
+        out.push_str(&String::from_utf8_lossy(bytes));
+    }
+    let mut message = String::new();
+    let result = unsafe {
+        mlir_sys::mlirOpPassManagerAddPipeline(
+            top.to_raw(),
+            mlir_sys::MlirStringRef { data: text.as_ptr().cast(), length: text.len() },
+            Some(collect),
+            (&mut message as *mut String).cast(),
+        )
+    };
+    if result.value == 0 {
+        let reason = if message.is_empty() { "unknown pass or bad options".into() } else { message.trim().to_string() };
+        return Err(Error::Pipeline { pipeline: text.to_string(), reason });
     }
     Ok(())
 }

@@ -1,6 +1,8 @@
-//! The C ABI of Blueprint's distributed runtime, as the lowering sees it:
-//! one table of entry points with their symbol names and MLIR signatures.
-//! `lower-dist-to-runtime` declares each one it uses exactly once.
+//! The C ABI of Blueprint's distributed runtime, shared by the lowering
+//! that calls it and the runtimes that implement it: the element types, the
+//! reduction codes and one table of entry points with their symbol names and
+//! MLIR signatures. `lower-dist-to-runtime` declares each one it uses
+//! exactly once; the runtime exports every one (a test checks both).
 
 use std::fmt;
 
@@ -20,6 +22,32 @@ pub enum ElementType {
 }
 
 impl ElementType {
+    /// Storage size of one element in bytes (`i1` is one byte 0/1).
+    #[must_use]
+    pub const fn size(self) -> usize {
+        match self {
+            Self::F64 | Self::I64 | Self::Index => 8,
+            Self::F32 | Self::I32 => 4,
+            Self::F16 | Self::BF16 | Self::I16 => 2,
+            Self::I8 | Self::I1 => 1,
+        }
+    }
+
+    /// The entry-point suffix (`f64`, ..., `index`), the MLIR spelling.
+    #[must_use]
+    pub fn suffix(self) -> &'static str {
+        self.mlir()
+    }
+
+    /// Brings freshly read data into canonical form (`i1`: bytes 0/1).
+    pub fn canonicalize(self, data: &mut [u8]) {
+        if self == Self::I1 {
+            for b in data.iter_mut() {
+                *b = u8::from(*b != 0);
+            }
+        }
+    }
+
     pub const ALL: [ElementType; 10] = [
         Self::F64, Self::F32, Self::F16, Self::BF16, Self::I64, Self::I32, Self::I16, Self::I8,
         Self::I1, Self::Index,
@@ -124,15 +152,38 @@ impl fmt::Display for RuntimeFunction {
     }
 }
 
-/// Reduction codes the runtime's `op` argument takes.
-#[must_use]
-pub const fn reduction_code(reduction: crate::ods::Reduction) -> i32 {
-    use crate::ods::Reduction;
-    match reduction {
-        Reduction::Sum => 0,
-        Reduction::Max => 1,
-        Reduction::Min => 2,
-        Reduction::Prod => 3,
+/// Reduction operator, as passed in the `op: i32` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Sum = 0,
+    Max = 1,
+    Min = 2,
+    Prod = 3,
+}
+
+impl ReduceOp {
+    /// The C value.
+    #[must_use]
+    pub const fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// Decodes the C value (0 = sum, 1 = max, 2 = min, 3 = prod).
+    #[must_use]
+    pub const fn from_code(op: i32) -> Option<Self> {
+        match op {
+            0 => Some(Self::Sum),
+            1 => Some(Self::Max),
+            2 => Some(Self::Min),
+            3 => Some(Self::Prod),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mlir())
     }
 }
 

@@ -1,0 +1,110 @@
+//! Reading `.mlir` text into a module: the one parser every tool and test
+//! uses, with a nesting limit checked before MLIR recurses into the input.
+
+use melior::{
+    ir::{block::BlockLike, Location, Module},
+    Context,
+};
+
+use crate::diagnostics::DiagnosticSink;
+
+/// Deepest bracket nesting (`(`, `[`, `{`, `<`) accepted in input IR.
+/// MLIR's parser, verifier and printer recurse once per level, and stock
+/// `mlir-opt` overflows its stack on inputs nested about 5,000 deep; 1,000
+/// levels is far beyond any real program.
+pub const MAX_NESTING_DEPTH: usize = 1000;
+
+/// Line and column (1-based) where `source` first nests deeper than
+/// [`MAX_NESTING_DEPTH`], skipping string literals and `//` comments.
+#[must_use]
+pub fn too_deep(source: &[u8]) -> Option<(usize, usize)> {
+    let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
+    let mut i = 0;
+    while i < source.len() {
+        let byte = source[i];
+        column += 1;
+        match byte {
+            b'\n' => {
+                line += 1;
+                column = 0;
+            }
+            b'"' => {
+                // A string literal, with backslash escapes, ends at the quote
+                // (or the line, where the parser will complain).
+                i += 1;
+                while i < source.len() && source[i] != b'"' && source[i] != b'\n' {
+                    i += if source[i] == b'\\' { 2 } else { 1 };
+                    column += 1;
+                }
+                column += 1;
+            }
+            b'/' if source.get(i + 1) == Some(&b'/') => {
+                while i + 1 < source.len() && source[i + 1] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' | b'<' => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return Some((line, column));
+                }
+            }
+            // `->` and `>=` are not brackets.
+            b'>' if i > 0 && source[i - 1] == b'-' => {}
+            b'>' if source.get(i + 1) == Some(&b'=') => {}
+            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Parses `source` as a module whose locations name `name`, or `None`
+/// after emitting diagnostics. A lone top-level `builtin.module` is the
+/// module itself; anything else is wrapped in one, like `mlir-opt` does.
+/// Input nested deeper than [`MAX_NESTING_DEPTH`] is rejected with a located
+/// error before MLIR sees it.
+pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u8], name: &str) -> Option<Module<'c>> {
+    const SINGLE_OP: &str = "source must contain a single top-level operation";
+    if let Some((line, column)) = too_deep(source) {
+        crate::diagnostics::emit_error(
+            Location::new(context, name, line, column),
+            &format!("input nests deeper than {MAX_NESTING_DEPTH} levels of brackets and regions, which Blueprint does not accept"),
+        );
+        return None;
+    }
+    if let Some(operation) = parse_operation(context, source, name) {
+        if crate::ir::op_name(&operation) == "builtin.module" {
+            return Module::from_operation(operation);
+        }
+        let module = Module::new(Location::new(context, name, 1, 1));
+        module.body().append_operation(operation);
+        return Some(module);
+    }
+    // The C API parses exactly one top-level op. When that was the only
+    // complaint, parse again inside a module opened on the first line, which
+    // keeps every line number (only columns on line 1 move).
+    let diagnostics = sink.take();
+    let only_single_op = diagnostics.len() == 1 && diagnostics[0].message.starts_with(SINGLE_OP);
+    if !only_single_op {
+        sink.extend(diagnostics);
+        return None;
+    }
+    let mut wrapped = b"module {".to_vec();
+    wrapped.extend_from_slice(source);
+    wrapped.extend_from_slice(b"\n}\n");
+    Module::from_operation(parse_operation(context, &wrapped, name)?)
+}
+
+fn parse_operation<'c>(context: &'c Context, source: &[u8], name: &str) -> Option<melior::ir::Operation<'c>> {
+    let raw = unsafe {
+        mlir_sys::mlirOperationCreateParse(
+            context.to_raw(),
+            mlir_sys::MlirStringRef { data: source.as_ptr().cast(), length: source.len() },
+            mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },
+        )
+    };
+    (!raw.ptr.is_null()).then(|| unsafe { melior::ir::Operation::from_raw(raw) })
+}
+

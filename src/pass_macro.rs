@@ -1,0 +1,42 @@
+//! The one way a Rust pass is defined: `external_pass!` gives a module
+//! `pub fn create() -> Pass` for an external MLIR pass on `builtin.module`.
+//! It depends on nothing Blueprint defines, so passes use it without
+//! depending on the registry that lists them.
+
+/// Defines `pub fn create() -> Pass` for an external pass on
+/// `builtin.module`: its name, command-line argument, summary, the function
+/// that runs it, and optionally the dialects it creates ops of.
+macro_rules! external_pass {
+    ($name:literal, $argument:literal, $summary:literal, $run:expr $(,)?) => {
+        crate::pass_macro::external_pass!($name, $argument, $summary, $run, &[]);
+    };
+    ($name:literal, $argument:literal, $summary:literal, $run:expr, $dialects:expr $(,)?) => {
+        #[must_use]
+        pub fn create() -> melior::pass::Pass {
+            #[repr(align(8))]
+            struct PassId;
+            static PASS_ID: PassId = PassId;
+            melior::pass::create_external(
+                |module: melior::ir::OperationRef, pass: melior::pass::ExternalPass| {
+                    // A pass runs inside a callback from C, where a panic
+                    // aborts the process: report it as a failure instead.
+                    let run = std::panic::AssertUnwindSafe(|| ($run)(module, pass));
+                    if std::panic::catch_unwind(run).is_err() {
+                        crate::diagnostics::emit_error(
+                            melior::ir::operation::OperationLike::location(&module),
+                            concat!("internal error: pass '", $argument, "' failed unexpectedly; please report this with the input"),
+                        );
+                        pass.signal_failure();
+                    }
+                },
+                melior::ir::r#type::TypeId::create(&PASS_ID),
+                $name,
+                $argument,
+                $summary,
+                "builtin.module",
+                $dialects,
+            )
+        }
+    };
+}
+pub(crate) use external_pass;

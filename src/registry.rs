@@ -1,0 +1,97 @@
+//! Every Blueprint pass: its command-line name, a one-line summary and how
+//! to create it. The drivers read passes from here; no pass reads it.
+
+use melior::pass::Pass;
+
+/// One Blueprint pass: its command-line name, a one-line summary, and how
+/// to create it.
+pub struct PassInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub create: fn() -> Pass,
+}
+
+/// Every Blueprint pass, in the order `--help` lists them.
+pub static PASSES: &[PassInfo] = &[
+    PassInfo {
+        name: "blueprint-verify",
+        summary: "Run Blueprint's layer verifiers (also run after every pass)",
+        create: crate::passes::verify_pass::create,
+    },
+    PassInfo {
+        name: "model-decompose-transformer",
+        summary: "Expand coarse decoder training and inference ops into primitive ModelIR ops with explicit dataflow",
+        create: crate::transformer::decompose::create,
+    },
+    PassInfo {
+        name: "distribute-transformer-training",
+        summary: "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",
+        create: crate::transformer::distribute::create,
+    },
+    PassInfo {
+        name: "distribute-transformer-inference",
+        summary: "Derive the tensor-parallel dist program of one served block (prefill and decode) from ModelIR and its strategy",
+        create: crate::transformer::distribute_inference::create,
+    },
+    PassInfo {
+        name: "plan-transformer-training",
+        summary: "Turn the dist program into a portable plan with exact work facts and abstract resources",
+        create: crate::transformer::plan::training::create,
+    },
+    PassInfo {
+        name: "plan-transformer-inference",
+        summary: "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",
+        create: crate::transformer::plan::inference::create,
+    },
+    PassInfo {
+        name: "check-mesh-strategy",
+        summary: "Check that the mesh and tensor-parallel groups agree with the bound strategy",
+        create: crate::checks::create_mesh_strategy,
+    },
+    PassInfo {
+        name: "check-collective-groups",
+        summary: "Check that each collective's participants are the mesh group it claims",
+        create: crate::checks::create_collective_groups,
+    },
+    PassInfo {
+        name: "check-conservation",
+        summary: "Check that work, bytes, message volume and memory are conserved from model to dist to plan",
+        create: crate::checks::create_conservation,
+    },
+    PassInfo {
+        name: "check-recompute",
+        summary: "Check that recompute tasks are exactly the forward clones the recompute policy implies",
+        create: crate::checks::create_recompute,
+    },
+    PassInfo {
+        name: "dist-async",
+        summary: "Turn synchronous collectives and point-to-point transfers into start + wait",
+        create: crate::passes::dist_async::create,
+    },
+    PassInfo {
+        name: "dist-canonicalize",
+        summary: "Refine redistribution copy result types and fold producer casts (greedy, to a fixpoint)",
+        create: crate::passes::copy_canonicalize::create,
+    },
+    PassInfo {
+        name: "lower-dist-to-runtime",
+        summary: "Lower async dist communication, redistribution copies and waits to runtime calls",
+        create: crate::lowering::dist_to_runtime::create,
+    },
+    PassInfo {
+        name: "dist-sink-waits",
+        summary: "Move each dist.wait down to just before the first use of its results",
+        create: crate::passes::sink_waits::create,
+    },
+];
+
+/// The verifier pass, which the driver also runs after every pass.
+#[must_use]
+pub fn create_verify_pass() -> Pass {
+    crate::passes::verify_pass::create()
+}
+
+#[must_use]
+pub fn find(name: &str) -> Option<&'static PassInfo> {
+    PASSES.iter().find(|p| p.name == name)
+}
