@@ -87,6 +87,7 @@ const CPP_PRELUDE: &str = "\
 #include \"mlir/IR/OpDefinition.h\"
 #include \"mlir/IR/OpImplementation.h\"
 #include \"mlir/IR/SymbolTable.h\"
+#include \"mlir/Interfaces/ControlFlowInterfaces.h\"
 #include \"mlir/Interfaces/InferTypeOpInterface.h\"
 #include \"mlir/Interfaces/SideEffectInterfaces.h\"
 #include \"llvm/ADT/StringExtras.h\"
@@ -608,8 +609,13 @@ fn emit_irdl(dialects: &[DialectDef]) -> String {
                 .filter(|a| !a.optional)
                 .map(|a| format!("\"{}\" = {}", a.name, b.attr_constraint(&a.kind)))
                 .collect();
+            let regions: Vec<String> =
+                op.regions.iter().map(|name| format!("{name}: {}", b.value("irdl.region with size 1".into()))).collect();
             let _ = writeln!(out, "  irdl.operation @{} {{", op.mnemonic);
             out.push_str(&b.text);
+            if !regions.is_empty() {
+                let _ = writeln!(out, "      irdl.regions({})", regions.join(", "));
+            }
             if !operands.is_empty() {
                 let _ = writeln!(out, "      irdl.operands({})", operands.join(", "));
             }
@@ -865,24 +871,34 @@ fn emit_builders(dialects: &[DialectDef]) -> String {
 fn emit_builder(out: &mut String, op: &OpDef) {
     let name = op.variant.strip_prefix(&camel(&op.dialect)).unwrap_or(&op.variant).to_string();
     let full = format!("{}.{}", op.dialect, op.mnemonic);
+    // Required operands and attributes are fields of the builder; optional
+    // ones sit in `<Op>Optional`, which defaults to none of them.
     let _ = writeln!(out, "    /// Builds `{full}`: {}", op.summary);
     let _ = writeln!(out, "    #[derive(Clone, Copy)]\n    pub struct {name}<'a, 'c> {{");
-    for operand in &op.operands {
-        let ty = match operand.variadicity {
-            "variadic" => "&'a [::melior::ir::Value<'c, 'a>]",
-            "optional" => "Option<::melior::ir::Value<'c, 'a>>",
-            _ => "::melior::ir::Value<'c, 'a>",
-        };
-        let _ = writeln!(out, "        pub {}: {ty},", operand.name);
+    let operand_type = |operand: &Operand| match operand.variadicity {
+        "variadic" => "&'a [::melior::ir::Value<'c, 'a>]",
+        "optional" => "Option<::melior::ir::Value<'c, 'a>>",
+        _ => "::melior::ir::Value<'c, 'a>",
+    };
+    for operand in op.operands.iter().filter(|o| o.variadicity != "optional") {
+        let _ = writeln!(out, "        pub {}: {},", operand.name, operand_type(operand));
     }
-    for attr in &op.attributes {
+    for attr in op.attributes.iter().filter(|a| !a.optional && a.kind != AttrKind::Unit) {
         let (ty, _) = attribute_field(&attr.kind);
-        let ty = if attr.optional || attr.kind == AttrKind::Unit { format!("Option<{ty}>") } else { ty };
-        let ty = if attr.kind == AttrKind::Unit { "bool".to_string() } else { ty };
         let _ = writeln!(out, "        pub {}: {ty},", attr.name);
     }
     if !op.inferred_results && !op.results.is_empty() {
         out.push_str("        /// Result types, in order (variadic and optional results spread out).\n        pub results: &'a [::melior::ir::Type<'c>],\n");
+    }
+    let _ = writeln!(out, "        /// The optional operands and attributes.\n        pub optional: {name}Optional<'a, 'c>,\n    }}\n");
+    let _ = writeln!(out, "    /// The optional operands and attributes of `{full}`.\n    #[derive(Clone, Copy, Default)]\n    pub struct {name}Optional<'a, 'c> {{");
+    for operand in op.operands.iter().filter(|o| o.variadicity == "optional") {
+        let _ = writeln!(out, "        pub {}: {},", operand.name, operand_type(operand));
+    }
+    for attr in op.attributes.iter().filter(|a| a.optional || a.kind == AttrKind::Unit) {
+        let (ty, _) = attribute_field(&attr.kind);
+        let ty = if attr.kind == AttrKind::Unit { "bool".to_string() } else { format!("Option<{ty}>") };
+        let _ = writeln!(out, "        pub {}: {ty},", attr.name);
     }
     out.push_str("        pub _marker: std::marker::PhantomData<(&'a (), &'c ())>,\n    }\n\n");
     let _ = writeln!(out, "    impl<'a, 'c> {name}<'a, 'c> {{");
@@ -897,7 +913,7 @@ fn emit_builder(out: &mut String, op: &OpDef) {
     for operand in &op.operands {
         let push = match operand.variadicity {
             "variadic" => format!("operands.extend_from_slice(self.{0}); let n = self.{0}.len();", operand.name),
-            "optional" => format!("let n = usize::from(self.{0}.is_some()); operands.extend(self.{0});", operand.name),
+            "optional" => format!("let n = usize::from(self.optional.{0}.is_some()); operands.extend(self.optional.{0});", operand.name),
             _ => format!("operands.push(self.{0}); let n = 1usize;", operand.name),
         };
         let _ = writeln!(out, "            {{ {push}");
@@ -911,9 +927,9 @@ fn emit_builder(out: &mut String, op: &OpDef) {
     for attr in &op.attributes {
         let (_, convert) = attribute_field(&attr.kind);
         if attr.kind == AttrKind::Unit {
-            let _ = writeln!(out, "            if self.{} {{ attributes.push((b.identifier({:?}), b.unit())); }}", attr.name, attr.name);
+            let _ = writeln!(out, "            if self.optional.{} {{ attributes.push((b.identifier({:?}), b.unit())); }}", attr.name, attr.name);
         } else if attr.optional {
-            let _ = writeln!(out, "            if let Some(f) = self.{} {{ attributes.push((b.identifier({:?}), {convert})); }}", attr.name, attr.name);
+            let _ = writeln!(out, "            if let Some(f) = self.optional.{} {{ attributes.push((b.identifier({:?}), {convert})); }}", attr.name, attr.name);
         } else {
             let _ = writeln!(out, "            {{ let f = self.{}; attributes.push((b.identifier({:?}), {convert})); }}", attr.name, attr.name);
         }

@@ -20,6 +20,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
 
 // Exact work and byte counts are non-negative 64-bit integers.
 def Blueprint_Count : ConfinedAttr<I64Attr, [IntNonNegative]>;

@@ -90,9 +90,14 @@ class Dist_MeshUserOp<string mnemonic, list<Trait> traits = []>
 class Dist_TaskOp<string mnemonic, list<Trait> traits = []>
     : Dist_MeshUserOp<mnemonic, !listconcat(traits, [Blueprint_TaskEffects])>;
 
-// Attributes shared by every task.
+// Attributes shared by every task. An unrolled task instance also names
+// its block, stage, chunk and microbatch.
 defvar Dist_TaskAttrs = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh,
-                             Blueprint_Phase:$phase, StrAttr:$lineage);
+                             Blueprint_Phase:$phase, StrAttr:$lineage,
+                             OptionalAttr<Blueprint_Count>:$block,
+                             OptionalAttr<Blueprint_Count>:$stage,
+                             OptionalAttr<Blueprint_Count>:$chunk,
+                             OptionalAttr<Blueprint_Count>:$microbatch);
 // The ranks of a task, when not the whole mesh.
 defvar Dist_Placement = (ins OptionalAttr<DenseI64ArrayAttr>:$slice,
                              OptionalAttr<DenseI64ArrayAttr>:$ranks);
@@ -187,6 +192,101 @@ def Dist_MemoryOp : Dist_MeshUserOp<"memory"> {
                        OptionalAttr<Blueprint_PositiveCount>:$shared_by,
                        OptionalAttr<DenseI64ArrayAttr>:$slice);
   let assemblyFormat = "$id `on` $mesh (`slice` $slice^)? $kind `=` $bytes (`shared_by` `=` $shared_by^)? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// The whole training step: a pipeline, its chunks and their schedule
+//===----------------------------------------------------------------------===//
+
+def Dist_PipelineOp : Dist_MeshUserOp<"pipeline", [Symbol]> {
+  let summary = "A training step pipelined over one mesh axis";
+  let description = [{
+    Names the step: `stages` pipeline stages along mesh axis `along`, each
+    holding `chunks` model chunks (Megatron's interleaving), `blocks`
+    decoder blocks in all, run over `microbatches` microbatches in the
+    order `schedule` gives. The chunks (`dist.chunk`) hold the block
+    template; the per-stage slot orders are `dist.schedule` ops.
+
+    ```mlir
+    dist.pipeline @step on @world along "pp" schedule = interleaved_one_f_one_b
+        stages = 8 chunks = 3 microbatches = 64 blocks = 96
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$mesh, StrAttr:$along,
+                       Blueprint_PipelineSchedule:$schedule, Blueprint_PositiveCount:$stages,
+                       Blueprint_PositiveCount:$chunks, Blueprint_PositiveCount:$microbatches,
+                       Blueprint_PositiveCount:$blocks);
+  let assemblyFormat = !strconcat("$sym_name `on` $mesh `along` $along `schedule` `=` $schedule",
+      " `stages` `=` $stages `chunks` `=` $chunks `microbatches` `=` $microbatches",
+      " `blocks` `=` $blocks attr-dict");
+}
+
+def Dist_ChunkOp : Dist_Op<"chunk", [Symbol]> {
+  let summary = "One model chunk of a pipeline stage: the block template once";
+  let description = [{
+    Chunk `chunk` of stage `stage` holds blocks `first_block` ..
+    `first_block + blocks - 1` (Megatron's assignment: chunk `c` of stage
+    `s` starts at block `(c·p + s)·L/(p·v)`). The block template appears
+    once: the `template` region holds one block's tasks for one microbatch
+    (forward, then recompute, re-communication and backward) and its
+    once-per-step tasks (`phase = optimizer`: the data-parallel gradient
+    reduction and the optimizer step), plus the block's `dist.memory`
+    facts; the `boundary` region holds the chunk's cross-stage transfers of
+    one microbatch (`dist.p2p` along the pipeline axis: the activation
+    forward, the activation gradient backward). Both regions take the
+    previous task's token and yield their last.
+
+    ```mlir
+    dist.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 4 {
+    ^bb0(%in: !dist.token):
+      %t = dist.compute "attn.ln.fwd" on @world slice [-1, 0, -1] phase = forward vector layer_norm(%in : !dist.token)
+             ops = 1 read = 2 write = 1 {lineage = "attn.ln"} : !dist.token
+      dist.yield %t : !dist.token
+    } boundary {
+    ^bb0(%in: !dist.token):
+      %s = dist.p2p %in on @world along "pp" from 0 to 1 phase = forward bytes = 50331648
+             {id = "s0.c0.send", lineage = "block.out"} : !dist.token
+      dist.yield %s : !dist.token
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$pipeline,
+                       Blueprint_Count:$stage, Blueprint_Count:$chunk,
+                       Blueprint_Count:$first_block, Blueprint_PositiveCount:$blocks);
+  let regions = (region SizedRegion<1>:$template, SizedRegion<1>:$boundary);
+  let assemblyFormat = !strconcat("$sym_name `of` $pipeline `stage` `=` $stage `chunk` `=` $chunk",
+      " `first_block` `=` $first_block `blocks` `=` $blocks $template `boundary` $boundary attr-dict");
+}
+
+def Dist_YieldOp : Dist_Op<"yield", [Pure, Terminator, ReturnLike, HasParent<"ChunkOp">]> {
+  let summary = "End of a chunk region: its last token";
+  let description = [{
+    ```mlir
+    dist.yield %t : !dist.token
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Dist_ScheduleOp : Dist_Op<"schedule"> {
+  let summary = "The ordered slots one pipeline stage runs";
+  let description = [{
+    `slots` lists stage `stage`'s work in order as (microbatch, chunk,
+    direction) triples, direction 0 forward and 1 backward: a slot runs the
+    chunk's template for that microbatch over the chunk's blocks (forward in
+    block order, backward in reverse), then its boundary transfers of that
+    direction. The once-per-step tasks run after the last slot. The program
+    grows with the blocks plus stages x chunks x microbatches, never with
+    their product; `dist-unroll-schedule` expands it into every task.
+
+    ```mlir
+    dist.schedule @step stage = 3 slots = [0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1]
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$pipeline, Blueprint_Count:$stage,
+                       DenseI64ArrayAttr:$slots);
+  let assemblyFormat = "$pipeline `stage` `=` $stage `slots` `=` $slots attr-dict";
 }
 
 //===----------------------------------------------------------------------===//

@@ -53,7 +53,11 @@ defvar Plan_TaskAttrs = (ins StrAttr:$id, StrAttr:$lineage, Blueprint_Phase:$pha
                              Blueprint_Count:$memory_demand,
                              Blueprint_Count:$network_demand,
                              Blueprint_PositiveCount:$ranks,
-                             Blueprint_ConcurrencyGroup:$group);
+                             Blueprint_ConcurrencyGroup:$group,
+                             OptionalAttr<Blueprint_Count>:$block,
+                             OptionalAttr<Blueprint_Count>:$stage,
+                             OptionalAttr<Blueprint_Count>:$chunk,
+                             OptionalAttr<Blueprint_Count>:$microbatch);
 defvar Plan_TaskFormat = !strconcat("`phase` `=` $phase `ops` `=` $ops `read` `=` $read_bytes `write` `=` $write_bytes", " `demand` `(` $compute_demand `,` $memory_demand `,` $network_demand `)`", " `ranks` `=` $ranks `group` `=` $group");
 
 def Plan_HeaderOp : Plan_Op<"header"> {
@@ -124,7 +128,9 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol]> {
     two; the memory space is an abstract kind, never a physical bank; the
     contents say what it holds. `lineage` names the distributed value or
     memory fact it comes from. A buffer sharded over a group states the
-    group's total `size` and the group size `shared_by`.
+    group's total `size` and the group size `shared_by`. A buffer of one
+    pipeline stage names it (`stage = s`); buffers inside a `plan.chunk`
+    template are one block's.
 
     ```mlir
     plan.buffer @kv_cache kv_cache size = 8388608 align = 64 in local {lineage = "kv"}
@@ -133,8 +139,71 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol]> {
   let arguments = (ins SymbolNameAttr:$sym_name, Blueprint_Count:$size,
                        ConfinedAttr<I64Attr, [IntPositivePowerOf2]>:$alignment,
                        Blueprint_MemorySpace:$memory_space, Blueprint_MemoryKind:$contents,
-                       StrAttr:$lineage, OptionalAttr<Blueprint_PositiveCount>:$shared_by);
-  let assemblyFormat = !strconcat("$sym_name $contents `size` `=` $size `align` `=` $alignment `in` $memory_space", " (`shared_by` `=` $shared_by^)? attr-dict");
+                       StrAttr:$lineage, OptionalAttr<Blueprint_PositiveCount>:$shared_by,
+                       OptionalAttr<Blueprint_Count>:$stage);
+  let assemblyFormat = !strconcat("$sym_name $contents `size` `=` $size `align` `=` $alignment `in` $memory_space",
+      " (`shared_by` `=` $shared_by^)? (`stage` `=` $stage^)? attr-dict");
+}
+
+def Plan_PipelineOp : Plan_Op<"pipeline", [Symbol]> {
+  let summary = "The pipeline of the planned step (copied from `dist.pipeline`)";
+  let description = [{
+    ```mlir
+    plan.pipeline @step schedule = one_f_one_b stages = 8 chunks = 1 microbatches = 64 blocks = 96
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Blueprint_PipelineSchedule:$schedule,
+                       Blueprint_PositiveCount:$stages, Blueprint_PositiveCount:$chunks,
+                       Blueprint_PositiveCount:$microbatches, Blueprint_PositiveCount:$blocks);
+  let assemblyFormat = !strconcat("$sym_name `schedule` `=` $schedule `stages` `=` $stages",
+      " `chunks` `=` $chunks `microbatches` `=` $microbatches `blocks` `=` $blocks attr-dict");
+}
+
+def Plan_ChunkOp : Plan_Op<"chunk", [Symbol]> {
+  let summary = "The plan of one model chunk (copied from `dist.chunk`)";
+  let description = [{
+    The plan tasks of the chunk's block template (one block, one
+    microbatch, and its once-per-step tasks) with the block's buffers, and
+    of its boundary transfers; regions as in `dist.chunk`.
+
+    ```mlir
+    plan.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 4 {
+      ...
+      plan.yield %t : !plan.token
+    } boundary {
+      plan.yield
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$pipeline,
+                       Blueprint_Count:$stage, Blueprint_Count:$chunk,
+                       Blueprint_Count:$first_block, Blueprint_PositiveCount:$blocks);
+  let regions = (region SizedRegion<1>:$template, SizedRegion<1>:$boundary);
+  let assemblyFormat = !strconcat("$sym_name `of` $pipeline `stage` `=` $stage `chunk` `=` $chunk",
+      " `first_block` `=` $first_block `blocks` `=` $blocks $template `boundary` $boundary attr-dict");
+}
+
+def Plan_YieldOp : Plan_Op<"yield", [Pure, Terminator, ReturnLike, HasParent<"ChunkOp">]> {
+  let summary = "End of a plan chunk region";
+  let description = [{
+    ```mlir
+    plan.yield %t : !plan.token
+    ```
+  }];
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+def Plan_ScheduleOp : Plan_Op<"schedule"> {
+  let summary = "The ordered slots of one stage (copied from `dist.schedule`)";
+  let description = [{
+    ```mlir
+    plan.schedule @step stage = 0 slots = [0, 0, 0, 0, 0, 1]
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$pipeline, Blueprint_Count:$stage,
+                       DenseI64ArrayAttr:$slots);
+  let assemblyFormat = "$pipeline `stage` `=` $stage `slots` `=` $slots attr-dict";
 }
 
 def Plan_ObjectiveOp : Plan_Op<"objective"> {

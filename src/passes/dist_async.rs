@@ -61,7 +61,7 @@ fn make_async(op: OperationRef, start_kind: OpKind) -> Result<(), String> {
     let handle = start.result(0).map_err(|e| e.to_string())?;
     let value = start.result(1).map_err(|e| e.to_string())?;
     let b = crate::dialects::Builder::of(op);
-    let wait = crate::dialects::dist::Wait { handle: handle.into(), _marker: std::marker::PhantomData }
+    let wait = crate::dialects::dist::Wait { handle: handle.into(), optional: Default::default() }
         .build(&b, location)
         .map_err(|e| format!("'{name}' op: cannot build its wait: {e}"))?;
     block.insert_operation_after(start, wait);

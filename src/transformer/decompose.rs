@@ -103,50 +103,50 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     fn value(&self, id: &str, role: Role, ty: Type<'c>) -> R<Value<'c, 'a>> {
-        self.one(model::Value { id, effects: None, role, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::Value { id, role, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn output(&self, value: Value<'c, 'a>, id: &str, role: Option<Role>) -> R<()> {
-        self.push(model::Output { value, id, effects: None, role, _marker: Default::default() }.build(&self.b, self.loc(id)))?;
+        self.push(model::Output { value, id, optional: model::OutputOptional { role, ..Default::default() } }.build(&self.b, self.loc(id)))?;
         Ok(())
     }
 
     fn fork(&self, id: &str, input: Value<'c, 'a>, n: usize) -> R<Vec<Value<'c, 'a>>> {
         let ty = input.r#type();
-        self.all(model::Fork { input, id, effects: None, results: &vec![ty; n], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.all(model::Fork { input, id, results: &vec![ty; n], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn layer_norm(&self, id: &str, input: Value<'c, 'a>, scale: Value<'c, 'a>, bias: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::LayerNorm { input, scale, bias, id, effects: None, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::LayerNorm { input, scale, bias, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn matmul(&self, id: &str, lhs: Value<'c, 'a>, rhs: Value<'c, 'a>, ty: Type<'c>) -> R<Value<'c, 'a>> {
-        self.one(model::Matmul { lhs, rhs, id, effects: None, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::Matmul { lhs, rhs, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn batch_matmul(&self, id: &str, lhs: Value<'c, 'a>, rhs: Value<'c, 'a>, ty: Type<'c>) -> R<Value<'c, 'a>> {
-        self.one(model::BatchMatmul { lhs, rhs, id, effects: None, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::BatchMatmul { lhs, rhs, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn add(&self, id: &str, lhs: Value<'c, 'a>, rhs: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = lhs.r#type();
-        self.one(model::Add { lhs, rhs, id, effects: None, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::Add { lhs, rhs, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn softmax(&self, id: &str, input: Value<'c, 'a>, dim: u64) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::Softmax { input, id, effects: None, dim, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::Softmax { input, id, dim, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn gelu(&self, id: &str, input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::Gelu { input, id, effects: None, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::Gelu { input, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn dropout(&self, id: &str, input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::Dropout { input, id, effects: Some(effects(&["random_state"])), results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::Dropout { input, id, results: &[ty], optional: model::DropoutOptional { effects: Some(effects(&["random_state"])), ..Default::default() } }.build(&self.b, self.loc(id)))
     }
 
     fn agrad(&self, of: &str, output_grads: &[Value<'c, 'a>], input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
@@ -155,12 +155,12 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     fn agrad_named(&self, id: &str, of: &str, output_grads: &[Value<'c, 'a>], input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::ActivationGradient { output_grads, input, id, effects: None, of, results: &[ty], _marker: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(model::ActivationGradient { output_grads, input, id, of, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn wgrad(&self, of: &str, output_grad: Value<'c, 'a>, input: Value<'c, 'a>, results: &[Type<'c>]) -> R<Vec<Value<'c, 'a>>> {
         let id = format!("{of}.wgrad");
-        self.all(model::WeightGradient { output_grad, input, id: &id, effects: None, of, results, _marker: Default::default() }.build(&self.b, self.loc(&id)))
+        self.all(model::WeightGradient { output_grad, input, id: &id, of, results, optional: Default::default() }.build(&self.b, self.loc(&id)))
     }
 }
 
@@ -308,15 +308,7 @@ fn decomposed<'c, 'a>(e: &Emitter<'c, 'a>, values: &[(String, Role, Type<'c>)], 
         ("mlp.fc2.optim", w2, ty(10), d_w2),
     ] {
         let out = e.all(
-            model::OptimizerStep {
-                param,
-                grad: grad_value,
-                state: &[st],
-                id: step_id,
-                effects: Some(effects(&["parameter_update"])),
-                results: &[p_ty, state_ty],
-                _marker: Default::default(),
-            }
+            model::OptimizerStep { param, grad: grad_value, state: &[st], id: step_id, results: &[p_ty, state_ty], optional: model::OptimizerStepOptional { effects: Some(effects(&["parameter_update"])), ..Default::default() } }
             .build(&e.b, e.loc(step_id)),
         )?;
         e.output(out[0], &format!("{}.next", step_id.trim_end_matches(".optim")), Some(Role::Parameter))?;
@@ -430,7 +422,7 @@ fn serve_phase<'c, 'a>(
     let vv = e.matmul(&id("attn.v"), qkv[2], p(4), kv_width)?;
     let append_id = id("attn.kv_append");
     let new_cache = e.one(
-        model::KvAppend { cache, keys: kk, values: vv, id: &append_id, effects: Some(effects(&["mutation"])), results: &[cache_ty], _marker: Default::default() }
+        model::KvAppend { keys: kk, values: vv, id: &append_id, results: &[cache_ty], optional: model::KvAppendOptional { cache, effects: Some(effects(&["mutation"])), ..Default::default() } }
             .build(&e.b, e.loc(&append_id)),
     )?;
     // Attention reads the whole cache: every cached key and value.
@@ -447,11 +439,11 @@ fn serve_phase<'c, 'a>(
     let down = if gated {
         let half = tensor_type(&e.b, &[h, f], dt);
         let split_id = id("mlp.fc1.split");
-        let parts = e.all(model::Split { input: p(8), id: &split_id, effects: None, dim: 1, results: &[half, half], _marker: Default::default() }.build(&e.b, e.loc(&split_id)))?;
+        let parts = e.all(model::Split { input: p(8), id: &split_id, dim: 1, results: &[half, half], optional: Default::default() }.build(&e.b, e.loc(&split_id)))?;
         let gate = e.matmul(&id("mlp.gate"), n2, parts[0], ffn)?;
         let up = e.matmul(&id("mlp.up"), n2, parts[1], ffn)?;
         let swiglu_id = id("mlp.swiglu");
-        let g = e.one(model::Swiglu { lhs: gate, rhs: up, id: &swiglu_id, effects: None, results: &[ffn], _marker: Default::default() }.build(&e.b, e.loc(&swiglu_id)))?;
+        let g = e.one(model::Swiglu { lhs: gate, rhs: up, id: &swiglu_id, results: &[ffn], optional: Default::default() }.build(&e.b, e.loc(&swiglu_id)))?;
         e.matmul(&id("mlp.down"), g, p(9), act)?
     } else {
         let u = e.matmul(&id("mlp.fc1"), n2, p(8), ffn)?;

@@ -191,13 +191,13 @@ fn program<'c>(
     let whole_mesh = mesh.dp * mesh.pp * mesh.tp != mesh.tp;
     let top = Emitter::new(b, generated.body(), anchor);
 
-    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, _marker: std::marker::PhantomData }.build(&b, top.at("dist.header")))?;
+    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }.build(&b, top.at("dist.header")))?;
     let shape: Vec<i64> = [mesh.dp, mesh.pp, mesh.tp].iter().map(|v| i64::try_from(*v).unwrap_or(i64::MAX)).collect();
-    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["dp", "pp", "tp"]), shape: &shape, _marker: std::marker::PhantomData }.build(&b, top.at(MESH)))?;
+    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["dp", "pp", "tp"]), shape: &shape, optional: Default::default() }.build(&b, top.at(MESH)))?;
     for (kind, bytes, shared) in memory_facts(derivation) {
         let id = format!("mem.{}", kind.name());
         top.push(
-            dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "block", shared_by: (shared > 1).then_some(shared), slice: None, _marker: std::marker::PhantomData }
+            dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "block", optional: dist::MemoryOptional { shared_by: (shared > 1).then_some(shared), ..Default::default() } }
                 .build(&b, top.at(&id)),
         )?;
     }
@@ -205,7 +205,7 @@ fn program<'c>(
     let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
     let e = Emitter::new(b, body, anchor);
     let input = result(
-        e.push(dist::Value { id: "block.in", mesh: MESH, split_axes: activation_split, lineage: "block.in", owners: None, results: &[activation], _marker: std::marker::PhantomData }.build(&b, e.at("block.in")))?,
+        e.push(dist::Value { id: "block.in", mesh: MESH, split_axes: activation_split, lineage: "block.in", results: &[activation], optional: Default::default() }.build(&b, e.at("block.in")))?,
         0,
     );
     let width = m.heads * m.head_dim;
@@ -216,7 +216,7 @@ fn program<'c>(
             _ => b.split_axes::<&str>(&[vec![]]),
         };
         let ty = tensor_type(&b, shape, dt);
-        e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage: id, owners: None, results: &[ty], _marker: std::marker::PhantomData }.build(&b, e.at(id)))?;
+        e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage: id, results: &[ty], optional: Default::default() }.build(&b, e.at(id)))?;
     }
 
     let invocations = &derivation.invocations;
@@ -257,30 +257,14 @@ fn program<'c>(
             output = Some(out);
             if mesh.pp > 1 {
                 e.push(
-                    dist::P2P {
-                        input: out,
-                        deps: &[previous],
-                        id: "pp.send_activation",
-                        mesh: MESH,
-                        phase: ods::Phase::Forward,
-                        lineage: "block.out",
-                        message_bytes: pp_bytes,
-                        source: 0,
-                        dest: next_stage,
-                        along: None,
-                        slice: None,
-                        ops: None,
-                        read_bytes: None,
-                        write_bytes: None,
-                        _marker: std::marker::PhantomData,
-                    }
+                    dist::P2P { input: out, deps: &[previous], id: "pp.send_activation", mesh: MESH, phase: ods::Phase::Forward, lineage: "block.out", message_bytes: pp_bytes, source: 0, dest: next_stage, optional: Default::default() }
                     .build(&b, e.at("pp.send_activation")),
                 )?;
             }
         }
     }
     if let Some(out) = output {
-        e.push(dist::Output { value: out, id: "block.out", mesh: MESH, split_axes: activation_split, lineage: "block.out", _marker: std::marker::PhantomData }.build(&b, e.at("block.out")))?;
+        e.push(dist::Output { value: out, id: "block.out", mesh: MESH, split_axes: activation_split, lineage: "block.out", optional: Default::default() }.build(&b, e.at("block.out")))?;
     }
     e.push(b.func_return(&[], anchor))?;
     Ok(())
@@ -288,23 +272,7 @@ fn program<'c>(
 
 /// A facts-only pipeline transfer on the token chain.
 fn p2p<'c, 'a>(e: &Emitter<'c, 'a>, id: &str, phase: Phase, previous: melior::ir::Value<'c, 'a>, source: i64, dest: i64, bytes: u64) -> Result<melior::ir::Operation<'c>, BuildError> {
-    dist::P2P {
-        input: previous,
-        deps: &[],
-        id,
-        mesh: MESH,
-        phase: phase_case(phase),
-        lineage: "block.out",
-        message_bytes: bytes,
-        source,
-        dest,
-        along: None,
-        slice: None,
-        ops: None,
-        read_bytes: None,
-        write_bytes: None,
-        _marker: std::marker::PhantomData,
-    }
+    dist::P2P { input: previous, deps: &[], id, mesh: MESH, phase: phase_case(phase), lineage: "block.out", message_bytes: bytes, source, dest, optional: Default::default() }
     .build(&e.b, e.at(id))
 }
 
@@ -314,47 +282,10 @@ fn dp_reduction<'c, 'a>(e: &Emitter<'c, 'a>, sharded: bool, previous: melior::ir
     let id = "dp.grad_reduce";
     let axes = e.b.strings(&["dp"]);
     if sharded {
-        dist::ReduceScatter {
-            input: previous,
-            deps: &[],
-            id,
-            mesh: MESH,
-            phase: ods::Phase::WeightGradient,
-            lineage: "block",
-            message_bytes: bytes,
-            participants: Some(group),
-            mesh_axes: Some(axes),
-            slice: None,
-            ranks: None,
-            reduction: Reduction::Sum,
-            axis: None,
-            ops: None,
-            read_bytes: None,
-            write_bytes: None,
-            results: &[e.token],
-            _marker: std::marker::PhantomData,
-        }
+        dist::ReduceScatter { input: previous, deps: &[], id, mesh: MESH, phase: ods::Phase::WeightGradient, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum, results: &[e.token], optional: dist::ReduceScatterOptional { participants: Some(group), mesh_axes: Some(axes), ..Default::default() } }
         .build(&e.b, e.at(id))
     } else {
-        dist::AllReduce {
-            input: previous,
-            deps: &[],
-            id,
-            mesh: MESH,
-            phase: ods::Phase::WeightGradient,
-            lineage: "block",
-            message_bytes: bytes,
-            participants: Some(group),
-            mesh_axes: Some(axes),
-            slice: None,
-            ranks: None,
-            reduction: Reduction::Sum,
-            axis: None,
-            ops: None,
-            read_bytes: None,
-            write_bytes: None,
-            _marker: std::marker::PhantomData,
-        }
+        dist::AllReduce { input: previous, deps: &[], id, mesh: MESH, phase: ods::Phase::WeightGradient, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum, optional: dist::AllReduceOptional { participants: Some(group), mesh_axes: Some(axes), ..Default::default() } }
         .build(&e.b, e.at(id))
     }
 }

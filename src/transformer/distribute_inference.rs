@@ -131,22 +131,22 @@ fn header<'c, 'g>(
     let kv_split = m.kv_heads().min(tp);
     let dt = element(&b, w.datatype);
     let top = Emitter::new(b, generated.body(), anchor);
-    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, _marker: std::marker::PhantomData }.build(&b, top.at("dist.header")))?;
+    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }.build(&b, top.at("dist.header")))?;
     let shape: Vec<i64> = [spec.mapping.pp, kv_split, tp / kv_split].iter().map(|v| i64::try_from(*v).unwrap_or(i64::MAX)).collect();
-    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["pp", "tp_kv", "tp_rep"]), shape: &shape, _marker: std::marker::PhantomData }.build(&b, top.at(MESH)))?;
+    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["pp", "tp_kv", "tp_rep"]), shape: &shape, optional: Default::default() }.build(&b, top.at(MESH)))?;
     for (kind, bytes) in [
         (MemoryKind::Weight, prefill_memory.weights),
         (MemoryKind::ActivationWorking, prefill_memory.act_working_space),
         (MemoryKind::KvCache, kv_cache_bytes(spec, w.final_context())),
     ] {
         let id = format!("mem.{}", kind.name());
-        top.push(dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "prefill", shared_by: None, slice: None, _marker: std::marker::PhantomData }.build(&b, top.at(&id)))?;
+        top.push(dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "prefill", optional: Default::default() }.build(&b, top.at(&id)))?;
     }
     let function = top.push(b.func("decoder_block_inference_dist", &[], &[], anchor))?;
     let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
     let e = Emitter::new(b, body, anchor);
     let value = |id: &str, split: melior::ir::Attribute<'c>, lineage: &str, ty: Type<'c>| -> Result<Value<'c, 'g>, BuildError> {
-        Ok(result(e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage, owners: None, results: &[ty], _marker: std::marker::PhantomData }.build(&b, e.at(id)))?, 0))
+        Ok(result(e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage, results: &[ty], optional: Default::default() }.build(&b, e.at(id)))?, 0))
     };
     let prompt = value("prompt.in", b.split_axes::<&str>(&[vec![], vec![], vec![]]), "prompt.in", tensor_type(&b, &[w.batch, w.prompt_tokens, m.hidden], dt))?;
     let width = m.heads * m.head_dim;
@@ -202,7 +202,7 @@ fn emit_phase<'c, 'g>(
         if is_terminal {
             let id = format!("{output}.out");
             let none: [Vec<&str>; 3] = [vec![], vec![], vec![]];
-            e.push(dist::Output { value: result(op, 1), id: &id, mesh: MESH, split_axes: b.split_axes(&none), lineage: &id, _marker: std::marker::PhantomData }.build(&b, e.at(&id)))?;
+            e.push(dist::Output { value: result(op, 1), id: &id, mesh: MESH, split_axes: b.split_axes(&none), lineage: &id, optional: Default::default() }.build(&b, e.at(&id)))?;
         }
     }
     Ok(previous)

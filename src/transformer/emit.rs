@@ -128,23 +128,7 @@ pub(crate) fn emit_invocation<'c, 'a>(
     }
     let results: Vec<Type<'c>> = std::iter::once(e.token).chain(value).collect();
     e.push(
-        dist::Compute {
-            deps: &[previous],
-            id: &inv.name,
-            mesh: place.mesh,
-            phase,
-            lineage,
-            engine: engine_case(inv.engine),
-            primitive: primitive_case(inv.primitive),
-            ops: inv.ops,
-            read_bytes: inv.read_bytes,
-            write_bytes: inv.write_bytes,
-            shared_by: (inv.shared_by > 1).then_some(inv.shared_by),
-            slice: place.slice,
-            ranks: place.ranks,
-            results: &results,
-            _marker: std::marker::PhantomData,
-        }
+        dist::Compute { deps: &[previous], id: &inv.name, mesh: place.mesh, phase, lineage, engine: engine_case(inv.engine), primitive: primitive_case(inv.primitive), ops: inv.ops, read_bytes: inv.read_bytes, write_bytes: inv.write_bytes, results: &results, optional: dist::ComputeOptional { shared_by: (inv.shared_by > 1).then_some(inv.shared_by), slice: place.slice, ranks: place.ranks, ..Default::default() } }
         .build(&e.b, location),
     )
 }
@@ -163,72 +147,17 @@ struct CollectiveFields<'x, 'c, 'a> {
 
 impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
     fn all_reduce(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
-        dist::AllReduce {
-            input: self.previous,
-            deps: &[],
-            id: &self.inv.name,
-            mesh: self.place.mesh,
-            phase: self.phase,
-            lineage: self.lineage,
-            message_bytes: self.message_bytes,
-            participants: self.place.participants,
-            mesh_axes: Some(self.axes),
-            slice: self.place.slice,
-            ranks: None,
-            reduction: self.reduction.unwrap_or(Reduction::Sum),
-            axis: None,
-            ops: Some(self.inv.ops),
-            read_bytes: Some(self.inv.read_bytes),
-            write_bytes: Some(self.inv.write_bytes),
-            _marker: std::marker::PhantomData,
-        }
+        dist::AllReduce { input: self.previous, deps: &[], id: &self.inv.name, mesh: self.place.mesh, phase: self.phase, lineage: self.lineage, message_bytes: self.message_bytes, reduction: self.reduction.unwrap_or(Reduction::Sum), optional: dist::AllReduceOptional { participants: self.place.participants, mesh_axes: Some(self.axes), slice: self.place.slice, ops: Some(self.inv.ops), read_bytes: Some(self.inv.read_bytes), write_bytes: Some(self.inv.write_bytes), ..Default::default() } }
         .build(&e.b, location)
     }
 
     fn reduce_scatter(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
-        dist::ReduceScatter {
-            input: self.previous,
-            deps: &[],
-            id: &self.inv.name,
-            mesh: self.place.mesh,
-            phase: self.phase,
-            lineage: self.lineage,
-            message_bytes: self.message_bytes,
-            participants: self.place.participants,
-            mesh_axes: Some(self.axes),
-            slice: self.place.slice,
-            ranks: None,
-            reduction: self.reduction.unwrap_or(Reduction::Sum),
-            axis: None,
-            ops: Some(self.inv.ops),
-            read_bytes: Some(self.inv.read_bytes),
-            write_bytes: Some(self.inv.write_bytes),
-            results: &[e.token],
-            _marker: std::marker::PhantomData,
-        }
+        dist::ReduceScatter { input: self.previous, deps: &[], id: &self.inv.name, mesh: self.place.mesh, phase: self.phase, lineage: self.lineage, message_bytes: self.message_bytes, reduction: self.reduction.unwrap_or(Reduction::Sum), results: &[e.token], optional: dist::ReduceScatterOptional { participants: self.place.participants, mesh_axes: Some(self.axes), slice: self.place.slice, ops: Some(self.inv.ops), read_bytes: Some(self.inv.read_bytes), write_bytes: Some(self.inv.write_bytes), ..Default::default() } }
         .build(&e.b, location)
     }
 
     fn all_gather(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
-        dist::AllGather {
-            input: self.previous,
-            deps: &[],
-            id: &self.inv.name,
-            mesh: self.place.mesh,
-            phase: self.phase,
-            lineage: self.lineage,
-            message_bytes: self.message_bytes,
-            participants: self.place.participants,
-            mesh_axes: Some(self.axes),
-            slice: self.place.slice,
-            ranks: None,
-            axis: None,
-            ops: Some(self.inv.ops),
-            read_bytes: Some(self.inv.read_bytes),
-            write_bytes: Some(self.inv.write_bytes),
-            results: &[e.token],
-            _marker: std::marker::PhantomData,
-        }
+        dist::AllGather { input: self.previous, deps: &[], id: &self.inv.name, mesh: self.place.mesh, phase: self.phase, lineage: self.lineage, message_bytes: self.message_bytes, results: &[e.token], optional: dist::AllGatherOptional { participants: self.place.participants, mesh_axes: Some(self.axes), slice: self.place.slice, ops: Some(self.inv.ops), read_bytes: Some(self.inv.read_bytes), write_bytes: Some(self.inv.write_bytes), ..Default::default() } }
         .build(&e.b, location)
     }
 }

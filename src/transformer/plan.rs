@@ -102,19 +102,10 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
 fn emit_plan<'c>(generated: &Module<'c>, ops: &[OperationRef], meshes: &HashMap<String, MeshAxes>, digest: &str, anchor: melior::ir::Location<'c>) -> Result<(), BuildError> {
     let b = Builder::of(generated.as_operation());
     let top = Emitter::new(b, generated.body(), anchor);
-    top.push(plan::Header { schema_name: "blueprint.plan", schema_version: "1.0", source_digest: digest, _marker: std::marker::PhantomData }.build(&b, anchor))?;
+    top.push(plan::Header { schema_name: "blueprint.plan", schema_version: "1.0", source_digest: digest, optional: Default::default() }.build(&b, anchor))?;
     let buffer = |name: &str, size: u64, contents: MemoryKind, lineage: &str, shared_by: Option<u64>, at| {
         top.push(
-            plan::Buffer {
-                sym_name: name,
-                size,
-                alignment: BUFFER_ALIGNMENT,
-                memory_space: MemorySpace::Local,
-                contents,
-                lineage,
-                shared_by,
-                _marker: std::marker::PhantomData,
-            }
+            plan::Buffer { sym_name: name, size, alignment: BUFFER_ALIGNMENT, memory_space: MemorySpace::Local, contents, lineage, optional: plan::BufferOptional { shared_by, ..Default::default() } }
             .build(&b, b.named_location(name, at)),
         )
     };
@@ -137,7 +128,7 @@ fn emit_plan<'c>(generated: &Module<'c>, ops: &[OperationRef], meshes: &HashMap<
         }
     }
     for kind in [ObjectiveKind::Latency, ObjectiveKind::PeakMemory] {
-        top.push(plan::Objective { kind, _marker: std::marker::PhantomData }.build(&b, anchor))?;
+        top.push(plan::Objective { kind, optional: Default::default() }.build(&b, anchor))?;
     }
     let function = top.push(b.func("decoder_block_plan", &[], &[], anchor))?;
     let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
@@ -158,24 +149,7 @@ fn emit_plan<'c>(generated: &Module<'c>, ops: &[OperationRef], meshes: &HashMap<
             let id = str_attr(op, "id").unwrap_or_default();
             result(
                 e.push(
-                    plan::ComputeTask {
-                        deps: &deps,
-                        id,
-                        lineage: id,
-                        phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward),
-                        ops: facts.ops,
-                        read_bytes: facts.read,
-                        write_bytes: facts.write,
-                        compute_demand: facts.ops,
-                        memory_demand: facts.read.saturating_add(facts.write),
-                        network_demand: 0,
-                        ranks: ranks.max(1),
-                        group: ConcurrencyGroup::Compute,
-                        capability,
-                        shared_by: int_attr(op, "shared_by").and_then(|v| u64::try_from(v).ok()),
-                        results: &[plan_token],
-                        _marker: std::marker::PhantomData,
-                    }
+                    plan::ComputeTask { deps: &deps, id, lineage: id, phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward), ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: facts.ops, memory_demand: facts.read.saturating_add(facts.write), network_demand: 0, ranks: ranks.max(1), group: ConcurrencyGroup::Compute, capability, results: &[plan_token], optional: plan::ComputeTaskOptional { shared_by: int_attr(op, "shared_by").and_then(|v| u64::try_from(v).ok()), ..Default::default() } }
                     .build(&b, b.named_location(id, op.location())),
                 )?,
                 0,
@@ -195,25 +169,7 @@ fn emit_plan<'c>(generated: &Module<'c>, ops: &[OperationRef], meshes: &HashMap<
             let along = str_attr(op, "along").map(|a| b.strings(&[a]));
             result(
                 e.push(
-                    plan::CollectiveTask {
-                        deps: &deps,
-                        id,
-                        lineage: id,
-                        phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward),
-                        ops: facts.ops,
-                        read_bytes: facts.read,
-                        write_bytes: facts.write,
-                        compute_demand: 0,
-                        memory_demand: 0,
-                        network_demand: message,
-                        ranks: ranks.max(1),
-                        group: ConcurrencyGroup::Network,
-                        capability,
-                        message_bytes: message,
-                        mesh_axes: axes.or(along),
-                        results: &[plan_token],
-                        _marker: std::marker::PhantomData,
-                    }
+                    plan::CollectiveTask { deps: &deps, id, lineage: id, phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward), ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: 0, memory_demand: 0, network_demand: message, ranks: ranks.max(1), group: ConcurrencyGroup::Network, capability, message_bytes: message, results: &[plan_token], optional: plan::CollectiveTaskOptional { mesh_axes: axes.or(along), ..Default::default() } }
                     .build(&b, b.named_location(id, op.location())),
                 )?,
                 0,
