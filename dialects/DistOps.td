@@ -181,17 +181,22 @@ def Dist_MemoryOp : Dist_MeshUserOp<"memory"> {
     over a group (the distributed optimizer's gradients and state over DP)
     gives the group's total in `bytes` and the group size in `shared_by`:
     each rank holds `bytes / shared_by`, which need not be a whole number.
+    In a whole training step, the facts of one stage name the `stage` (and
+    its `slice`), and the facts of one block (every block is alike) name
+    the `block`.
 
     ```mlir
     dist.memory "mem.weight" on @tp weight = 113295360 {lineage = "block"}
-    dist.memory "mem.optimizer_state" on @world slice [-1, 0, -1] optimizer_state = 679477248 shared_by = 12 {lineage = "block"}
+    dist.memory "s0.mem.optimizer_state" on @world slice [-1, 0, -1] stage 0 optimizer_state = 679477248 shared_by = 12 {lineage = "block"}
     ```
   }];
   let arguments = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh, Blueprint_MemoryKind:$kind,
                        Blueprint_Count:$bytes, StrAttr:$lineage,
                        OptionalAttr<Blueprint_PositiveCount>:$shared_by,
-                       OptionalAttr<DenseI64ArrayAttr>:$slice);
-  let assemblyFormat = "$id `on` $mesh (`slice` $slice^)? $kind `=` $bytes (`shared_by` `=` $shared_by^)? attr-dict";
+                       OptionalAttr<DenseI64ArrayAttr>:$slice,
+                       OptionalAttr<Blueprint_Count>:$stage,
+                       OptionalAttr<Blueprint_Count>:$block);
+  let assemblyFormat = "$id `on` $mesh (`slice` $slice^)? (`stage` $stage^)? (`block` $block^)? $kind `=` $bytes (`shared_by` `=` $shared_by^)? attr-dict";
 }
 
 //===----------------------------------------------------------------------===//
@@ -230,8 +235,7 @@ def Dist_ChunkOp : Dist_Op<"chunk", [Symbol]> {
     once: the `template` region holds one block's tasks for one microbatch
     (forward, then recompute, re-communication and backward) and its
     once-per-step tasks (`phase = optimizer`: the data-parallel gradient
-    reduction and the optimizer step), plus the block's `dist.memory`
-    facts; the `boundary` region holds the chunk's cross-stage transfers of
+    reduction and the optimizer step); the `boundary` region holds the chunk's cross-stage transfers of
     one microbatch (`dist.p2p` along the pipeline axis: the activation
     forward, the activation gradient backward). Both regions take the
     previous task's token and yield their last.

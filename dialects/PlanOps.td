@@ -129,8 +129,8 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol]> {
     contents say what it holds. `lineage` names the distributed value or
     memory fact it comes from. A buffer sharded over a group states the
     group's total `size` and the group size `shared_by`. A buffer of one
-    pipeline stage names it (`stage = s`); buffers inside a `plan.chunk`
-    template are one block's.
+    pipeline stage names it (`stage = s`), a buffer of one block the block
+    (`block 0`).
 
     ```mlir
     plan.buffer @kv_cache kv_cache size = 8388608 align = 64 in local {lineage = "kv"}
@@ -140,9 +140,9 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol]> {
                        ConfinedAttr<I64Attr, [IntPositivePowerOf2]>:$alignment,
                        Blueprint_MemorySpace:$memory_space, Blueprint_MemoryKind:$contents,
                        StrAttr:$lineage, OptionalAttr<Blueprint_PositiveCount>:$shared_by,
-                       OptionalAttr<Blueprint_Count>:$stage);
+                       OptionalAttr<Blueprint_Count>:$stage, OptionalAttr<Blueprint_Count>:$block);
   let assemblyFormat = !strconcat("$sym_name $contents `size` `=` $size `align` `=` $alignment `in` $memory_space",
-      " (`shared_by` `=` $shared_by^)? (`stage` `=` $stage^)? attr-dict");
+      " (`shared_by` `=` $shared_by^)? (`stage` `=` $stage^)? (`block` $block^)? attr-dict");
 }
 
 def Plan_PipelineOp : Plan_Op<"pipeline", [Symbol]> {

@@ -22,8 +22,9 @@ use melior::{
 use crate::{
     ir::{attr_string_list, collect_ops, i64_array_attr, name_of, str_attr},
     ods::OpKind,
-    summary::{layer_work, TaskClass, TaskWork},
-    summary::LayerWork,
+    lineage::base_id,
+    mesh::Meshes,
+    summary::{layer_work, LayerWork, TaskClass, TaskWork},
     transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
     verify::Checker,
     workload::{derive_training_block, BlockFacts, InferenceSpec, Phase, TrainingSpec},
@@ -45,31 +46,76 @@ macro_rules! check_pass {
 mod mesh_strategy {
     use super::*;
     check_pass!("CheckMeshStrategy", "check-mesh-strategy",
-        "Check that the mesh and tensor-parallel groups agree with the bound strategy", check);
+        "Check that the mesh, the pipeline and the tensor- and data-parallel groups agree with the bound strategy", check);
 
     fn check(checker: &mut Checker, module: OperationRef) {
         let Some(bound) = bound_strategy(checker, module) else { return };
-        let (world, tp, formula) = match &bound {
-            Bound::Training(spec) => (spec.mapping.dp * spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, "dp x pp x tp"),
-            Bound::Inference(spec) => (spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, "pp x tp"),
+        let (world, tp, dp, formula) = match &bound {
+            Bound::Training(spec) => (spec.mapping.dp * spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, spec.mapping.dp, "dp x pp x tp"),
+            Bound::Inference(spec) => (spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, 1, "pp x tp"),
         };
-        for op in collect_ops(module) {
-            let name = name_of(op);
-            if OpKind::of(op) == Some(OpKind::DistMesh) {
-                let ranks: i64 = i64_array_attr(op, "shape").unwrap_or_default().iter().product();
-                if u64::try_from(ranks).ok() != Some(world) {
-                    checker.error(op, format!("has {ranks} ranks, but the strategy needs {formula} = {world}"));
+        let ops = collect_ops(module);
+        let meshes = Meshes::of(&ops);
+        for op in ops {
+            match OpKind::of(op) {
+                Some(OpKind::DistMesh) => {
+                    let ranks: i64 = i64_array_attr(op, "shape").unwrap_or_default().iter().product();
+                    if u64::try_from(ranks).ok() != Some(world) {
+                        checker.error(op, format!("has {ranks} ranks, but the strategy needs {formula} = {world}"));
+                    }
+                    continue;
                 }
-            } else if attr_string_list(op, "mesh_axes").is_some_and(|a| a == ["tp"] || a == ["tp_kv", "tp_rep"]) {
-                // Dist collectives list their participants; plan tasks count ranks.
-                let n = i64_array_attr(op, "participants")
-                    .map(|p| p.len() as i64)
-                    .or_else(|| crate::ir::int_attr(op, "ranks"))
-                    .unwrap_or(0);
-                if u64::try_from(n).ok() != Some(tp) {
-                    checker.error(op, format!("is a tensor-parallel collective over {n} ranks, but the strategy has tp = {tp}"));
+                Some(kind @ (OpKind::DistPipeline | OpKind::PlanPipeline)) => {
+                    if let Bound::Training(spec) = &bound {
+                        check_pipeline(checker, op, kind, spec);
+                    }
+                    continue;
                 }
+                _ => {}
             }
+            let Some(axes) = attr_string_list(op, "mesh_axes") else { continue };
+            let (want, what) = match axes.as_slice() {
+                [a] if a == "tp" => (tp, "tp"),
+                [a, b] if a == "tp_kv" && b == "tp_rep" => (tp, "tp"),
+                [a] if a == "dp" => (dp, "dp"),
+                _ => continue,
+            };
+            // Dist collectives list their participants or span mesh axes;
+            // plan tasks count ranks.
+            let n = i64_array_attr(op, "participants")
+                .map(|p| p.len() as u64)
+                .or_else(|| crate::ir::int_attr(op, "ranks").and_then(|r| u64::try_from(r).ok()))
+                .or_else(|| meshes.of_op(op).and_then(|m| m.group_size(&axes)))
+                .unwrap_or(0);
+            if n != want {
+                let kind = if what == "tp" { "tensor" } else { "data" };
+                checker.error(op, format!("is a {kind}-parallel collective over {n} ranks, but the strategy has {what} = {want}"));
+            }
+        }
+    }
+
+    /// The pipeline has the strategy's stages, chunks, microbatches, blocks
+    /// and schedule.
+    fn check_pipeline(checker: &mut Checker, op: OperationRef, kind: OpKind, spec: &TrainingSpec) {
+        let schedule = crate::schedule::Schedule::of(spec);
+        let want = [
+            ("stages", schedule.stages, "pp"),
+            ("chunks", schedule.chunks, "pipeline_interleaving"),
+            ("microbatches", schedule.microbatches, "batch / (microbatch x dp)"),
+            ("blocks", spec.model.blocks, "blocks"),
+        ];
+        for (attribute, value, source) in want {
+            let found = crate::ir::int_attr(op, attribute).and_then(|v| u64::try_from(v).ok());
+            if found != Some(value) {
+                let found = found.map_or_else(|| "none".to_string(), |f| f.to_string());
+                checker.error(op, format!("'{}' has {attribute} = {found}, but the strategy has {source} = {value}", kind.name()));
+            }
+        }
+        let named = crate::ir::enum_attr::<crate::ods::PipelineSchedule>(op, "schedule");
+        let expected = crate::transformer::distribute::schedule_case(schedule.kind);
+        if named != Some(expected) {
+            let found = named.map_or("(none)", crate::ods::PipelineSchedule::name);
+            checker.error(op, format!("'{}' runs schedule '{found}', but the strategy's is '{}'", kind.name(), expected.name()));
         }
     }
 }
@@ -193,6 +239,8 @@ mod conservation {
                         let want = (source.ops, source.read_bytes, source.write_bytes, source.message_bytes, source.phase.as_str());
                         if got != want {
                             checker.error(*op, format!("facts disagree with its source dist task '{lineage}': (ops, read, write, message bytes, phase) = {got:?}, source {want:?}"));
+                        } else if planned.runs != source.runs {
+                            checker.error(*op, format!("runs {} times in the step, but its source dist task '{lineage}' runs {} times", planned.runs, source.runs));
                         }
                     }
                 }
@@ -201,13 +249,16 @@ mod conservation {
                 checker.error(module, format!("the plan has {} tasks but the dist program has {}", plan.tasks.len(), dist.tasks.len()));
             }
             compare_phases(checker, module, "dist", &dist, "plan", &plan);
-            for (kind, fact) in &dist.memory {
-                let planned = plan.memory.get(kind).copied().unwrap_or_default();
-                if planned != *fact {
-                    checker.error(module, format!(
-                        "{kind} memory is {} bytes over {} ranks in the plan but {} over {} in the dist program (not conserved)",
-                        planned.bytes, planned.shared_by, fact.bytes, fact.shared_by
-                    ));
+            let stages = dist.stage_memory.iter().map(|(s, m)| (format!("stage {s} "), m, plan.stage_memory.get(s)));
+            for (scope, facts, planned_facts) in std::iter::once((String::new(), &dist.memory, Some(&plan.memory))).chain(stages) {
+                for (kind, fact) in facts {
+                    let planned = planned_facts.and_then(|p| p.get(kind)).copied().unwrap_or_default();
+                    if planned != *fact {
+                        checker.error(module, format!(
+                            "{scope}{kind} memory is {} bytes over {} ranks in the plan but {} over {} in the dist program (not conserved)",
+                            planned.bytes, planned.shared_by, fact.bytes, fact.shared_by
+                        ));
+                    }
                 }
             }
             if !dist.is_inference() {
@@ -216,8 +267,10 @@ mod conservation {
         }
     }
 
-    /// Each expected task (by id) exists among `found` with the same facts,
-    /// and every compute or tensor-parallel task found is expected.
+    /// Each expected task (by id) has dist tasks (by their base id: the id
+    /// without chunk prefix or instance suffix) with the same facts per run,
+    /// running as often in total; every compute or tensor-parallel task
+    /// found is expected.
     fn compare_tasks<'c, 'a>(
         checker: &mut Checker,
         expected: &[TaskWork],
@@ -226,26 +279,36 @@ mod conservation {
         at: &dyn Fn(&str) -> OperationRef<'c, 'a>,
         module: OperationRef<'c, 'a>,
     ) {
-        let by_id: HashMap<&str, &TaskWork> = found.iter().map(|t| (t.id.as_str(), t)).collect();
+        let mut by_base: HashMap<&str, Vec<&TaskWork>> = HashMap::new();
+        for task in found {
+            by_base.entry(base_id(&task.id)).or_default().push(task);
+        }
         for want in expected {
             let w = (want.ops, want.read_bytes, want.write_bytes, want.message_bytes);
-            // (The model names transfers by the same ids as distribution.)
-            match by_id.get(want.id.as_str()) {
-                None => checker.error(module, format!("the {source}'s invocation '{}' has no dist task", want.id)),
-                Some(task) => {
-                    let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
-                    if got != w || task.phase != want.phase {
-                        checker.error(at(&task.id), format!(
-                            "does not conserve the {source}'s work for '{}': (ops, read, write, message bytes, phase) = {got:?} {}, derived {w:?} {}",
-                            want.id, task.phase, want.phase
-                        ));
-                    }
+            let Some(tasks) = by_base.get(want.id.as_str()) else {
+                checker.error(module, format!("the {source}'s invocation '{}' has no dist task", want.id));
+                continue;
+            };
+            for task in tasks {
+                let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
+                if got != w || task.phase != want.phase {
+                    checker.error(at(&task.id), format!(
+                        "does not conserve the {source}'s work for '{}': (ops, read, write, message bytes, phase) = {got:?} {}, derived {w:?} {}",
+                        want.id, task.phase, want.phase
+                    ));
                 }
+            }
+            let runs: u64 = tasks.iter().map(|t| t.runs).fold(0, u64::saturating_add);
+            if runs != want.runs {
+                checker.error(at(&tasks[0].id), format!(
+                    "'{}' runs {runs} times in the step, but the {source} runs it {} times (every block, every microbatch)",
+                    want.id, want.runs
+                ));
             }
         }
         let known: std::collections::HashSet<&str> = expected.iter().map(|t| t.id.as_str()).collect();
         for task in found {
-            if matches!(task.class, TaskClass::Compute | TaskClass::TensorParallel) && !known.contains(task.id.as_str()) {
+            if matches!(task.class, TaskClass::Compute | TaskClass::TensorParallel) && !known.contains(base_id(&task.id)) {
                 checker.error(at(&task.id), "is not an invocation of the model's derivation (unattributable work)");
             }
         }
@@ -257,7 +320,7 @@ mod conservation {
             left.tasks.iter().chain(&right.tasks).map(|t| t.phase.as_str()).collect();
         for phase in phases {
             let (l, r) = (left.phase(phase), right.phase(phase));
-            let (l, r) = ((l.ops, l.read_bytes, l.write_bytes, l.message_bytes), (r.ops, r.read_bytes, r.write_bytes, r.message_bytes));
+            let (l, r) = (l.facts(), r.facts());
             if l != r {
                 checker.error(module, format!("phase '{phase}' totals (ops, read, write, message bytes) are {r:?} in the {b} layer but {l:?} in the {a} layer (not conserved)"));
             }
@@ -283,6 +346,7 @@ mod recompute {
         let dist = layer_work(module, "dist");
         let expected: Vec<&str> = derivation.phase(Phase::Recompute).map(|i| i.name.as_str()).collect();
         let found: Vec<&TaskWork> = dist.tasks.iter().filter(|t| t.phase == "recompute").collect();
+        // (Chunks repeat the block template: ids compare by base id.)
         let ids: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
         let dist_ops: HashMap<&str, OperationRef> = collect_ops(module)
             .into_iter()
@@ -291,7 +355,7 @@ mod recompute {
             .collect();
         let at = |id: &str| dist_ops.get(id).copied().unwrap_or(module);
         for task in &found {
-            if !expected.contains(&task.id.as_str()) {
+            if !expected.contains(&base_id(&task.id)) {
                 checker.error(at(&task.id), format!("is a recompute task, but the '{:?}' recompute policy does not clone it", spec.mapping.recompute));
                 continue;
             }
@@ -306,7 +370,7 @@ mod recompute {
             }
         }
         for id in expected {
-            if !found.iter().any(|t| t.id == id) {
+            if !found.iter().any(|t| base_id(&t.id) == id) {
                 checker.error(module, format!("the '{:?}' recompute policy clones '{id}', but the dist program has no such recompute task", spec.mapping.recompute));
             }
         }

@@ -56,6 +56,8 @@ pub fn create_context() -> Context {
     for handle in blueprint_dialect_handles() {
         handle.load_dialect(&context);
     }
+    // Blueprint's passes and imports build functions.
+    context.get_or_load_dialect("func");
     context
 }
 

@@ -2,10 +2,11 @@
 //! workload into a target-neutral distributed plan (`model` -> `dist` ->
 //! `plan`) and then into runtime calls.
 //!
-//! The dialects are defined in ODS (`dialects/*.td`); `build.rs` turns them
-//! into IRDL that [`context::create_context`] loads into every context, so
-//! they are real registered dialects. What IRDL cannot say is checked by the
-//! Rust verifiers in [`verify`], which run after parsing and after every pass.
+//! The dialects are defined in ODS (`dialects/*.td`); `build.rs` runs
+//! `mlir-tblgen` and compiles them into C++ dialects registered through the
+//! C API in [`context::create_context`], with their custom syntax, traits and
+//! typed builders ([`dialects`]). What ODS cannot say is checked by the Rust
+//! verifiers in [`verify`], which run after parsing and after every pass.
 
 pub mod checks;
 pub mod context;
@@ -15,8 +16,10 @@ pub mod digest;
 pub mod error;
 pub mod execution;
 pub mod ir;
+pub mod lineage;
 pub mod abi;
 pub mod lowering;
+pub mod mesh;
 pub mod ods;
 pub mod opt;
 pub mod parse;

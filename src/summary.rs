@@ -3,15 +3,16 @@
 //! Calculon oracle's field names. The checks and `--export-work-summary`
 //! use the same reading, so a layer's totals are computed one way only.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
-use melior::ir::{operation::OperationLike, OperationRef};
+use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike};
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::{
-    ir::{attr_string_list, collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr},
+    ir::{attr_string_list, collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr, symbol_attr},
     ods::{self, OpKind},
+    schedule::ProcessorMemory,
     workload::BlockFacts,
 };
 
@@ -39,6 +40,18 @@ pub enum TaskClass {
     DataParallel,
 }
 
+/// Where a task sits in a whole-step program, which says how often it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    /// A task of its own: it runs once (a flat or unrolled program).
+    Flat,
+    /// In a chunk's block template: once per block of the chunk and per
+    /// microbatch (per block for the once-per-step optimizer phase).
+    Template { stage: u64, chunk: u64 },
+    /// In a chunk's boundary: once per microbatch.
+    Boundary { stage: u64, chunk: u64 },
+}
+
 /// One task as the summaries see it, from either layer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskWork {
@@ -55,9 +68,15 @@ pub struct TaskWork {
     pub message_bytes: u64,
     /// Ranks that split the task's work evenly (1 when unshared).
     pub shared_by: u64,
+    pub site: Site,
+    /// How many times the task runs in the step (on each rank of its slice).
+    pub runs: u64,
+    /// Whether the task is part of the representative block (block 0,
+    /// microbatch 0): the block facts are read from these.
+    pub representative: bool,
 }
 
-/// Totals over a set of tasks.
+/// Totals over a set of tasks, each counted as often as it runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {
     pub tasks: u64,
@@ -69,12 +88,29 @@ pub struct Totals {
 
 impl Totals {
     fn add(&mut self, task: &TaskWork) {
-        self.tasks += 1;
-        self.ops = self.ops.saturating_add(task.ops);
-        self.read_bytes = self.read_bytes.saturating_add(task.read_bytes);
-        self.write_bytes = self.write_bytes.saturating_add(task.write_bytes);
-        self.message_bytes = self.message_bytes.saturating_add(task.message_bytes);
+        let runs = task.runs;
+        self.tasks = self.tasks.saturating_add(runs);
+        self.ops = self.ops.saturating_add(task.ops.saturating_mul(runs));
+        self.read_bytes = self.read_bytes.saturating_add(task.read_bytes.saturating_mul(runs));
+        self.write_bytes = self.write_bytes.saturating_add(task.write_bytes.saturating_mul(runs));
+        self.message_bytes = self.message_bytes.saturating_add(task.message_bytes.saturating_mul(runs));
     }
+
+    /// (ops, read, write, message bytes).
+    #[must_use]
+    pub fn facts(&self) -> (u64, u64, u64, u64) {
+        (self.ops, self.read_bytes, self.write_bytes, self.message_bytes)
+    }
+}
+
+/// The pipeline of a whole step, as `dist.pipeline` / `plan.pipeline` state it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepShape {
+    pub schedule: String,
+    pub stages: u64,
+    pub chunks: u64,
+    pub microbatches: u64,
+    pub blocks: u64,
 }
 
 /// The exported summary.
@@ -82,11 +118,23 @@ impl Totals {
 pub struct WorkSummary {
     /// `plan`, `dist` or `model`.
     pub layer: String,
+    /// The whole step's pipeline, when the program is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<StepShape>,
+    /// Per-phase totals over the step: every task as often as it runs, on
+    /// one rank of its slice.
     pub phases: BTreeMap<String, Totals>,
     pub engines: BTreeMap<String, Totals>,
     /// Training block facts (Calculon's field names).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub block: Option<BlockFacts>,
+    /// Memory per processor under Calculon's convention (stage 0, its
+    /// in-flight factor), from the block facts and the bound strategy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_processor: Option<ProcessorMemory>,
+    /// Memory of each stage's processors, from the program's stage facts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<ProcessorMemory>,
     /// Inference facts: the prefill under Calculon's names, matmul FLOPs
     /// per phase, KV-cache capacity.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,11 +183,17 @@ impl MemoryFact {
     }
 }
 
+/// Memory facts by kind (`weight`, `optimizer_state`, ...).
+pub type MemoryFacts = BTreeMap<String, MemoryFact>;
+
 /// The tasks and memory facts of one layer of `module`.
 pub struct LayerWork {
     pub tasks: Vec<TaskWork>,
-    /// Memory per kind (`weight`, `optimizer_state`, ...).
-    pub memory: BTreeMap<String, MemoryFact>,
+    /// Memory of one block (or of the whole program when it names no block).
+    pub memory: MemoryFacts,
+    /// Memory of each pipeline stage's processors.
+    pub stage_memory: BTreeMap<u64, MemoryFacts>,
+    pub step: Option<StepShape>,
 }
 
 fn count(op: OperationRef, name: &str) -> u64 {
@@ -158,36 +212,92 @@ fn class_of(op: OperationRef, kind: &str) -> TaskClass {
     }
 }
 
+/// The chunk op directly holding `op`, and whether in its template region.
+fn enclosing_chunk<'c, 'a>(op: OperationRef<'c, 'a>) -> Option<(OperationRef<'c, 'a>, bool)> {
+    let parent = op.parent_operation()?;
+    if !matches!(OpKind::of(parent), Some(OpKind::DistChunk | OpKind::PlanChunk)) {
+        return None;
+    }
+    let region = op.block()?.parent_region()?;
+    let template = parent.region(0).ok().is_some_and(|r| r.to_raw().ptr == region.to_raw().ptr);
+    Some((parent, template))
+}
+
+/// Where `op` sits and how often it runs in a step of `microbatches`.
+fn site_and_runs(op: OperationRef, phase: &str, microbatches: &HashMap<String, u64>) -> (Site, u64, bool) {
+    match enclosing_chunk(op) {
+        Some((chunk, template)) => {
+            let (stage, index) = (count(chunk, "stage"), count(chunk, "chunk"));
+            let m = symbol_attr(chunk, "pipeline").and_then(|p| microbatches.get(p)).copied().unwrap_or(1);
+            if template {
+                let blocks = count(chunk, "blocks");
+                let runs = if phase == "optimizer" { blocks } else { blocks.saturating_mul(m) };
+                (Site::Template { stage, chunk: index }, runs, stage == 0 && index == 0)
+            } else {
+                (Site::Boundary { stage, chunk: index }, m, false)
+            }
+        }
+        None => {
+            // An instance of an unrolled step is representative when it is
+            // of block 0 and microbatch 0 (or of no microbatch).
+            let first = |name: &str| int_attr(op, name).is_none_or(|v| v == 0);
+            (Site::Flat, 1, first("block") && first("microbatch"))
+        }
+    }
+}
+
 /// Reads the tasks of the `dialect` layer (`dist` or `plan`) of `module`.
 #[must_use]
 pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
+    let ops = collect_ops(module);
+    let mut microbatches = HashMap::new();
+    let mut step = None;
+    for op in &ops {
+        if matches!(OpKind::of(*op), Some(k @ (OpKind::DistPipeline | OpKind::PlanPipeline)) if k.dialect() == dialect) {
+            let m = count(*op, "microbatches");
+            microbatches.insert(str_attr(*op, "sym_name").unwrap_or_default().to_string(), m);
+            step = Some(StepShape {
+                schedule: enum_attr::<ods::PipelineSchedule>(*op, "schedule").map_or("", ods::PipelineSchedule::name).to_string(),
+                stages: count(*op, "stages"),
+                chunks: count(*op, "chunks"),
+                microbatches: m,
+                blocks: count(*op, "blocks"),
+            });
+        }
+    }
     let mut tasks = Vec::new();
-    let mut memory = BTreeMap::new();
-    for op in collect_ops(module) {
+    let mut memory = MemoryFacts::new();
+    let mut stage_memory: BTreeMap<u64, MemoryFacts> = BTreeMap::new();
+    for op in ops {
         let Some(kind) = OpKind::of(op) else { continue };
         if kind.dialect() != dialect {
             continue;
         }
         let id = str_attr(op, "id").unwrap_or_default().to_string();
         let phase = enum_attr::<ods::Phase>(op, "phase").map_or("", ods::Phase::name).to_string();
-        let task = |engine: &str, class: TaskClass| TaskWork {
-            id: id.clone(),
-            phase: phase.clone(),
-            engine: engine.to_string(),
-            class,
-            primitive: enum_attr::<ods::Primitive>(op, "primitive").map(|p| p.name().to_string()),
-            ops: count(op, "ops"),
-            read_bytes: count(op, "read_bytes"),
-            write_bytes: count(op, "write_bytes"),
-            message_bytes: count(op, "message_bytes"),
-            shared_by: count(op, "shared_by").max(1),
+        let task = |engine: &str, class: TaskClass| {
+            let (site, runs, representative) = site_and_runs(op, &phase, &microbatches);
+            TaskWork {
+                id: id.clone(),
+                phase: phase.clone(),
+                engine: engine.to_string(),
+                class,
+                primitive: enum_attr::<ods::Primitive>(op, "primitive").map(|p| p.name().to_string()),
+                ops: count(op, "ops"),
+                read_bytes: count(op, "read_bytes"),
+                write_bytes: count(op, "write_bytes"),
+                message_bytes: count(op, "message_bytes"),
+                shared_by: count(op, "shared_by").max(1),
+                site,
+                runs,
+                representative,
+            }
         };
         match kind {
             OpKind::DistCompute => tasks.push(task(enum_attr::<ods::Engine>(op, "engine").map_or("", ods::Engine::name), TaskClass::Compute)),
             k if k.is_communication() => {
                 let capability = crate::transformer::plan::communication_capability(k).name();
-                let class = if capability == "point_to_point" { TaskClass::Pipeline } else { class_of(op, capability) };
-                tasks.push(task(capability, class));
+                tasks.push(task(capability, class_of(op, capability)));
             }
             OpKind::PlanComputeTask => {
                 tasks.push(task(enum_attr::<ods::ComputeCapability>(op, "capability").map_or("", ods::ComputeCapability::name), TaskClass::Compute));
@@ -199,18 +309,24 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
             OpKind::DistMemory | OpKind::PlanBuffer => {
                 let (kind_attr, size) = if kind == OpKind::DistMemory { ("kind", "bytes") } else { ("contents", "size") };
                 let memory_kind = enum_attr::<ods::MemoryKind>(op, kind_attr).map_or("", ods::MemoryKind::name).to_string();
-                let entry = memory.entry(memory_kind).or_insert(MemoryFact { bytes: 0, shared_by: 1 });
+                let facts = match (int_attr(op, "stage").and_then(|s| u64::try_from(s).ok()), int_attr(op, "block")) {
+                    (_, Some(0)) => &mut memory,
+                    (_, Some(_)) => continue,
+                    (Some(stage), None) => stage_memory.entry(stage).or_default(),
+                    (None, None) => &mut memory,
+                };
+                let entry = facts.entry(memory_kind).or_insert(MemoryFact { bytes: 0, shared_by: 1 });
                 entry.bytes = entry.bytes.saturating_add(count(op, size));
                 entry.shared_by = count(op, "shared_by").max(1);
             }
             _ => {}
         }
     }
-    LayerWork { tasks, memory }
+    LayerWork { tasks, memory, stage_memory, step }
 }
 
 impl LayerWork {
-    /// Totals of the tasks of one phase.
+    /// Totals of the tasks of one phase over the step.
     #[must_use]
     pub fn phase(&self, phase: &str) -> Totals {
         let mut totals = Totals::default();
@@ -220,12 +336,29 @@ impl LayerWork {
         totals
     }
 
+    /// The tasks of the representative block, each once.
+    fn representative(&self) -> impl Iterator<Item = &TaskWork> {
+        self.tasks.iter().filter(|t| t.representative)
+    }
+
+    /// Totals of one phase of the representative block.
+    fn block_phase(&self, phase: &str) -> Totals {
+        let mut totals = Totals::default();
+        for task in self.representative().filter(|t| t.phase == phase) {
+            totals.add(&TaskWork { runs: 1, ..task.clone() });
+        }
+        totals
+    }
+
+    /// The block's message bytes of one class (and phase): summed over the
+    /// representative block's TP collectives; for a transfer between
+    /// stages or a data-parallel reduction, the largest single message.
     fn message(&self, phase: Option<&str>, class: TaskClass) -> u64 {
-        self.tasks
-            .iter()
-            .filter(|t| t.class == class && phase.is_none_or(|p| t.phase == p))
-            .map(|t| t.message_bytes)
-            .sum()
+        let matching = |t: &&TaskWork| t.class == class && phase.is_none_or(|p| t.phase == p);
+        match class {
+            TaskClass::Pipeline | TaskClass::DataParallel => self.tasks.iter().filter(matching).map(|t| t.message_bytes).max().unwrap_or(0),
+            _ => self.representative().filter(matching).map(|t| t.message_bytes).sum(),
+        }
     }
 
     /// Whether these are the tasks of a served (inference) block.
@@ -237,10 +370,10 @@ impl LayerWork {
     /// Inference facts of these tasks and memory facts.
     #[must_use]
     pub fn inference_summary(&self) -> InferenceSummary {
-        let prefill = self.phase("prefill");
+        let prefill = self.block_phase("prefill");
         let memory = |k: &str| self.memory.get(k).map_or(0, |m| m.bytes);
         let mut matmul_flops: BTreeMap<String, MatmulFlops> = BTreeMap::new();
-        for task in &self.tasks {
+        for task in self.representative() {
             let Some(primitive) = task.primitive.as_deref() else { continue };
             let entry = matmul_flops.entry(task.phase.clone()).or_default();
             match primitive {
@@ -266,14 +399,14 @@ impl LayerWork {
     /// The block facts these tasks and memory facts state.
     #[must_use]
     pub fn block_facts(&self) -> BlockFacts {
-        let flops = |p: &str| self.phase(p).ops;
+        let flops = |p: &str| self.block_phase(p).ops;
         let bytes = |p: &str| {
-            let t = self.phase(p);
+            let t = self.block_phase(p);
             t.read_bytes + t.write_bytes
         };
         // One rank's share of work a group splits (the sharded optimizer).
         let per_rank = |p: &str, value: fn(&TaskWork) -> u64| -> f64 {
-            self.tasks.iter().filter(|t| t.phase == p).map(|t| crate::workload::share(value(t), t.shared_by)).sum()
+            self.representative().filter(|t| t.phase == p).map(|t| crate::workload::share(value(t), t.shared_by)).sum()
         };
         let memory = |k: &str| self.memory.get(k).map_or(0, |m| m.bytes);
         let memory_per_rank = |k: &str| self.memory.get(k).map_or(0.0, |m| m.per_rank());
@@ -302,35 +435,70 @@ impl LayerWork {
             block_optimizer_space: memory_per_rank("optimizer_state"),
         }
     }
+
+    /// The memory of each stage's processors, composed from its facts the
+    /// way Calculon composes a processor's memory.
+    #[must_use]
+    pub fn stages(&self) -> Vec<ProcessorMemory> {
+        self.stage_memory.values().map(stage_processor_memory).collect()
+    }
+}
+
+/// One processor's memory from a stage's facts.
+#[must_use]
+pub fn stage_processor_memory(facts: &MemoryFacts) -> ProcessorMemory {
+    let bytes = |k: &str| facts.get(k).map_or(0.0, |m| m.bytes as f64);
+    let per_rank = |k: &str| facts.get(k).map_or(0.0, |m| m.per_rank());
+    let weight_space = bytes("weight");
+    let act_space = bytes("activation_working") + bytes("activation_storage");
+    let act_checkpoint_size = bytes("activation_checkpoint");
+    let act_grad_space = bytes("activation_gradient");
+    let weight_grad_space = bytes("weight_gradient_unsharded") + per_rank("weight_gradient");
+    let optimizer_space = per_rank("optimizer_state");
+    ProcessorMemory {
+        weight_space,
+        act_space,
+        act_checkpoint_size,
+        act_grad_space,
+        weight_grad_space,
+        optimizer_space,
+        proc_mem_tier1_cap_req: weight_space + act_space + act_checkpoint_size + (weight_grad_space + optimizer_space) + act_grad_space,
+    }
 }
 
 /// The model's work: the derivation of the bound strategy, each invocation
 /// attributed to the ModelIR op it comes from (the coarse op, or the
-/// decomposed op `model_op_id` names). Block facts come from the algebra.
+/// decomposed op `model_op_id` names), running once per block and
+/// microbatch of the step (once per block in the optimizer phase), plus the
+/// transfers the strategy implies: each microbatch's activation and
+/// gradient across every chunk boundary, and each block's data-parallel
+/// gradient reduction (and parameter gather under optimizer sharding).
+/// Block facts come from the algebra.
 pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>), SummaryError> {
-    use crate::transformer::{
-        binding::{read_spec, TRAINING_SPEC},
-        distribute::{model_op_id, phase_name},
+    use crate::{
+        lineage::{model_op_id, phase_name, primitive_name},
+        transformer::binding::{read_spec, TRAINING_SPEC},
+        workload::{derive_training_block, pipeline_message_bytes, Engine, TrainingSpec},
     };
-    use crate::workload::{derive_training_block, Engine, TrainingSpec};
     let ops = collect_ops(module);
     let served = module.attribute(crate::transformer::binding::INFERENCE_SPEC).is_ok();
-    let (invocations, memory, facts, coarse) = if !served {
+    let (invocations, memory, facts, coarse, spec) = if !served {
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
         let derivation = derive_training_block(&spec)?;
         let facts = BlockFacts::from_derivation(&derivation, &spec);
         let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining));
-        (derivation.invocations, BTreeMap::new(), Some(facts), coarse)
+        (derivation.invocations, BTreeMap::new(), Some(facts), coarse, Some(spec))
     } else {
         let (invocations, memory) = crate::transformer::distribute_inference::model_invocations(module)?;
         let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference));
-        (invocations, memory, None, coarse)
+        (invocations, memory, None, coarse, None)
     };
     let ids: std::collections::HashSet<&str> = ops
         .iter()
         .filter(|op| dialect_of(&name_of(**op)) == "model")
         .filter_map(|op| str_attr(*op, "id"))
         .collect();
+    let (blocks, microbatches) = spec.as_ref().map_or((1, 1), |s| (s.model.blocks, s.microbatch_count()));
     let mut tasks = Vec::new();
     for inv in &invocations {
         let owner = model_op_id(inv);
@@ -342,23 +510,25 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             (None, Engine::Matrix) => "matrix".into(),
             (None, _) => "vector".into(),
         };
+        let phase = phase_name(inv.phase);
         tasks.push(TaskWork {
             id: inv.name.clone(),
-            phase: phase_name(inv.phase).to_string(),
+            phase: phase.to_string(),
             engine,
             class: if inv.collective.is_some() { TaskClass::TensorParallel } else { TaskClass::Compute },
-            primitive: Some(crate::transformer::distribute::primitive_name(inv.primitive).to_string()),
+            primitive: Some(primitive_name(inv.primitive).to_string()),
             ops: inv.ops,
             read_bytes: inv.read_bytes,
             write_bytes: inv.write_bytes,
             message_bytes: inv.message_bytes(),
             shared_by: inv.shared_by,
+            site: Site::Flat,
+            runs: if phase == "optimizer" { blocks } else { blocks.saturating_mul(microbatches) },
+            representative: true,
         });
     }
-    // Transfers between pipeline stages and the data-parallel gradient
-    // reduction are not block primitives; the strategy implies them.
-    if let Some(facts) = &facts {
-        let transfer = |id: &str, phase: &str, engine: &str, class: TaskClass, bytes: u64| TaskWork {
+    if let (Some(facts), Some(spec)) = (&facts, &spec) {
+        let transfer = |id: &str, phase: &str, engine: &str, class: TaskClass, bytes: u64, runs: u64| TaskWork {
             id: id.to_string(),
             phase: phase.to_string(),
             engine: engine.to_string(),
@@ -369,18 +539,26 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             write_bytes: 0,
             message_bytes: bytes,
             shared_by: 1,
+            site: Site::Flat,
+            runs,
+            representative: false,
         };
-        if facts.block_fw_pp_size > 0 {
-            tasks.push(transfer("pp.send_activation", "forward", "point_to_point", TaskClass::Pipeline, facts.block_fw_pp_size));
+        let map = &spec.mapping;
+        let boundaries = (map.pp * map.pipeline_interleaving).saturating_sub(1).saturating_mul(microbatches);
+        let bytes = pipeline_message_bytes(spec);
+        if map.pp > 1 {
+            tasks.push(transfer("send_activation", "forward", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
+            tasks.push(transfer("send_gradient", "activation_gradient", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
         }
-        if facts.block_bw_pp_size > 0 {
-            tasks.push(transfer("pp.recv_grad", "activation_gradient", "point_to_point", TaskClass::Pipeline, facts.block_bw_pp_size));
-        }
-        if facts.block_dp_size > 0 {
-            tasks.push(transfer("dp.grad_reduce", "weight_gradient", "all_reduce", TaskClass::DataParallel, facts.block_dp_size));
+        if map.dp > 1 {
+            let reduce = if map.optimizer_sharding { "reduce_scatter" } else { "all_reduce" };
+            tasks.push(transfer("dp.grad_reduce", "optimizer", reduce, TaskClass::DataParallel, facts.block_dp_size, blocks));
+            if map.optimizer_sharding {
+                tasks.push(transfer("dp.param_gather", "optimizer", "all_gather", TaskClass::DataParallel, facts.block_dp_size, blocks));
+            }
         }
     }
-    Ok((LayerWork { tasks, memory }, facts))
+    Ok((LayerWork { tasks, memory, stage_memory: BTreeMap::new(), step: None }, facts))
 }
 
 /// Summarizes the plan of `module`, or else its dist program, or else its
@@ -409,5 +587,18 @@ pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
         phases.entry(task.phase.clone()).or_default().add(task);
         engines.entry(task.engine.clone()).or_default().add(task);
     }
-    Ok(WorkSummary { layer: layer.to_string(), phases, engines, block, inference })
+    // Calculon's per-processor convention needs the strategy (its schedule
+    // and recompute policy); a module without a binding has none.
+    let spec = module.attribute(crate::transformer::binding::TRAINING_SPEC).ok().and_then(|_| {
+        crate::transformer::binding::read_spec(module, crate::transformer::binding::TRAINING_SPEC, |s: &crate::workload::TrainingSpec| {
+            s.validate().map_err(|e| e.to_string())
+        })
+        .ok()
+    });
+    let per_processor = match (&block, &spec) {
+        (Some(block), Some(spec)) => Some(ProcessorMemory::calculon(block, spec)),
+        _ => None,
+    };
+    let stages = work.stages();
+    Ok(WorkSummary { layer: layer.to_string(), step: work.step.clone(), phases, engines, block, per_processor, stages, inference })
 }

@@ -1,17 +1,34 @@
-//! `distribute-transformer-training`: ModelIR + strategy -> DistributedTaskIR
-//! for one decoder block.
+//! `distribute-transformer-training`: ModelIR + strategy -> the whole
+//! training step in DistributedTaskIR.
 //!
-//! The block is derived by the workload algebra ([`crate::workload`]) and
-//! each primitive invocation becomes one task on a logical `dp x pp x tp`
-//! mesh, in stage order forward -> recompute -> re-communication -> backward
-//! -> optimizer, serial within a stage (a token chain). Collectives are
-//! explicit (all-reduce under AR; all-gather / reduce-scatter under sequence
-//! parallelism; none at TP = 1); pipeline transfers and the data-parallel
-//! gradient reduction appear when PP or DP > 1. Boundary values carry their
-//! sharding (sequence dimension split under sequence parallelism), memory
-//! facts are `dist.memory` ops, the block output comes from the forward
-//! terminal, and the header records the ModelIR digest. Every task's
-//! `lineage` names the ModelIR op it came from.
+//! The block is derived by the workload algebra ([`crate::workload`]); the
+//! step is laid out by the schedule ([`crate::schedule`]) on a logical
+//! `dp x pp x tp` mesh:
+//!
+//! - `dist.pipeline @step`: stages along `pp`, chunks per stage, the
+//!   microbatch count and the schedule kind;
+//! - one `dist.chunk` per (stage, chunk), Megatron's interleaved assignment
+//!   (chunk `c` of stage `s` holds blocks from `(c·p + s)·L/(p·v)`), with
+//!   the block template once: one task per primitive invocation of one
+//!   block and one microbatch on the stage's slice (forward -> recompute ->
+//!   re-communication -> backward, serial, a token chain), TP collectives
+//!   over the `tp` axis, the block's data-parallel gradient reduction over
+//!   the `dp` axis (all-reduce; reduce-scatter of gradients and all-gather
+//!   of parameters under optimizer sharding) and its optimizer step (both
+//!   once per step, phase `optimizer`), and the block's memory facts; its
+//!   `boundary` holds the cross-stage `dist.p2p`s of one microbatch along
+//!   `pp` (activation forward, activation gradient backward) with exact
+//!   message bytes;
+//! - one `dist.schedule` per stage: the ordered (microbatch, chunk,
+//!   direction) slots;
+//! - per-stage `dist.memory` facts from the schedule (activations of the
+//!   microbatches each stage holds in flight, weights, gradients and
+//!   optimizer state of its blocks).
+//!
+//! The program grows with L + p·v·m, not L·m; `dist-unroll-schedule`
+//! expands it into every task instance. Every task's lineage names its
+//! ModelIR op; its chunk names the stage, chunk and blocks, the schedule
+//! the microbatches.
 //!
 //! The pass validates everything first and builds the program into a
 //! detached module, which is moved in only on success: on any error it
@@ -20,31 +37,31 @@
 use std::collections::HashSet;
 
 use melior::{
-    ir::{block::BlockLike, operation::OperationLike, Location, Module, OperationRef, RegionLike},
+    ir::{block::BlockLike, operation::OperationLike, Block, Location, Module, OperationRef, Region, RegionLike, Value},
     pass::ExternalPass,
 };
 
 use super::{
     binding::{read_spec, TRAINING_SPEC},
     emit::{emit_invocation, phase_case, token, Emitter, Placement},
-    import::{block_parameters, element, tensor_type},
     Failure,
 };
 use crate::{
-    dialects::{dist, result, BuildError, Builder},
+    dialects::{dist, BuildError, Builder},
     digest::layer_digest,
     ir::{collect_ops, dialect_of, name_of, str_attr},
     ods::{self, MemoryKind, OpKind, Reduction},
+    schedule::{Direction, Schedule},
     workload::{
-        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, Primitive,
-        PrimitiveInvocation, TrainingSpec,
+        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, PipelineSchedule,
+        Primitive, PrimitiveInvocation, Recompute, TrainingSpec,
     },
 };
 
 crate::pass_macro::external_pass!(
     "DistributeTransformerTraining",
     "distribute-transformer-training",
-    "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",
+    "Derive the dist program of the whole training step (every block over the pipeline stages, its schedule, data parallelism, memory per stage) from ModelIR and its strategy",
     run
 );
 
@@ -80,12 +97,14 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
         .filter_map(|op| str_attr(*op, "id").map(str::to_string))
         .collect();
     let block_id = str_attr(block, "id").unwrap_or("block").to_string();
-    let lineage = |inv: &PrimitiveInvocation| {
-        let own = model_op_id(inv);
-        if model_ids.contains(&own) { own } else { block_id.clone() }
-    };
+    let owner = |own: String| if model_ids.contains(&own) { own } else { block_id.clone() };
+    let lineage = |inv: &PrimitiveInvocation| owner(crate::lineage::model_op_id(inv));
+    // Cross-stage values: the block output forward (the last residual of a
+    // decomposed block), its input gradient backward.
+    let boundary_lineage = [owner("mlp.residual".to_string()), owner("attn.fork.agrad".to_string())];
     let digest = layer_digest(module, "model");
-    program(generated, &spec, &derivation, &digest, &lineage, block.location()).map_err(|e| (block, e.to_string()))
+    let step = Step { spec: &spec, derivation: &derivation, lineage: &lineage, boundary_lineage: &boundary_lineage };
+    step.program(generated, &digest, block.location()).map_err(|e| (block, e.to_string()))
 }
 
 /// The coarse op's dimensions must be the bound spec's.
@@ -108,53 +127,48 @@ fn check_dimensions<'c, 'a>(block: OperationRef<'c, 'a>, spec: &TrainingSpec) ->
     Ok(())
 }
 
-/// The id a decomposed ModelIR gives the op an invocation comes from:
-/// the forward op itself, or its `.agrad` / `.wgrad` / `.optim` companion.
-/// Collectives belong to the op next to them: the layer norm before a TP
-/// entry, the dropout after a TP exit (present in every MLP variant).
-#[must_use]
-pub fn model_op_id(inv: &PrimitiveInvocation) -> String {
-    let base = match inv.source.as_str() {
-        "attn.tp_entry" => "attn.ln",
-        "attn.tp_exit" => "attn.dropout",
-        "mlp.tp_entry" => "mlp.ln",
-        "mlp.tp_exit" => "mlp.dropout",
-        other => other,
-    };
-    match inv.phase {
-        Phase::ActivationGradient => format!("{base}.agrad"),
-        Phase::WeightGradient => format!("{base}.wgrad"),
-        Phase::Optimizer => format!("{base}.optim"),
-        Phase::Prefill => format!("prefill.{base}"),
-        Phase::Decode => format!("decode.{base}"),
-        _ => base.to_string(),
-    }
-}
-
 pub(crate) const MESH: &str = "block_mesh";
 
-struct Mesh {
-    dp: u64,
-    pp: u64,
-    tp: u64,
+/// The mesh of the whole step and the symbol of its pipeline.
+pub(crate) const WORLD: &str = "world";
+pub(crate) const PIPELINE: &str = "step";
+
+/// Megatron's assignment: the first block of chunk `chunk` of `stage`.
+#[must_use]
+pub fn first_block(spec: &TrainingSpec, stage: u64, chunk: u64) -> u64 {
+    (chunk * spec.mapping.pp + stage) * spec.blocks_per_virtual_chunk()
 }
 
-impl Mesh {
-    fn rank(&self, d: u64, p: u64, t: u64) -> i64 {
-        i64::try_from((d * self.pp + p) * self.tp + t).unwrap_or(i64::MAX)
-    }
-
-    fn tp_group(&self) -> Vec<i64> {
-        (0..self.tp).map(|t| self.rank(0, 0, t)).collect()
-    }
-
-    fn dp_group(&self) -> Vec<i64> {
-        (0..self.dp).map(|d| self.rank(d, 0, 0)).collect()
-    }
+/// The symbol of a chunk.
+#[must_use]
+pub fn chunk_symbol(stage: u64, chunk: u64) -> String {
+    format!("s{stage}.c{chunk}")
 }
 
-/// The memory facts of a block: (kind, bytes, shared by).
-fn memory_facts(derivation: &BlockDerivation) -> [(MemoryKind, u64, u64); 8] {
+/// The stage-level memory parts of stage `stage`, from the schedule:
+/// (kind, bytes, shared by).
+#[must_use]
+pub fn stage_memory(spec: &TrainingSpec, derivation: &BlockDerivation, stage: u64) -> [(MemoryKind, u64, u64); 8] {
+    let memory = &derivation.memory;
+    let schedule = Schedule::of(spec);
+    let bpp = spec.blocks_per_rank();
+    let in_flight = schedule.peak_in_flight(stage) * spec.blocks_per_virtual_chunk();
+    let full = spec.mapping.recompute == Recompute::Full;
+    let shards = memory.shards.max(1);
+    [
+        (MemoryKind::Weight, memory.weights * bpp, 1),
+        (MemoryKind::ActivationWorking, memory.act_working_space, 1),
+        (MemoryKind::ActivationStorage, if full { 0 } else { memory.act_storage_space * in_flight.saturating_sub(1) }, 1),
+        (MemoryKind::ActivationCheckpoint, if full { memory.act_checkpoint * in_flight } else { 0 }, 1),
+        (MemoryKind::ActivationGradient, memory.act_grads, 1),
+        (MemoryKind::WeightGradientUnsharded, memory.weight_grads_unsharded, 1),
+        (MemoryKind::WeightGradient, memory.weight_grads * (bpp - 1), shards),
+        (MemoryKind::OptimizerState, memory.optimizer * bpp, shards),
+    ]
+}
+
+/// The memory facts of one block: (kind, bytes, shared by).
+fn block_memory(derivation: &BlockDerivation) -> [(MemoryKind, u64, u64); 8] {
     let memory = &derivation.memory;
     let shards = memory.shards.max(1);
     [
@@ -169,139 +183,210 @@ fn memory_facts(derivation: &BlockDerivation) -> [(MemoryKind, u64, u64); 8] {
     ]
 }
 
-/// Builds the dist program into `generated`; `lineage` maps an invocation
-/// to its ModelIR op.
-fn program<'c>(
-    generated: &Module<'c>,
-    spec: &TrainingSpec,
-    derivation: &BlockDerivation,
-    model_digest: &str,
-    lineage: &dyn Fn(&PrimitiveInvocation) -> String,
-    anchor: Location<'c>,
-) -> Result<(), BuildError> {
-    let b = Builder::of(generated.as_operation());
-    let m = &spec.model;
-    let map = &spec.mapping;
-    let mesh = Mesh { dp: map.dp, pp: map.pp, tp: map.tp };
-    let dt = element(&b, spec.workload.datatype);
-    let activation = tensor_type(&b, &[spec.workload.microbatch, m.seq_len, m.hidden], dt);
-    let seq_split: Vec<&str> = if map.sequence_parallel() { vec!["tp"] } else { vec![] };
-    let activation_split = b.split_axes(&[vec![], seq_split, vec![]]);
-    let tp_group = mesh.tp_group();
-    let whole_mesh = mesh.dp * mesh.pp * mesh.tp != mesh.tp;
-    let top = Emitter::new(b, generated.body(), anchor);
+/// The slots of a stage as `dist.schedule` spells them.
+#[must_use]
+pub fn slot_triples(schedule: &Schedule, stage: u64) -> Vec<i64> {
+    let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    schedule
+        .slots(stage)
+        .iter()
+        .flat_map(|slot| [to_i64(slot.microbatch), to_i64(slot.chunk), i64::from(slot.direction == Direction::Backward)])
+        .collect()
+}
 
-    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }.build(&b, top.at("dist.header")))?;
-    let shape: Vec<i64> = [mesh.dp, mesh.pp, mesh.tp].iter().map(|v| i64::try_from(*v).unwrap_or(i64::MAX)).collect();
-    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["dp", "pp", "tp"]), shape: &shape, optional: Default::default() }.build(&b, top.at(MESH)))?;
-    for (kind, bytes, shared) in memory_facts(derivation) {
-        let id = format!("mem.{}", kind.name());
+/// The ODS schedule kind of a resolved schedule.
+pub(crate) fn schedule_case(kind: PipelineSchedule) -> ods::PipelineSchedule {
+    match kind {
+        PipelineSchedule::OneFOneB => ods::PipelineSchedule::OneFOneB,
+        PipelineSchedule::Interleaved { .. } => ods::PipelineSchedule::InterleavedOneFOneB,
+        PipelineSchedule::GPipe => ods::PipelineSchedule::Gpipe,
+    }
+}
+
+/// What the program of one step is built from.
+struct Step<'s> {
+    spec: &'s TrainingSpec,
+    derivation: &'s BlockDerivation,
+    lineage: &'s dyn Fn(&PrimitiveInvocation) -> String,
+    /// Lineage of the forward and the backward cross-stage value.
+    boundary_lineage: &'s [String; 2],
+}
+
+fn count(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl Step<'_> {
+    fn program<'c>(&self, generated: &Module<'c>, model_digest: &str, anchor: Location<'c>) -> Result<(), BuildError> {
+        let b = Builder::of(generated.as_operation());
+        let map = &self.spec.mapping;
+        let schedule = Schedule::of(self.spec);
+        let top = Emitter::new(b, generated.body(), anchor);
+        top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }.build(&b, top.at("dist.header")))?;
+        let shape = [count(map.dp), count(map.pp), count(map.tp)];
+        top.push(dist::Mesh { sym_name: WORLD, axes: b.strings(&["dp", "pp", "tp"]), shape: &shape, optional: Default::default() }.build(&b, top.at(WORLD)))?;
         top.push(
-            dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "block", optional: dist::MemoryOptional { shared_by: (shared > 1).then_some(shared), ..Default::default() } }
-                .build(&b, top.at(&id)),
+            dist::Pipeline {
+                sym_name: PIPELINE,
+                mesh: WORLD,
+                along: "pp",
+                schedule: schedule_case(schedule.kind),
+                stages: schedule.stages,
+                chunks: schedule.chunks,
+                microbatches: schedule.microbatches,
+                blocks: self.spec.model.blocks,
+                optional: Default::default(),
+            }
+            .build(&b, top.at(PIPELINE)),
         )?;
-    }
-    let function = top.push(b.func("decoder_block_dist", &[], &[], anchor))?;
-    let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
-    let e = Emitter::new(b, body, anchor);
-    let input = result(
-        e.push(dist::Value { id: "block.in", mesh: MESH, split_axes: activation_split, lineage: "block.in", results: &[activation], optional: Default::default() }.build(&b, e.at("block.in")))?,
-        0,
-    );
-    let width = m.heads * m.head_dim;
-    for (id, shape) in &block_parameters(m.hidden, width, width, m.ffn_hidden, m.ffn_hidden) {
-        let split = match *id {
-            "attn.q.weight" | "attn.k.weight" | "attn.v.weight" | "mlp.fc1.weight" => b.split_axes(&[vec![], vec!["tp"]]),
-            "attn.proj.weight" | "mlp.fc2.weight" => b.split_axes(&[vec!["tp"], vec![]]),
-            _ => b.split_axes::<&str>(&[vec![]]),
-        };
-        let ty = tensor_type(&b, shape, dt);
-        e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage: id, results: &[ty], optional: Default::default() }.build(&b, e.at(id)))?;
-    }
-
-    let invocations = &derivation.invocations;
-    let last_forward_compute = invocations.iter().rposition(|inv| inv.phase == Phase::Forward && inv.collective.is_none());
-    let first_backward = invocations.iter().position(|inv| inv.phase == Phase::ActivationGradient);
-    let first_optimizer = invocations.iter().position(|inv| inv.phase == Phase::Optimizer);
-    let pp_bytes = pipeline_message_bytes(spec);
-    let dp_bytes = BlockFacts::from_derivation(derivation, spec).block_dp_size;
-    let next_stage = mesh.rank(0, 1.min(mesh.pp - 1), 0);
-    let place = Placement {
-        mesh: MESH,
-        slice: None,
-        ranks: whole_mesh.then_some(tp_group.as_slice()),
-        participants: Some(&tp_group),
-        axes: &["tp"],
-    };
-    let collective_place = Placement { ranks: None, ..place };
-
-    let mut previous = input;
-    let mut output = None;
-    for (index, inv) in invocations.iter().enumerate() {
-        if Some(index) == first_backward && mesh.pp > 1 {
-            let op = e.push(p2p(&e, "pp.recv_grad", Phase::ActivationGradient, previous, next_stage, 0, pp_bytes))?;
-            previous = token(op);
+        // One block's memory (every block is alike), then each stage's.
+        let first_stage = [-1, 0, -1];
+        for (kind, bytes, shared) in block_memory(self.derivation) {
+            let id = format!("block.mem.{}", kind.name());
+            top.push(
+                dist::Memory { id: &id, mesh: WORLD, kind, bytes, lineage: "block", optional: dist::MemoryOptional { shared_by: (shared > 1).then_some(shared), slice: Some(&first_stage), block: Some(0), ..Default::default() } }
+                    .build(&b, top.at(&id)),
+            )?;
         }
-        if Some(index) == first_optimizer && mesh.dp > 1 {
-            let op = e.push(dp_reduction(&e, map.optimizer_sharding, previous, &mesh.dp_group(), dp_bytes))?;
-            previous = token(op);
-        }
-        let lineage = lineage(inv);
-        let terminal = inv.collective.is_none() && Some(index) == last_forward_compute;
-        let place = if inv.collective.is_some() { collective_place } else { place };
-        let op = emit_invocation(&e, inv, place, &lineage, previous, terminal.then_some(activation))?;
-        previous = token(op);
-        if terminal {
-            // The forward terminal produces the block output.
-            let out = result(op, 1);
-            output = Some(out);
-            if mesh.pp > 1 {
-                e.push(
-                    dist::P2P { input: out, deps: &[previous], id: "pp.send_activation", mesh: MESH, phase: ods::Phase::Forward, lineage: "block.out", message_bytes: pp_bytes, source: 0, dest: next_stage, optional: Default::default() }
-                    .build(&b, e.at("pp.send_activation")),
+        for stage in 0..schedule.stages {
+            let slice = [-1, count(stage), -1];
+            for (kind, bytes, shared) in stage_memory(self.spec, self.derivation, stage) {
+                let id = format!("s{stage}.mem.{}", kind.name());
+                top.push(
+                    dist::Memory { id: &id, mesh: WORLD, kind, bytes, lineage: "block", optional: dist::MemoryOptional { shared_by: (shared > 1).then_some(shared), slice: Some(&slice), stage: Some(stage), ..Default::default() } }
+                        .build(&b, top.at(&id)),
                 )?;
             }
         }
+        for stage in 0..schedule.stages {
+            for chunk in 0..schedule.chunks {
+                top.push(self.chunk(&b, stage, chunk, anchor))?;
+            }
+        }
+        for stage in 0..schedule.stages {
+            let slots = slot_triples(&schedule, stage);
+            top.push(dist::Schedule { pipeline: PIPELINE, stage, slots: &slots, optional: Default::default() }.build(&b, top.at(&format!("s{stage}.schedule"))))?;
+        }
+        Ok(())
     }
-    if let Some(out) = output {
-        e.push(dist::Output { value: out, id: "block.out", mesh: MESH, split_axes: activation_split, lineage: "block.out", optional: Default::default() }.build(&b, e.at("block.out")))?;
+
+    /// One chunk: the block template and the boundary transfers.
+    fn chunk<'c>(&self, b: &Builder<'c>, stage: u64, chunk: u64, anchor: Location<'c>) -> Result<melior::ir::Operation<'c>, BuildError> {
+        let symbol = chunk_symbol(stage, chunk);
+        let location = b.named_location(&symbol, anchor);
+        let template = Region::new();
+        let template_block = template.append_block(Block::new(&[(b.dist_token(), location)]));
+        self.template(&Emitter::new(*b, template_block, location), stage, &symbol)?;
+        let boundary = Region::new();
+        let boundary_block = boundary.append_block(Block::new(&[(b.dist_token(), location)]));
+        self.boundary(&Emitter::new(*b, boundary_block, location), stage, chunk, &symbol)?;
+        dist::Chunk {
+            sym_name: &symbol,
+            pipeline: PIPELINE,
+            stage,
+            chunk,
+            first_block: first_block(self.spec, stage, chunk),
+            blocks: self.spec.blocks_per_virtual_chunk(),
+            optional: Default::default(),
+        }
+        .build(b, location, vec![template, boundary])
     }
-    e.push(b.func_return(&[], anchor))?;
-    Ok(())
+
+    /// One block of the chunk for one microbatch, then its once-per-step
+    /// tasks, on the stage's slice.
+    fn template<'c>(&self, e: &Emitter<'c, '_>, stage: u64, symbol: &str) -> Result<(), BuildError> {
+        let b = e.b;
+        let slice = [-1, count(stage), -1];
+        let prefix = format!("{symbol}.");
+        let place = Placement { mesh: WORLD, slice: Some(&slice), ranks: None, participants: None, axes: &["tp"], id_prefix: &prefix };
+        let map = &self.spec.mapping;
+        let invocations = &self.derivation.invocations;
+        let first_optimizer = invocations.iter().position(|inv| inv.phase == Phase::Optimizer);
+        let dp_bytes = BlockFacts::from_derivation(self.derivation, self.spec).block_dp_size;
+        let mut previous: Value = e.block.argument(0).map(Into::into).map_err(|_| BuildError { op: "dist.chunk" })?;
+        for (index, inv) in invocations.iter().enumerate() {
+            if Some(index) == first_optimizer && map.dp > 1 {
+                // The block's gradients, reduced over the data-parallel axis.
+                let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
+                previous = token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", previous, &slice, dp_bytes))?);
+            }
+            previous = token(emit_invocation(e, inv, place, &(self.lineage)(inv), previous, None)?);
+        }
+        if map.dp > 1 && map.optimizer_sharding {
+            // The updated parameter shards, gathered back on every replica.
+            previous = token(e.push(self.dp_collective(e, DpCollective::AllGather, &prefix, "dp.param_gather", previous, &slice, dp_bytes))?);
+        }
+        e.push(dist::Yield { optional: dist::YieldOptional { ..Default::default() }, values: &[previous] }.build(&b, e.anchor))?;
+        Ok(())
+    }
+
+    fn dp_collective<'c, 'a>(&self, e: &Emitter<'c, 'a>, kind: DpCollective, prefix: &str, name: &str, previous: Value<'c, 'a>, slice: &[i64], bytes: u64) -> Result<melior::ir::Operation<'c>, BuildError> {
+        let id = format!("{prefix}{name}");
+        let location = e.at(&id);
+        let axes = Some(e.b.strings(&["dp"]));
+        let phase = ods::Phase::Optimizer;
+        match kind {
+            DpCollective::AllReduce => dist::AllReduce {
+                input: previous, deps: &[], id: &id, mesh: WORLD, phase, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum,
+                optional: dist::AllReduceOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
+            }
+            .build(&e.b, location),
+            DpCollective::ReduceScatter => dist::ReduceScatter {
+                input: previous, deps: &[], id: &id, mesh: WORLD, phase, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum, results: &[e.token],
+                optional: dist::ReduceScatterOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
+            }
+            .build(&e.b, location),
+            DpCollective::AllGather => dist::AllGather {
+                input: previous, deps: &[], id: &id, mesh: WORLD, phase, lineage: "block", message_bytes: bytes, results: &[e.token],
+                optional: dist::AllGatherOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
+            }
+            .build(&e.b, location),
+        }
+    }
+
+    /// The chunk's cross-stage transfers of one microbatch: its output to
+    /// the next chunk in model order, its input gradient to the previous.
+    fn boundary<'c>(&self, e: &Emitter<'c, '_>, stage: u64, chunk: u64, symbol: &str) -> Result<(), BuildError> {
+        let (p, v) = (self.spec.mapping.pp, self.spec.mapping.pipeline_interleaving);
+        let virtual_index = chunk * p + stage;
+        let bytes = pipeline_message_bytes(self.spec);
+        let mut previous: Value = e.block.argument(0).map(Into::into).map_err(|_| BuildError { op: "dist.chunk" })?;
+        let sends = [
+            (virtual_index + 1 < p * v, "send_activation", Phase::Forward, (stage + 1) % p, &self.boundary_lineage[0]),
+            (virtual_index > 0, "send_gradient", Phase::ActivationGradient, (stage + p - 1) % p, &self.boundary_lineage[1]),
+        ];
+        for (exists, name, phase, dest, lineage) in sends {
+            if !exists || p == 1 {
+                continue;
+            }
+            let id = format!("{symbol}.{name}");
+            previous = token(
+                e.push(
+                    dist::P2P {
+                        input: previous,
+                        deps: &[],
+                        id: &id,
+                        mesh: WORLD,
+                        phase: phase_case(phase),
+                        lineage,
+                        message_bytes: bytes,
+                        source: count(stage),
+                        dest: count(dest),
+                        optional: dist::P2POptional { along: Some("pp"), ..Default::default() },
+                    }
+                    .build(&e.b, e.at(&id)),
+                )?,
+            );
+        }
+        e.push(dist::Yield { values: &[previous], optional: Default::default() }.build(&e.b, e.anchor))?;
+        Ok(())
+    }
 }
 
-/// A facts-only pipeline transfer on the token chain.
-fn p2p<'c, 'a>(e: &Emitter<'c, 'a>, id: &str, phase: Phase, previous: melior::ir::Value<'c, 'a>, source: i64, dest: i64, bytes: u64) -> Result<melior::ir::Operation<'c>, BuildError> {
-    dist::P2P { input: previous, deps: &[], id, mesh: MESH, phase: phase_case(phase), lineage: "block.out", message_bytes: bytes, source, dest, optional: Default::default() }
-    .build(&e.b, e.at(id))
-}
-
-/// The data-parallel gradient reduction of the block (reduce-scatter under
-/// optimizer sharding).
-fn dp_reduction<'c, 'a>(e: &Emitter<'c, 'a>, sharded: bool, previous: melior::ir::Value<'c, 'a>, group: &[i64], bytes: u64) -> Result<melior::ir::Operation<'c>, BuildError> {
-    let id = "dp.grad_reduce";
-    let axes = e.b.strings(&["dp"]);
-    if sharded {
-        dist::ReduceScatter { input: previous, deps: &[], id, mesh: MESH, phase: ods::Phase::WeightGradient, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum, results: &[e.token], optional: dist::ReduceScatterOptional { participants: Some(group), mesh_axes: Some(axes), ..Default::default() } }
-        .build(&e.b, e.at(id))
-    } else {
-        dist::AllReduce { input: previous, deps: &[], id, mesh: MESH, phase: ods::Phase::WeightGradient, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum, optional: dist::AllReduceOptional { participants: Some(group), mesh_axes: Some(axes), ..Default::default() } }
-        .build(&e.b, e.at(id))
-    }
-}
-
-/// The `phase` attribute spelling of a workload phase (from the ODS).
-#[must_use]
-pub fn phase_name(phase: Phase) -> &'static str {
-    phase_case(phase).name()
-}
-
-/// The `primitive` attribute spelling of a primitive (from the ODS).
-#[must_use]
-pub fn primitive_name(primitive: Primitive) -> &'static str {
-    match primitive {
-        Primitive::Collective => "collective",
-        other => super::emit::primitive_case(other).name(),
-    }
+#[derive(Clone, Copy)]
+enum DpCollective {
+    AllReduce,
+    ReduceScatter,
+    AllGather,
 }
 

@@ -21,7 +21,7 @@ use melior::{
 
 use super::{
     binding::{read_spec, INFERENCE_SPEC},
-    distribute::{model_op_id, MESH},
+    distribute::MESH,
     emit::{emit_invocation, token, Emitter, Placement},
     import::{block_parameters, element, kv_cache_shape, tensor_type},
     Failure,
@@ -96,7 +96,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
 /// The model op an invocation is attributed to: its decomposed op if the
 /// module has one, else the coarse phase op.
 fn owner(ids: &HashSet<String>, inv: &PrimitiveInvocation, coarse: &str) -> String {
-    let own = model_op_id(inv);
+    let own = crate::lineage::model_op_id(inv);
     if ids.contains(&own) { own } else { coarse.to_string() }
 }
 
@@ -190,6 +190,7 @@ fn emit_phase<'c, 'g>(
         ranks: (spec.mapping.pp > 1).then_some(group.as_slice()),
         participants: Some(&group),
         axes: &TP_AXES,
+        id_prefix: "",
     };
     let terminal = derivation.invocations.iter().rposition(|inv| inv.collective.is_none());
     let mut previous = previous;

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use melior::{
-    ir::{block::BlockLike, operation::OperationLike, Module, OperationRef, RegionLike, Value, ValueLike},
+    ir::{block::BlockLike, operation::OperationLike, Block, Module, OperationRef, Region, RegionLike, Value, ValueLike},
     pass::ExternalPass,
 };
 
@@ -26,7 +26,8 @@ use crate::{
         attr_string_list, collect_ops, defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of,
         str_attr, string_list_list, symbol_attr, tensor_element, tensor_shape, type_string,
     },
-    ods::{CommunicationCapability, ComputeCapability, ConcurrencyGroup, Engine, MemoryKind, MemorySpace, ObjectiveKind, OpKind, Phase},
+    mesh::Meshes,
+    ods::{CommunicationCapability, ComputeCapability, ConcurrencyGroup, Engine, MemoryKind, MemorySpace, ObjectiveKind, OpKind, Phase, PipelineSchedule},
 };
 
 /// Alignment of every planned buffer (a power of two; abstract, not a bank).
@@ -54,9 +55,6 @@ pub mod inference {
     );
 }
 
-/// A dist mesh: axis names and sizes.
-type MeshAxes = Vec<(String, u64)>;
-
 fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &str) -> Result<(), Failure<'c, 'a>> {
     let ops = collect_ops(module);
     if let Some(existing) = ops.iter().find(|op| dialect_of(&name_of(**op)) == "plan") {
@@ -65,16 +63,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
     if !ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistHeader)) {
         return Err((module, format!("{pass}: no 'dist' program to plan (run distribute-transformer-{} first)", pass.trim_start_matches("plan-transformer-"))));
     }
-    let meshes: HashMap<String, MeshAxes> = ops
-        .iter()
-        .filter(|op| OpKind::of(**op) == Some(OpKind::DistMesh))
-        .filter_map(|op| {
-            let axes = attr_string_list(*op, "axes")?;
-            let shape = i64_array_attr(*op, "shape")?;
-            let sizes = axes.into_iter().zip(shape.into_iter().map(|s| u64::try_from(s).unwrap_or(0))).collect();
-            Some((str_attr(*op, "sym_name")?.to_string(), sizes))
-        })
-        .collect();
+    let meshes = Meshes::of(&ops);
     // Validate every op first: nothing is built for an input that fails.
     for &op in &ops {
         let Some(kind) = OpKind::of(op) else { continue };
@@ -88,7 +77,14 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
                     return Err((op, format!("{pass}: boundary value needs a static shape and a known element type")));
                 }
             }
-            OpKind::DistHeader | OpKind::DistMesh | OpKind::DistMemory | OpKind::DistCompute => {}
+            OpKind::DistHeader
+            | OpKind::DistMesh
+            | OpKind::DistMemory
+            | OpKind::DistCompute
+            | OpKind::DistPipeline
+            | OpKind::DistChunk
+            | OpKind::DistYield
+            | OpKind::DistSchedule => {}
             k if k.is_communication() && !k.is_async() => {}
             other => {
                 return Err((op, format!("{pass}: '{}' has no portable-plan form (plan before dist-async and lowering)", other.name())));
@@ -96,33 +92,59 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
         }
     }
     let digest = layer_digest(module, "dist");
-    emit_plan(generated, &ops, &meshes, &digest, module.location()).map_err(|e| (module, e.to_string()))
+    emit_plan(generated, module, &ops, &meshes, &digest).map_err(|e| (module, e.to_string()))
 }
 
-fn emit_plan<'c>(generated: &Module<'c>, ops: &[OperationRef], meshes: &HashMap<String, MeshAxes>, digest: &str, anchor: melior::ir::Location<'c>) -> Result<(), BuildError> {
+fn emit_plan<'c>(generated: &Module<'c>, module: OperationRef, ops: &[OperationRef], meshes: &Meshes, digest: &str) -> Result<(), BuildError> {
+    let anchor = module.location();
     let b = Builder::of(generated.as_operation());
     let top = Emitter::new(b, generated.body(), anchor);
     top.push(plan::Header { schema_name: "blueprint.plan", schema_version: "1.0", source_digest: digest, optional: Default::default() }.build(&b, anchor))?;
-    let buffer = |name: &str, size: u64, contents: MemoryKind, lineage: &str, shared_by: Option<u64>, at| {
+    for &op in ops {
+        if OpKind::of(op) == Some(OpKind::DistPipeline) {
+            // (Plan symbols live beside the dist program's: prefixed.)
+            let name = planned_symbol(str_attr(op, "sym_name").unwrap_or_default());
+            top.push(
+                plan::Pipeline {
+                    sym_name: &name,
+                    schedule: enum_attr::<PipelineSchedule>(op, "schedule").unwrap_or(PipelineSchedule::OneFOneB),
+                    stages: count(op, "stages"),
+                    chunks: count(op, "chunks"),
+                    microbatches: count(op, "microbatches"),
+                    blocks: count(op, "blocks"),
+                    optional: Default::default(),
+                }
+                .build(&b, op.location()),
+            )?;
+        }
+    }
+    let buffer = |name: &str, size: u64, contents: MemoryKind, lineage: &str, optional: plan::BufferOptional<'static, 'c>, at| {
         top.push(
-            plan::Buffer { sym_name: name, size, alignment: BUFFER_ALIGNMENT, memory_space: MemorySpace::Local, contents, lineage, optional: plan::BufferOptional { shared_by, ..Default::default() } }
-            .build(&b, b.named_location(name, at)),
+            plan::Buffer { sym_name: name, size, alignment: BUFFER_ALIGNMENT, memory_space: MemorySpace::Local, contents, lineage, optional }
+                .build(&b, b.named_location(name, at)),
         )
     };
+    let positive = |op: OperationRef, name: &str| int_attr(op, name).and_then(|v| u64::try_from(v).ok());
     for &op in ops {
         match OpKind::of(op) {
             Some(OpKind::DistMemory) => {
                 let id = str_attr(op, "id").unwrap_or_default();
                 let kind = enum_attr::<MemoryKind>(op, "kind").unwrap_or(MemoryKind::Weight);
-                let bytes = count(op, "bytes");
-                buffer(&format!("buffer.{id}"), bytes, kind, id, int_attr(op, "shared_by").and_then(|v| u64::try_from(v).ok()), op.location())?;
+                let optional = plan::BufferOptional { shared_by: positive(op, "shared_by"), stage: positive(op, "stage"), block: positive(op, "block"), ..Default::default() };
+                buffer(&format!("buffer.{id}"), count(op, "bytes"), kind, id, optional, op.location())?;
             }
             Some(kind @ (OpKind::DistValue | OpKind::DistOutput)) => {
                 let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
                 let size = ty.and_then(|t| shard_bytes(op, t, meshes)).unwrap_or(0);
                 let id = str_attr(op, "id").unwrap_or_default();
                 let prefix = if kind == OpKind::DistValue { "in" } else { "out" };
-                buffer(&format!("{prefix}.{id}"), size, MemoryKind::BoundaryValue, id, None, op.location())?;
+                buffer(&format!("{prefix}.{id}"), size, MemoryKind::BoundaryValue, id, plan::BufferOptional::default(), op.location())?;
+            }
+            // A stage receives each cross-stage message into a buffer of its own.
+            Some(OpKind::DistP2P) if str_attr(op, "along").is_some() => {
+                let id = str_attr(op, "id").unwrap_or_default();
+                let optional = plan::BufferOptional { stage: positive(op, "dest"), ..Default::default() };
+                buffer(&format!("recv.{id}"), count(op, "message_bytes"), MemoryKind::BoundaryValue, id, optional, op.location())?;
             }
             _ => {}
         }
@@ -130,59 +152,136 @@ fn emit_plan<'c>(generated: &Module<'c>, ops: &[OperationRef], meshes: &HashMap<
     for kind in [ObjectiveKind::Latency, ObjectiveKind::PeakMemory] {
         top.push(plan::Objective { kind, optional: Default::default() }.build(&b, anchor))?;
     }
-    let function = top.push(b.func("decoder_block_plan", &[], &[], anchor))?;
-    let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
-    let e = Emitter::new(b, body, anchor);
     let plan_token = b.plan_token();
-    // Plan token of each dist task token (keyed by the raw value).
+    // Plan token of each dist token (keyed by the raw value).
     let mut tokens: HashMap<usize, Value> = HashMap::new();
     for &op in ops {
-        let Some(kind) = OpKind::of(op) else { continue };
-        let token = if kind == OpKind::DistCompute {
-            let capability = match enum_attr::<Engine>(op, "engine") {
-                Some(Engine::Matrix) => ComputeCapability::MatrixMultiply,
-                _ => ComputeCapability::VectorElementwise,
-            };
-            let ranks = i64_array_attr(op, "ranks").map_or_else(|| placement_size(op, meshes), |r| r.len() as u64);
-            let deps = dep_tokens(op, &tokens);
-            let facts = Facts::of(op);
-            let id = str_attr(op, "id").unwrap_or_default();
-            result(
-                e.push(
-                    plan::ComputeTask { deps: &deps, id, lineage: id, phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward), ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: facts.ops, memory_demand: facts.read.saturating_add(facts.write), network_demand: 0, ranks: ranks.max(1), group: ConcurrencyGroup::Compute, capability, results: &[plan_token], optional: plan::ComputeTaskOptional { shared_by: int_attr(op, "shared_by").and_then(|v| u64::try_from(v).ok()), ..Default::default() } }
-                    .build(&b, b.named_location(id, op.location())),
-                )?,
-                0,
-            )
-        } else if kind.is_communication() && !kind.is_async() {
-            let capability = communication_capability(kind);
-            let ranks = match i64_array_attr(op, "participants") {
-                Some(p) => p.len() as u64,
-                None if kind == OpKind::DistP2P => 2,
-                None => group_size(op, meshes),
-            };
-            let deps = dep_tokens(op, &tokens);
-            let facts = Facts::of(op);
-            let id = str_attr(op, "id").unwrap_or_default();
-            let message = count(op, "message_bytes");
-            let axes = op.attribute("mesh_axes").ok();
-            let along = str_attr(op, "along").map(|a| b.strings(&[a]));
-            result(
-                e.push(
-                    plan::CollectiveTask { deps: &deps, id, lineage: id, phase: enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward), ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: 0, memory_demand: 0, network_demand: message, ranks: ranks.max(1), group: ConcurrencyGroup::Network, capability, message_bytes: message, results: &[plan_token], optional: plan::CollectiveTaskOptional { mesh_axes: axes.or(along), ..Default::default() } }
-                    .build(&b, b.named_location(id, op.location())),
-                )?,
-                0,
-            )
-        } else {
+        if OpKind::of(op) != Some(OpKind::DistChunk) {
             continue;
-        };
-        if let Ok(dist_token) = op.result(0) {
-            tokens.insert(dist_token.to_raw().ptr as usize, token);
+        }
+        let mut regions = Vec::with_capacity(2);
+        for index in 0..2 {
+            let region = Region::new();
+            let block = region.append_block(Block::new(&[(plan_token, op.location())]));
+            let source = op.region(index).ok().and_then(|r| r.first_block());
+            if let Some(source) = source {
+                if let Ok(argument) = source.argument(0) {
+                    if let Ok(planned) = block.argument(0) {
+                        tokens.insert(Value::from(argument).to_raw().ptr as usize, planned.into());
+                    }
+                }
+                let e = Emitter::new(b, block, op.location());
+                let mut last = block.argument(0).ok().map(Value::from);
+                for task in block_ops(source) {
+                    if let Some(token) = plan_task(&e, task, meshes, &mut tokens)? {
+                        last = Some(token);
+                    }
+                }
+                let values: Vec<Value> = last.into_iter().collect();
+                e.push(plan::Yield { values: &values, optional: Default::default() }.build(&b, op.location()))?;
+            }
+            regions.push(region);
+        }
+        top.push(
+            plan::Chunk {
+                sym_name: &planned_symbol(str_attr(op, "sym_name").unwrap_or_default()),
+                pipeline: &planned_symbol(symbol_attr(op, "pipeline").unwrap_or_default()),
+                stage: count(op, "stage"),
+                chunk: count(op, "chunk"),
+                first_block: count(op, "first_block"),
+                blocks: count(op, "blocks"),
+                optional: Default::default(),
+            }
+            .build(&b, op.location(), regions),
+        )?;
+    }
+    for &op in ops {
+        if OpKind::of(op) == Some(OpKind::DistSchedule) {
+            let slots = i64_array_attr(op, "slots").unwrap_or_default();
+            top.push(plan::Schedule { pipeline: &planned_symbol(symbol_attr(op, "pipeline").unwrap_or_default()), stage: count(op, "stage"), slots: &slots, optional: Default::default() }.build(&b, op.location()))?;
         }
     }
-    e.push(b.func_return(&[], anchor))?;
+    // Tasks outside chunks (a flat or unrolled program) go in one function.
+    let flat: Vec<OperationRef> = ops.iter().copied().filter(|op| is_task(*op) && !in_chunk(*op)).collect();
+    if !flat.is_empty() || !ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistChunk)) {
+        let function = top.push(b.func("decoder_block_plan", &[], &[], anchor))?;
+        let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
+        let e = Emitter::new(b, body, anchor);
+        for op in flat {
+            plan_task(&e, op, meshes, &mut tokens)?;
+        }
+        e.push(b.func_return(&[], anchor))?;
+    }
     Ok(())
+}
+
+/// The plan's symbol for a dist symbol (both live in one module).
+#[must_use]
+pub fn planned_symbol(dist_symbol: &str) -> String {
+    format!("plan.{dist_symbol}")
+}
+
+/// The ops of a block, in order.
+fn block_ops<'c, 'a>(block: melior::ir::BlockRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    let mut ops = Vec::new();
+    let mut next = block.first_operation();
+    while let Some(op) = next {
+        next = op.next_in_block();
+        ops.push(op);
+    }
+    ops
+}
+
+fn is_task(op: OperationRef) -> bool {
+    OpKind::of(op).is_some_and(|k| k == OpKind::DistCompute || (k.is_communication() && !k.is_async()))
+}
+
+fn in_chunk(op: OperationRef) -> bool {
+    op.parent_operation().is_some_and(|p| OpKind::of(p) == Some(OpKind::DistChunk))
+}
+
+/// The plan task of one dist task, appended to `e`'s block; returns its
+/// token (none for ops that are no tasks).
+fn plan_task<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, '_>, meshes: &Meshes, tokens: &mut HashMap<usize, Value<'c, 'a>>) -> Result<Option<Value<'c, 'a>>, BuildError> {
+    let Some(kind) = OpKind::of(op) else { return Ok(None) };
+    if !is_task(op) {
+        return Ok(None);
+    }
+    let b = e.b;
+    let plan_token = b.plan_token();
+    let positive = |name: &str| int_attr(op, name).and_then(|v| u64::try_from(v).ok());
+    let (block, stage, chunk, microbatch) = (positive("block"), positive("stage"), positive("chunk"), positive("microbatch"));
+    let deps = dep_tokens(op, tokens);
+    let facts = Facts::of(op);
+    let id = str_attr(op, "id").unwrap_or_default();
+    let phase = enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward);
+    let mesh = meshes.of_op(op);
+    let built = if kind == OpKind::DistCompute {
+        let capability = match enum_attr::<Engine>(op, "engine") {
+            Some(Engine::Matrix) => ComputeCapability::MatrixMultiply,
+            _ => ComputeCapability::VectorElementwise,
+        };
+        let ranks = i64_array_attr(op, "ranks").map_or_else(|| mesh.map_or(1, |m| m.slice_size(i64_array_attr(op, "slice").as_deref())), |r| r.len() as u64);
+        plan::ComputeTask { deps: &deps, id, lineage: id, phase, ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: facts.ops, memory_demand: facts.read.saturating_add(facts.write), network_demand: 0, ranks: ranks.max(1), group: ConcurrencyGroup::Compute, capability, results: &[plan_token], optional: plan::ComputeTaskOptional { shared_by: positive("shared_by"), block, stage, chunk, microbatch, ..Default::default() } }
+            .build(&b, b.named_location(id, op.location()))
+    } else {
+        let capability = communication_capability(kind);
+        let axes = attr_string_list(op, "mesh_axes");
+        let ranks = match i64_array_attr(op, "participants") {
+            Some(p) => p.len() as u64,
+            None if kind == OpKind::DistP2P => 2,
+            None => mesh.zip(axes.as_ref()).and_then(|(m, a)| m.group_size(a)).unwrap_or(1),
+        };
+        let message = count(op, "message_bytes");
+        let along = str_attr(op, "along").map(|a| b.strings(&[a]));
+        plan::CollectiveTask { deps: &deps, id, lineage: id, phase, ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: 0, memory_demand: 0, network_demand: message, ranks: ranks.max(1), group: ConcurrencyGroup::Network, capability, message_bytes: message, results: &[plan_token], optional: plan::CollectiveTaskOptional { mesh_axes: op.attribute("mesh_axes").ok().or(along), block, stage, chunk, microbatch, ..Default::default() } }
+            .build(&b, b.named_location(id, op.location()))
+    };
+    let token = result(e.push(built)?, 0);
+    if let Ok(dist_token) = op.result(0) {
+        tokens.insert(Value::from(dist_token).to_raw().ptr as usize, token);
+    }
+    Ok(Some(token))
 }
 
 fn count(op: OperationRef, name: &str) -> u64 {
@@ -214,23 +313,6 @@ pub(crate) fn communication_capability(kind: OpKind) -> CommunicationCapability 
     }
 }
 
-/// Ranks of a task's placement: its slice of the mesh, or the whole mesh.
-fn placement_size(op: OperationRef, meshes: &HashMap<String, MeshAxes>) -> u64 {
-    let Some(axes) = symbol_attr(op, "mesh").and_then(|m| meshes.get(m)) else { return 1 };
-    let slice = i64_array_attr(op, "slice");
-    axes.iter()
-        .enumerate()
-        .map(|(i, (_, size))| if slice.as_ref().and_then(|s| s.get(i)).is_some_and(|c| *c >= 0) { 1 } else { *size })
-        .product()
-}
-
-/// Ranks of one group of a collective over mesh axes.
-fn group_size(op: OperationRef, meshes: &HashMap<String, MeshAxes>) -> u64 {
-    let Some(axes) = symbol_attr(op, "mesh").and_then(|m| meshes.get(m)) else { return 1 };
-    let claimed = attr_string_list(op, "mesh_axes").unwrap_or_default();
-    axes.iter().filter(|(name, _)| claimed.contains(name)).map(|(_, size)| *size).product()
-}
-
 /// Plan tokens of the dist tasks `op` depends on (directly, or through a
 /// value result of a task; tensor dependencies on boundary values carry none).
 fn dep_tokens<'c, 'a>(op: OperationRef, tokens: &HashMap<usize, Value<'c, 'a>>) -> Vec<Value<'c, 'a>> {
@@ -257,7 +339,7 @@ fn dep_tokens<'c, 'a>(op: OperationRef, tokens: &HashMap<usize, Value<'c, 'a>>) 
 }
 /// Bytes of one rank's shard of a boundary value: the logical tensor
 /// divided by the sizes of the mesh axes that split it.
-fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &HashMap<String, MeshAxes>) -> Option<u64> {
+fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &Meshes) -> Option<u64> {
     let shape = tensor_shape(ty)?;
     let element_bytes: u64 = match type_string(tensor_element(ty)?).as_str() {
         "f64" | "i64" | "index" => 8,
@@ -266,7 +348,7 @@ fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &HashMap<String, 
         "i8" | "i1" | "f8E4M3FN" | "f8E5M2" => 1,
         _ => return None,
     };
-    let axes = meshes.get(symbol_attr(op, "mesh")?)?;
+    let mesh = meshes.of_op(op)?;
     let split = op.attribute("split_axes").ok().and_then(string_list_list)?;
     let mut elements: u64 = 1;
     for extent in &shape {
@@ -275,7 +357,7 @@ fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &HashMap<String, 
     let factor: u64 = split
         .iter()
         .flatten()
-        .map(|axis| axes.iter().find(|(name, _)| name == axis).map_or(1, |(_, size)| *size))
+        .map(|axis| mesh.axis_size(axis).and_then(|s| u64::try_from(s).ok()).unwrap_or(1))
         .product();
     Some(elements / factor.max(1) * element_bytes)
 }

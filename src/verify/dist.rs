@@ -8,27 +8,12 @@ use melior::ir::{operation::OperationLike, OperationRef, Type, ValueLike};
 use super::Checker;
 use crate::{
     ir::{i64_array_attr, int_attr, name_of, str_attr, string_list_list, symbol_attr, tensor_element, tensor_shape, type_string, users},
+    mesh::Mesh,
     ods::OpKind,
 };
 
 /// Largest mesh the verifier accepts: the largest world a spec may ask for.
 const MAX_MESH_RANKS: i64 = crate::workload::MAX_WORLD_SIZE as i64;
-
-/// A `dist.mesh` as the rules need it.
-struct Mesh {
-    axes: Vec<String>,
-    shape: Vec<i64>,
-}
-
-impl Mesh {
-    fn size(&self) -> i64 {
-        self.shape.iter().product()
-    }
-
-    fn axis_size(&self, axis: &str) -> Option<i64> {
-        self.axes.iter().position(|a| a == axis).map(|i| self.shape[i])
-    }
-}
 
 pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
     let dist_ops: Vec<(OpKind, OperationRef)> =

@@ -12,11 +12,11 @@
 // Every stage can be printed.
 // RUN: blueprint-opt %s --dist-async --dist-sink-waits --lower-dist-to-runtime --mlir-print-ir-after-all 2>&1 >/dev/null | FileCheck %s --check-prefix=STAGES
 
-// ASYNC: %[[AR:.*]]:2 = "dist.all_reduce_start"
-// ASYNC-NEXT: "dist.wait"(%[[AR]]#0)
-// SINK: %[[AR:.*]]:2 = "dist.all_reduce_start"
+// ASYNC: %[[H:.*]], %{{.*}} = dist.all_reduce_start %{{.*}} on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 512 {id = "ar", lineage = "linear"} : tensor<8x16xf32>
+// ASYNC-NEXT: dist.wait %[[H]]{{$}}
+// SINK: %[[H:.*]], %{{.*}} = dist.all_reduce_start
 // SINK-NEXT: %[[LOCAL:.*]] = arith.mulf %{{.*}}, %{{.*}} : tensor<8x16xf32>
-// SINK-NEXT: "dist.wait"(%[[AR]]#0)
+// SINK-NEXT: dist.wait %[[H]]{{$}}
 // CALLS: func.func private @_bprt_all_reduce_f32(i64, memref<*xi64>, memref<*xf32>, memref<*xf32>, i32) -> i64
 // CALLS: func.func private @_bprt_wait(i64) -> i64
 // CALLS: %[[H:.*]] = memref.alloca_scope
@@ -36,8 +36,8 @@
 // STAGES: IR Dump After DistSinkWaits
 // STAGES: IR Dump After LowerDistToRuntime
 
-"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
-"dist.mesh"() {sym_name = "world", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["tp"], shape = [4])
 func.func @tp_linear(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %out: memref<8x16xf32>) attributes {llvm.emit_c_interface} {
   %xt = bufferization.to_tensor %x restrict : memref<8x16xf32> to tensor<8x16xf32>
   %wt = bufferization.to_tensor %w restrict : memref<16x16xf32> to tensor<16x16xf32>
@@ -45,7 +45,7 @@ func.func @tp_linear(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %out: memref<8
   %e = tensor.empty() : tensor<8x16xf32>
   %init = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
   %p = linalg.matmul ins(%xt, %wt : tensor<8x16xf32>, tensor<16x16xf32>) outs(%init : tensor<8x16xf32>) -> tensor<8x16xf32>
-  %y = "dist.all_reduce"(%p) {id = "ar", mesh = @world, phase = "forward", lineage = "linear", participants = array<i64: 0, 1, 2, 3>, reduction = "sum", message_bytes = 512 : i64} : (tensor<8x16xf32>) -> tensor<8x16xf32>
+  %y = dist.all_reduce %p on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 512 {id = "ar", lineage = "linear"} : tensor<8x16xf32>
   // Independent local work that can overlap the all-reduce.
   %local = arith.mulf %xt, %xt : tensor<8x16xf32>
   %z = arith.addf %y, %local : tensor<8x16xf32>

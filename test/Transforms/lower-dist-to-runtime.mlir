@@ -33,10 +33,10 @@
 // CHECK-NEXT: %{{.*}} = call @_bprt_wait(%[[SCOPE]]) : (i64) -> i64
 // CHECK-NEXT: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?xi64> to tensor<?xi64>
 // CHECK-NEXT: return %[[R]]
-"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 func.func @reshape_2d_to_1d(%local: tensor<?x?xi64>, %g0: index, %g1: index, %o0: index, %o1: index, %ng0: index, %no0: index, %ns0: index) -> tensor<?xi64> {
-  %h, %out = "dist.copy_reshape"(%local, %g0, %g1, %o0, %o1, %ng0, %no0, %ns0) {team = 22 : i64, operandSegmentSizes = array<i32: 1, 2, 2, 1, 1, 1>} : (tensor<?x?xi64>, index, index, index, index, index, index, index) -> (!dist.async_handle, tensor<?xi64>)
-  "dist.wait"(%h) : (!dist.async_handle) -> ()
+  %h, %out = dist.copy_reshape %local g_shape %g0, %g1 l_offs %o0, %o1 to n_g_shape %ng0 n_offs %no0 n_shape %ns0 {team = 22 : i64} : tensor<?x?xi64> -> tensor<?xi64>
+  dist.wait %h
   return %out : tensor<?xi64>
 }
 
@@ -50,8 +50,8 @@ func.func @reshape_2d_to_1d(%local: tensor<?x?xi64>, %g0: index, %g1: index, %o0
 // CHECK: call @_bprt_wait(%[[SCOPE]])
 // CHECK-NEXT: bufferization.to_tensor %{{.*}} restrict writable : memref<6x2xi64> to tensor<6x2xi64>
 func.func @permute_static(%local: tensor<2x6xi64>, %g0: index, %g1: index, %o0: index, %o1: index) -> tensor<6x2xi64> {
-  %h, %out = "dist.copy_permute"(%local, %g0, %g1, %o0, %o1, %o1, %o0, %g1, %g0) {team = 22 : i64, axes = array<i64: 1, 0>, operandSegmentSizes = array<i32: 1, 2, 2, 2, 2>} : (tensor<2x6xi64>, index, index, index, index, index, index, index, index) -> (!dist.async_handle, tensor<6x2xi64>)
-  "dist.wait"(%h) : (!dist.async_handle) -> ()
+  %h, %out = dist.copy_permute %local g_shape %g0, %g1 l_offs %o0, %o1 n_offs %o1, %o0 n_shape %g1, %g0 axes [1, 0] {team = 22 : i64} : tensor<2x6xi64> -> tensor<6x2xi64>
+  dist.wait %h
   return %out : tensor<6x2xi64>
 }
 
@@ -70,31 +70,31 @@ func.func @permute_static(%local: tensor<2x6xi64>, %g0: index, %g1: index, %o0: 
 // CHECK-NEXT: func.func private @_bprt_send_recv_i1(i64, memref<*xi1>, memref<*xi1>, i64, i64) -> i64
 // CHECK-NEXT: func.func private @_bprt_wait(i64) -> i64
 // CHECK-NOT: dist.
-"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
-"dist.mesh"() {sym_name = "tp", axes = ["tp"], shape = array<i64: 4>} : () -> ()
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @tp(axes = ["tp"], shape = [4])
 // CHECK-LABEL: func.func @collectives
 func.func @collectives(%x: tensor<8x16xf32>, %h16: tensor<8x?xf16>, %b: tensor<?x4xbf16>, %flags: tensor<4xi1>) -> (tensor<8x16xf32>, tensor<2x?xf16>, tensor<?x4xbf16>, tensor<4xi1>) {
   // CHECK: %[[P:.*]] = memref.alloca() : memref<4xi64>
   // CHECK: %[[SUM:.*]] = arith.constant 0 : i32
   // CHECK: func.call @_bprt_all_reduce_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SUM]])
-  %h0, %y = "dist.all_reduce_start"(%x) {id = "ar", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, reduction = "sum", message_bytes = 512 : i64} : (tensor<8x16xf32>) -> (!dist.async_handle, tensor<8x16xf32>)
+  %h0, %y = dist.all_reduce_start %x on @tp over [0, 1, 2, 3] reduction = sum phase = forward bytes = 512 {id = "ar", lineage = "l"} : tensor<8x16xf32>
   // The dynamic dim of the result is read from the input.
   // CHECK: %[[D1:.*]] = tensor.dim %arg1, %{{.*}} : tensor<8x?xf16>
   // CHECK: tensor.empty(%[[D1]]) : tensor<2x?xf16>
   // CHECK: %[[MAX:.*]] = arith.constant 1 : i32
   // CHECK: func.call @_bprt_reduce_scatter_f16(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[MAX]], %{{.*}})
-  %h1, %r = "dist.reduce_scatter_start"(%h16) {id = "rs", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, reduction = "max", message_bytes = 512 : i64} : (tensor<8x?xf16>) -> (!dist.async_handle, tensor<2x?xf16>)
+  %h1, %r = dist.reduce_scatter_start %h16 on @tp over [0, 1, 2, 3] reduction = max phase = forward bytes = 512 {id = "rs", lineage = "l"} : tensor<8x?xf16> -> tensor<2x?xf16>
   // Along the gathered axis the size is scaled by the participant count.
   // CHECK: %[[D0:.*]] = tensor.dim %arg2
   // CHECK: %[[N:.*]] = arith.constant 4 : index
   // CHECK: %[[G:.*]] = arith.muli %[[D0]], %[[N]] : index
   // CHECK: tensor.empty(%[[G]]) : tensor<?x4xbf16>
-  %h2, %g = "dist.all_gather_start"(%b) {id = "ag", mesh = @tp, phase = "forward", lineage = "l", participants = array<i64: 0, 1, 2, 3>, message_bytes = 64 : i64} : (tensor<?x4xbf16>) -> (!dist.async_handle, tensor<?x4xbf16>)
+  %h2, %g = dist.all_gather_start %b on @tp over [0, 1, 2, 3] phase = forward bytes = 64 {id = "ag", lineage = "l"} : tensor<?x4xbf16> -> tensor<?x4xbf16>
   // CHECK: call @_bprt_send_recv_i1
-  %h3, %f = "dist.p2p_start"(%flags) {id = "p", mesh = @tp, phase = "forward", lineage = "l", source = 0 : i64, dest = 3 : i64, message_bytes = 4 : i64} : (tensor<4xi1>) -> (!dist.async_handle, tensor<4xi1>)
-  "dist.wait"(%h0) : (!dist.async_handle) -> ()
-  "dist.wait"(%h1) : (!dist.async_handle) -> ()
-  "dist.wait"(%h2) : (!dist.async_handle) -> ()
-  "dist.wait"(%h3) : (!dist.async_handle) -> ()
+  %h3, %f = dist.p2p_start %flags on @tp from 0 to 3 phase = forward bytes = 4 {id = "p", lineage = "l"} : tensor<4xi1>
+  dist.wait %h0
+  dist.wait %h1
+  dist.wait %h2
+  dist.wait %h3
   return %y, %r, %g, %f : tensor<8x16xf32>, tensor<2x?xf16>, tensor<?x4xbf16>, tensor<4xi1>
 }

@@ -318,6 +318,64 @@ func.func @rank_type() {
 
 // -----
 
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["dp", "pp", "tp"], shape = [2, 2, 2])
+func.func @yield_outside_chunk(%t: !dist.token) {
+  // expected-error @+1 {{'dist.yield' op expects parent op 'dist.chunk'}}
+  dist.yield %t : !dist.token
+}
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["dp", "pp", "tp"], shape = [2, 2, 2])
+// expected-error @+1 {{'dist.pipeline' op 'mesh' @nowhere does not name a 'dist.mesh'}}
+dist.pipeline @step on @nowhere along "pp" schedule = gpipe stages = 2 chunks = 1 microbatches = 4 blocks = 8
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["dp", "pp", "tp"], shape = [2, 2, 2])
+// expected-error @+1 {{custom op 'dist.pipeline' expected string or keyword containing one of the following enum values for attribute 'schedule' [one_f_one_b, interleaved_one_f_one_b, gpipe]}}
+dist.pipeline @step on @world along "pp" schedule = zero_bubble stages = 2 chunks = 1 microbatches = 4 blocks = 8
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["dp", "pp", "tp"], shape = [2, 2, 2])
+// expected-error @+1 {{'dist.pipeline' op attribute 'stages' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+dist.pipeline @step on @world along "pp" schedule = gpipe stages = 0 chunks = 1 microbatches = 4 blocks = 8
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["dp", "pp", "tp"], shape = [2, 2, 2])
+dist.pipeline @step on @world along "pp" schedule = gpipe stages = 2 chunks = 1 microbatches = 4 blocks = 8
+// expected-error @+1 {{'dist.chunk' op region #0 ('template') failed to verify constraint: region with 1 blocks}}
+dist.chunk @c of @step stage = 0 chunk = 0 first_block = 0 blocks = 2 {
+^bb0(%in: !dist.token):
+  dist.yield %in : !dist.token
+^bb1:
+  dist.yield
+} boundary {
+  dist.yield
+}
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["dp", "pp", "tp"], shape = [2, 2, 2])
+dist.pipeline @step on @world along "pp" schedule = gpipe stages = 2 chunks = 1 microbatches = 4 blocks = 8
+dist.chunk @c of @step stage = 0 chunk = 0 first_block = 0 blocks = 2 {
+^bb0(%in: !dist.token):
+  // expected-error @+1 {{block with no terminator}}
+  %t = dist.compute "x" on @world phase = forward vector gelu(%in : !dist.token) ops = 1 read = 1 write = 1 {lineage = "l"} : !dist.token
+} boundary {
+  dist.yield
+}
+
+// -----
+
 // The Rust verifiers: meshes, slices, ranks, shardings, collectives,
 // point-to-point, copies and async waits.
 dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"

@@ -255,3 +255,29 @@ plan.header schema "blueprint.plan" version "1.0" source "sha256:222222222222222
 // The old string spelling of a case is not an enum attribute.
 // expected-error @+1 {{'plan.objective' op attribute 'kind' failed to satisfy constraint: objective}}
 "plan.objective"() {kind = "latency"} : () -> ()
+
+// -----
+
+plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+func.func @yield_outside_chunk(%t: !plan.token) {
+  // expected-error @+1 {{'plan.yield' op expects parent op 'plan.chunk'}}
+  plan.yield %t : !plan.token
+}
+
+// -----
+
+plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+// expected-error @+1 {{'plan.pipeline' op attribute 'microbatches' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+plan.pipeline @step schedule = gpipe stages = 2 chunks = 1 microbatches = 0 blocks = 8
+
+// -----
+
+plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+plan.pipeline @step schedule = gpipe stages = 2 chunks = 1 microbatches = 4 blocks = 8
+plan.chunk @c of @step stage = 0 chunk = 0 first_block = 0 blocks = 2 {
+  // expected-error @+1 {{'plan.buffer' op symbol's parent must have the SymbolTable trait}}
+  plan.buffer @b weight size = 16 align = 16 in local {lineage = "x"}
+  plan.yield
+} boundary {
+  plan.yield
+}

@@ -11,12 +11,17 @@
 // RUN: blueprint-opt %s > %t.a && blueprint-opt %s > %t.b && cmp %t.a %t.b
 
 // CHECK: module {
-// CHECK: "plan.header"()
+// CHECK: plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 // CHECK: func.func @f() -> !plan.token
+// CHECK-NEXT: %[[A:.*]] = plan.compute_task "t" matrix_multiply phase = forward ops = 1 read = 0 write = 0 demand(1, 0, 0) ranks = 1 group = compute {lineage = "t"}
+// CHECK-NEXT: return %[[A]] : !plan.token
+// GENERIC: "plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0", source_digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"} : () -> ()
 // GENERIC: "func.func"()
+// GENERIC: "plan.compute_task"() {capability = 0 : i32, {{.*}}group = 0 : i32, {{.*}}phase = 0 : i32, {{.*}}} : () -> !plan.token
+// GENERIC: "func.return"
 // LOC: loc("{{.*}}io.mlir":[[@LINE+1]]:1)
-"plan.header"() {schema_name = "blueprint.plan", schema_version = "1.0", source_digest = "sha256:2222222222222222222222222222222222222222222222222222222222222222"} : () -> ()
+plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
 func.func @f() -> !plan.token {
-  %a = "plan.compute_task"() {id = "t", capability = "matrix_multiply", group = "compute", lineage = "t", phase = "forward", ops = 1 : i64, read_bytes = 0 : i64, write_bytes = 0 : i64, compute_demand = 1 : i64, memory_demand = 0 : i64, network_demand = 0 : i64, ranks = 1 : i64} : () -> !plan.token
+  %a = plan.compute_task "t" matrix_multiply phase = forward ops = 1 read = 0 write = 0 demand(1, 0, 0) ranks = 1 group = compute {lineage = "t"}
   return %a : !plan.token
 }

@@ -12,7 +12,7 @@
 
 // CHECK-LABEL: func.func @fold
 // CHECK-NEXT: %[[C:.*]] = arith.constant 3 : index
-// CHECK-NEXT: "dist.compute"
+// CHECK-NEXT: dist.compute "c" on @m phase = forward vector gelu(%arg0 : !dist.token) ops = 1 read = 2 write = 2 {lineage = "l"} : !dist.token
 // CHECK-NEXT: return %[[C]]
 // TIMING: Execution time report
 // TIMING: Canonicalizer
@@ -23,12 +23,12 @@
 // UNBALANCED: invalid pass pipeline 'builtin.module(cse': expected 'builtin.module(...)'
 // OPTIONS: Blueprint pass 'blueprint-verify' takes no options
 
-"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", model_digest = "sha256:1111111111111111111111111111111111111111111111111111111111111111"} : () -> ()
-"dist.mesh"() {sym_name = "m", axes = ["x"], shape = array<i64: 2>} : () -> ()
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @m(axes = ["x"], shape = [2])
 func.func @fold(%t: !dist.token) -> index {
   %a = arith.constant 1 : index
   %b = arith.constant 2 : index
   %c = arith.addi %a, %b : index
-  %t1 = "dist.compute"(%t) {id = "c", mesh = @m, phase = "forward", lineage = "l", engine = "vector", primitive = "gelu", ops = 1 : i64, read_bytes = 2 : i64, write_bytes = 2 : i64} : (!dist.token) -> !dist.token
+  %t1 = dist.compute "c" on @m phase = forward vector gelu(%t : !dist.token) ops = 1 read = 2 write = 2 {lineage = "l"} : !dist.token
   return %c : index
 }

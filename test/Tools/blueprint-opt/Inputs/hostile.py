@@ -6,8 +6,7 @@ participants N, nested-modules N, nested-if N, nested-array N, nested-dict N.
 """
 import sys
 
-HEADER = ('"dist.header"() {schema_name = "blueprint.dist", schema_version = "1.0", '
-          'model_digest = "sha256:' + "0" * 64 + '"} : () -> ()')
+HEADER = 'dist.header schema "blueprint.dist" version "1.0" model "sha256:' + "0" * 64 + '"'
 
 
 def main():
@@ -19,37 +18,37 @@ def main():
     elif kind == "kv-heads-zero":
         params = ", ".join(["%p"] * 10)
         types = ", ".join(["tensor<64xf16>"] * 10)
-        out.write(('"model.header"() {schema_name = "blueprint.model", schema_version = "1.0"} : () -> ()\n'
+        out.write(('model.header schema "blueprint.model" version "1.0"\n'
                    'func.func @f() {\n'
-                   '  %x = "model.value"() {id = "x", role = "input"} : () -> tensor<1x8x64xf16>\n'
-                   '  %p = "model.value"() {id = "p", role = "parameter"} : () -> tensor<64xf16>\n'
-                   f'  %y, %kv = "model.decoder_inference"(%x, {params}) {{id = "prefill", phase = "prefill", '
+                   '  %x = model.value "x" input : tensor<1x8x64xf16>\n'
+                   '  %p = model.value "p" parameter : tensor<64xf16>\n'
+                   f'  %y, %kv = model.decoder_inference "prefill" prefill(%x, {params}) '
+                   'datatype = float16 kv_datatype = float16 effects(mutation) {'
                    'hidden = 64 : i64, ffn_hidden = 256 : i64, heads = 4 : i64, kv_heads = 0 : i64, head_dim = 16 : i64, '
-                   'batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 8 : i64, datatype = "float16", '
-                   'kv_datatype = "float16", effects = ["mutation"]} : '
+                   'batch = 1 : i64, query_tokens = 8 : i64, context_tokens = 8 : i64} : '
                    f'(tensor<1x8x64xf16>, {types}) -> (tensor<1x8x64xf16>, tensor<2x1x8x16xf16>)\n'
                    '  return\n}\n').encode())
     elif kind == "mesh-2p40":
-        out.write((HEADER + '\n"dist.mesh"() {sym_name = "m", axes = ["a", "b"], shape = array<i64: 1048576, 1048576>} : () -> ()\n'
+        out.write((HEADER + '\ndist.mesh @m(axes = ["a", "b"], shape = [1048576, 1048576])\n'
                    'func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n'
-                   '  %y = "dist.all_reduce"(%x) {id = "ar", mesh = @m, phase = "forward", lineage = "l", '
-                   'participants = array<i64: 0, 1>, mesh_axes = ["a", "b"], reduction = "sum", message_bytes = 16 : i64} '
-                   ': (tensor<4xf32>) -> tensor<4xf32>\n  return %y : tensor<4xf32>\n}\n').encode())
+                   '  %y = dist.all_reduce %x on @m over [0, 1] axes ["a", "b"] reduction = sum phase = forward '
+                   'bytes = 16 {id = "ar", lineage = "l"} : tensor<4xf32>\n'
+                   '  return %y : tensor<4xf32>\n}\n').encode())
     elif kind == "participants":
         ranks = ", ".join(str(i) for i in range(n))
-        out.write((HEADER + f'\n"dist.mesh"() {{sym_name = "m", axes = ["x"], shape = array<i64: {n}>}} : () -> ()\n'
+        out.write((HEADER + f'\ndist.mesh @m(axes = ["x"], shape = [{n}])\n'
                    'func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n'
-                   f'  %y = "dist.all_reduce"(%x) {{id = "ar", mesh = @m, phase = "forward", lineage = "l", '
-                   f'participants = array<i64: {ranks}>, reduction = "sum", message_bytes = 16 : i64}} '
-                   ': (tensor<4xf32>) -> tensor<4xf32>\n  return %y : tensor<4xf32>\n}\n').encode())
+                   f'  %y = dist.all_reduce %x on @m over [{ranks}] reduction = sum phase = forward '
+                   'bytes = 16 {id = "ar", lineage = "l"} : tensor<4xf32>\n'
+                   '  return %y : tensor<4xf32>\n}\n').encode())
     elif kind == "nested-modules":
         out.write(("module {" * n + "}" * n + "\n").encode())
     elif kind == "nested-if":
         out.write(("func.func @f(%c: i1) {\n" + "scf.if %c {\n" * n + "}\n" * n + "return\n}\n").encode())
     elif kind == "nested-array":
-        out.write((HEADER[:-len(" : () -> ()")].rstrip("}") + ", x = " + "[" * n + "]" * n + "} : () -> ()\n").encode())
+        out.write((HEADER + " {x = " + "[" * n + "]" * n + "}\n").encode())
     elif kind == "nested-dict":
-        out.write((HEADER[:-len(" : () -> ()")].rstrip("}") + ", x = " + "{a = " * n + "1" + "}" * n + "} : () -> ()\n").encode())
+        out.write((HEADER + " {x = " + "{a = " * n + "1" + "}" * n + "}\n").encode())
     else:
         sys.exit(f"unknown kind {kind}")
 
