@@ -473,11 +473,10 @@ fn read_attribute(record: Record, name: &str, op: &str) -> Result<Attribute, Str
     } else {
         (false, record)
     };
-    Ok(Attribute {
-        name: name.to_string(),
-        optional,
-        kind: attr_kind(base, name, op)?,
-    })
+    let kind = attr_kind(base, name, op)?;
+    // A unit attribute is a flag: absent means false, as in MLIR.
+    let optional = optional || kind == AttrKind::Unit;
+    Ok(Attribute { name: name.to_string(), optional, kind })
 }
 
 fn attr_kind(record: Record, name: &str, op: &str) -> Result<AttrKind, String> {

@@ -212,6 +212,10 @@ def Dist_PipelineOp : Dist_MeshUserOp<"pipeline", [Symbol]> {
     order `schedule` gives. The chunks (`dist.chunk`) hold the block
     template; the per-stage slot orders are `dist.schedule` ops.
 
+    An `unrolled` pipeline (after `dist-unroll-schedule`) has no chunks or
+    schedules: every task instance is an op of its own in `func.func @step_tasks`,
+    naming its block, stage, chunk and microbatch, in each stage's order.
+
     ```mlir
     dist.pipeline @step on @world along "pp" schedule = interleaved_one_f_one_b
         stages = 8 chunks = 3 microbatches = 64 blocks = 96
@@ -220,10 +224,10 @@ def Dist_PipelineOp : Dist_MeshUserOp<"pipeline", [Symbol]> {
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$mesh, StrAttr:$along,
                        Blueprint_PipelineSchedule:$schedule, Blueprint_PositiveCount:$stages,
                        Blueprint_PositiveCount:$chunks, Blueprint_PositiveCount:$microbatches,
-                       Blueprint_PositiveCount:$blocks);
+                       Blueprint_PositiveCount:$blocks, UnitAttr:$unrolled);
   let assemblyFormat = !strconcat("$sym_name `on` $mesh `along` $along `schedule` `=` $schedule",
       " `stages` `=` $stages `chunks` `=` $chunks `microbatches` `=` $microbatches",
-      " `blocks` `=` $blocks attr-dict");
+      " `blocks` `=` $blocks (`unrolled` $unrolled^)? attr-dict");
 }
 
 def Dist_ChunkOp : Dist_Op<"chunk", [Symbol]> {

@@ -148,23 +148,29 @@ def Plan_BufferOp : Plan_Op<"buffer", [Symbol]> {
 def Plan_PipelineOp : Plan_Op<"pipeline", [Symbol]> {
   let summary = "The pipeline of the planned step (copied from `dist.pipeline`)";
   let description = [{
+    Unrolled when the dist program was: the plan tasks are then instances
+    in `func.func @step_plan`.
+
     ```mlir
     plan.pipeline @step schedule = one_f_one_b stages = 8 chunks = 1 microbatches = 64 blocks = 96
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Blueprint_PipelineSchedule:$schedule,
                        Blueprint_PositiveCount:$stages, Blueprint_PositiveCount:$chunks,
-                       Blueprint_PositiveCount:$microbatches, Blueprint_PositiveCount:$blocks);
+                       Blueprint_PositiveCount:$microbatches, Blueprint_PositiveCount:$blocks,
+                       UnitAttr:$unrolled);
   let assemblyFormat = !strconcat("$sym_name `schedule` `=` $schedule `stages` `=` $stages",
-      " `chunks` `=` $chunks `microbatches` `=` $microbatches `blocks` `=` $blocks attr-dict");
+      " `chunks` `=` $chunks `microbatches` `=` $microbatches `blocks` `=` $blocks",
+      " (`unrolled` $unrolled^)? attr-dict");
 }
 
 def Plan_ChunkOp : Plan_Op<"chunk", [Symbol]> {
   let summary = "The plan of one model chunk (copied from `dist.chunk`)";
   let description = [{
     The plan tasks of the chunk's block template (one block, one
-    microbatch, and its once-per-step tasks) with the block's buffers, and
-    of its boundary transfers; regions as in `dist.chunk`.
+    microbatch, and its once-per-step tasks) and of its boundary
+    transfers; regions as in `dist.chunk`. Buffers are module-level
+    symbols naming their stage or block.
 
     ```mlir
     plan.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 4 {

@@ -25,8 +25,13 @@ pub static PASSES: &[PassInfo] = &[
     },
     PassInfo {
         name: "distribute-transformer-training",
-        summary: "Derive the tensor-parallel dist program of one decoder training block from ModelIR and its strategy",
+        summary: "Derive the dist program of the whole training step (every block over the pipeline stages, its schedule, data parallelism, memory per stage) from ModelIR and its strategy",
         create: crate::transformer::distribute::create,
+    },
+    PassInfo {
+        name: "dist-unroll-schedule",
+        summary: "Expand a whole-step dist program (chunks and schedules) into every task instance of the step, in schedule order",
+        create: crate::passes::unroll_schedule::create,
     },
     PassInfo {
         name: "distribute-transformer-inference",

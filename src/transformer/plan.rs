@@ -112,7 +112,7 @@ fn emit_plan<'c>(generated: &Module<'c>, module: OperationRef, ops: &[OperationR
                     chunks: count(op, "chunks"),
                     microbatches: count(op, "microbatches"),
                     blocks: count(op, "blocks"),
-                    optional: Default::default(),
+                    optional: plan::PipelineOptional { unrolled: op.has_attribute("unrolled"), ..Default::default() },
                 }
                 .build(&b, op.location()),
             )?;
@@ -204,7 +204,8 @@ fn emit_plan<'c>(generated: &Module<'c>, module: OperationRef, ops: &[OperationR
     // Tasks outside chunks (a flat or unrolled program) go in one function.
     let flat: Vec<OperationRef> = ops.iter().copied().filter(|op| is_task(*op) && !in_chunk(*op)).collect();
     if !flat.is_empty() || !ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistChunk)) {
-        let function = top.push(b.func("decoder_block_plan", &[], &[], anchor))?;
+        let unrolled = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistPipeline));
+        let function = top.push(b.func(if unrolled { "step_plan" } else { "decoder_block_plan" }, &[], &[], anchor))?;
         let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
         let e = Emitter::new(b, body, anchor);
         for op in flat {

@@ -1,10 +1,11 @@
 //! Rust verifiers for what IRDL cannot say.
 //!
-//! IRDL (loaded from the ODS) checks operand and result types and required
-//! attributes when IR is parsed or built. The rules here need more than one
-//! op or more than one attribute at a time: unique ids, headers, forbidden
-//! fields per layer, mesh and rank membership, sharding, collective
-//! legality, async waits, effects. They run after parsing and after every
+//! The C++ dialects generated from the ODS check operand and result types,
+//! attribute kinds, enums and traits when IR is parsed or built. The rules
+//! here need more than one op or more than one attribute at a time: unique
+//! ids, headers, forbidden fields per layer, mesh and rank membership,
+//! sharding, collective legality, async waits, effects, and the whole step
+//! (pipeline, chunks, schedules). They run after parsing and after every
 //! pass, and report MLIR diagnostics at the offending op's location.
 
 mod dist;
@@ -12,6 +13,7 @@ mod layering;
 mod model;
 mod ods_rules;
 mod plan;
+mod step;
 
 use melior::ir::{operation::OperationLike, OperationRef};
 
@@ -69,5 +71,6 @@ pub fn verify_blueprint(root: OperationRef) -> bool {
     model::check(&mut checker, &blueprint);
     dist::check(&mut checker, &blueprint);
     plan::check(&mut checker, &blueprint);
+    step::check(&mut checker, &blueprint);
     !checker.failed()
 }
