@@ -294,15 +294,20 @@ def Model_KvAppendOp : Model_EffectOp<"kv_append"> {
     token dimension. Implementations update the cache in place, so the op
     declares the `mutation` effect.
 
+    The cache follows the keyword `cache`, with its type: an optional group
+    anchored on an operand would read the keys of a fresh append as a cache.
+
     ```mlir
-    %kv1 = model.kv_append "decode.attn.kv_append"(%kv0, %k, %v) effects(mutation)
-        : (tensor<2x1x?x128xf16>, tensor<1x1x128xf16>, tensor<1x1x128xf16>) -> tensor<2x1x?x128xf16>
+    %kv0 = model.kv_append "prefill.attn.kv_append"(%k0, %v0) effects(mutation)
+        : (tensor<1x8x128xf16>, tensor<1x8x128xf16>) -> tensor<2x1x?x128xf16>
+    %kv1 = model.kv_append "decode.attn.kv_append"(%k, %v) cache(%kv0 : tensor<2x1x?x128xf16>) effects(mutation)
+        : (tensor<1x1x128xf16>, tensor<1x1x128xf16>) -> tensor<2x1x?x128xf16>
     ```
   }];
   let arguments = !con((ins Optional<AnyRankedTensor>:$cache, AnyRankedTensor:$keys,
                             AnyRankedTensor:$values), Model_CommonAttrs);
   let results = (outs AnyRankedTensor:$new_cache);
-  let assemblyFormat = !strconcat("$id `(` ($cache^ `,`)? $keys `,` $values `)` ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+  let assemblyFormat = !strconcat("$id `(` $keys `,` $values `)` (`cache` `(` $cache^ `:` type($cache) `)`)? ", Model_EffectsFormat, " attr-dict `:` `(` type($keys) `,` type($values) `)` `->` type($new_cache)");
 }
 
 def Model_ForkOp : Model_PureOp<"fork"> {

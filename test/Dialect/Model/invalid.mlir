@@ -294,7 +294,7 @@ func.func @append_without_mutation() {
   %kv0 = model.value "kv" kv_cache : tensor<2x1x?x8xf16>
   %k = model.value "k" activation : tensor<1x4x8xf16>
   // expected-error @+1 {{'model.kv_append' op must declare effect 'mutation' in 'effects'}}
-  %kv = model.kv_append "kv.next"(%kv0, %k, %k) : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
+  %kv = model.kv_append "kv.next"(%k, %k) cache(%kv0 : tensor<2x1x?x8xf16>) : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
   return
 }
 

@@ -106,12 +106,14 @@ func.func @state_and_effects() {
   // CHECK: %[[VALS:.*]] = model.value "vals" activation : tensor<1x4x8xf16>
   %vals = model.value "vals" activation : tensor<1x4x8xf16>
   // CHECK: %[[KV0:.*]] = model.value "kv.cache" kv_cache : tensor<2x1x?x8xf16>
+  // GENERIC: %[[GKV0:.*]] = "model.value"() {id = "kv.cache", role = 5 : i32}
   %kv0 = model.value "kv.cache" kv_cache : tensor<2x1x?x8xf16>
   // An append to an existing cache (the append that starts a cache has no
   // `cache` operand: kv-append-fresh.mlir).
-  // CHECK: %[[KV1:.*]] = model.kv_append "kv.next"(%[[KV0]], %[[KEYS]], %[[VALS]]) effects(mutation) : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
-  // GENERIC: "model.kv_append"(%{{.*}}, %{{.*}}, %{{.*}}) {effects = 4 : i32, id = "kv.next"}
-  %kv1 = model.kv_append "kv.next"(%kv0, %keys, %vals) effects(mutation) : (tensor<2x1x?x8xf16>, tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
+  // CHECK: %[[KV1:.*]] = model.kv_append "kv.next"(%[[KEYS]], %[[VALS]]) cache(%[[KV0]] : tensor<2x1x?x8xf16>) effects(mutation) : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
+  // The generic form lists the cache first (the ODS operand order).
+  // GENERIC: "model.kv_append"(%[[GKV0]], %{{.*}}, %{{.*}}) {effects = 4 : i32, id = "kv.next"}
+  %kv1 = model.kv_append "kv.next"(%keys, %vals) cache(%kv0 : tensor<2x1x?x8xf16>) effects(mutation) : (tensor<1x4x8xf16>, tensor<1x4x8xf16>) -> tensor<2x1x?x8xf16>
   // CHECK: model.output %[[KV1]] "kv.appended" as kv_cache : tensor<2x1x?x8xf16>
   // GENERIC: "model.output"(%{{.*}}) {id = "kv.appended", role = 5 : i32} : (tensor<2x1x?x8xf16>) -> ()
   model.output %kv1 "kv.appended" as kv_cache : tensor<2x1x?x8xf16>
