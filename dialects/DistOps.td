@@ -395,17 +395,20 @@ class Dist_CommArguments<dag extra> {
 }
 defvar Dist_DepsFormat = "(`after` `(` $deps^ `)`)?";
 
-class Dist_AsyncStartFormDoc<string mnemonic> {
+// `operands`: the rest of the `_start` example after `%x` (a complete op,
+// so the example parses).
+class Dist_AsyncStartFormDoc<string mnemonic, string operands> {
   string value = "\n    The `_start` form begins the communication and returns an async handle\n"
       # "    with the result; the result may be used only after `dist.wait` on the\n"
-      # "    handle:\n\n    ```mlir\n    %h, %y = dist." # mnemonic # "_start %x ... : tensor<...>\n"
+      # "    handle:\n\n    ```mlir\n    %h, %y = dist." # mnemonic # "_start %x " # operands # "\n"
       # "    dist.wait %h\n    ```\n";
 }
 
 // A collective and its `_start` form. `extra` are the kind's own
-// attributes, `extraFormat` where they appear.
+// attributes, `extraFormat` where they appear; `startExample` completes the
+// `_start` form's example.
 multiclass Dist_Collective<string mnemonic, string summary_, string doc, dag extra,
-                           string extraFormat, bit sameType> {
+                           string extraFormat, bit sameType, string startExample> {
   defvar types = Dist_CommTypes<sameType>;
   defvar fmt = !strconcat("$input ", Dist_DepsFormat, " `on` $mesh ", Dist_PlacementFormat, " (`over` $participants^)? (`axes` $mesh_axes^)? ", extraFormat, " `phase` `=` $phase `bytes` `=` $message_bytes attr-dict `:` ", types.format);
   defvar args = Dist_CommArguments<!con(
@@ -420,7 +423,7 @@ multiclass Dist_Collective<string mnemonic, string summary_, string doc, dag ext
   }
   def Start : Dist_CollectiveOp<mnemonic # "_start", types.traits> {
     let summary = "Start (async): " # summary_;
-    let description = !strconcat(doc, Dist_AsyncStartFormDoc<mnemonic>.value);
+    let description = !strconcat(doc, Dist_AsyncStartFormDoc<mnemonic, startExample>.value);
     let arguments = args;
     let results = (outs Dist_AsyncHandle:$handle, AnyType:$result);
     let assemblyFormat = fmt;
@@ -442,7 +445,9 @@ defm Dist_AllReduce : Dist_Collective<"all_reduce",
            bytes = 453083136 {id = "dp.grad_reduce", lineage = "block"} : !dist.token
     ```
 }], (ins Blueprint_Reduction:$reduction, OptionalAttr<I64Attr>:$axis),
-    "`reduction` `=` $reduction", 1>;
+    "`reduction` `=` $reduction", 1,
+    "on @tp over [0, 1, 2, 3] reduction = sum phase = forward bytes = 100663296\n"
+    # "           {id = \"attn.tp_exit.fwd\", lineage = \"attn.dropout\"} : tensor<4x2048x6144xf16>">;
 
 defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
     "Reduce-scatter over the participating ranks", [{
@@ -454,7 +459,9 @@ defm Dist_ReduceScatter : Dist_Collective<"reduce_scatter",
            {id = "fw.rs0", lineage = "attn.proj"} : tensor<4x2048x6144xf16> -> tensor<4x1024x6144xf16>
     ```
 }], (ins Blueprint_Reduction:$reduction, OptionalAttr<I64Attr>:$axis),
-    "`reduction` `=` $reduction", 0>;
+    "`reduction` `=` $reduction", 0,
+    "on @tp over [0, 1] reduction = sum phase = forward bytes = 100663296\n"
+    # "           {id = \"fw.rs0\", lineage = \"attn.proj\"} : tensor<4x2048x6144xf16> -> tensor<4x1024x6144xf16>">;
 
 defm Dist_AllGather : Dist_Collective<"all_gather",
     "All-gather over the participating ranks", [{
@@ -465,7 +472,9 @@ defm Dist_AllGather : Dist_Collective<"all_gather",
     %y = dist.all_gather %x on @tp over [0, 1] phase = forward bytes = 100663296
            {id = "fw.ag0", lineage = "ln1"} : tensor<4x1024x6144xf16> -> tensor<4x2048x6144xf16>
     ```
-}], (ins OptionalAttr<I64Attr>:$axis), "", 0>;
+}], (ins OptionalAttr<I64Attr>:$axis), "", 0,
+    "on @tp over [0, 1] phase = forward bytes = 100663296\n"
+    # "           {id = \"fw.ag0\", lineage = \"ln1\"} : tensor<4x1024x6144xf16> -> tensor<4x2048x6144xf16>">;
 
 defm Dist_AllToAll : Dist_Collective<"all_to_all",
     "All-to-all exchange over the participating ranks", [{
@@ -476,7 +485,9 @@ defm Dist_AllToAll : Dist_Collective<"all_to_all",
     %y = dist.all_to_all %x on @tp over [0, 1] phase = forward bytes = 1024
            {id = "a2a0", lineage = "moe.dispatch"} : tensor<8x64xf32>
     ```
-}], (ins OptionalAttr<I64Attr>:$axis), "", 1>;
+}], (ins OptionalAttr<I64Attr>:$axis), "", 1,
+    "on @tp over [0, 1] phase = forward bytes = 1024\n"
+    # "           {id = \"a2a0\", lineage = \"moe.dispatch\"} : tensor<8x64xf32>">;
 
 defm Dist_Broadcast : Dist_Collective<"broadcast",
     "Broadcast from a root rank to the participating ranks", [{
@@ -486,10 +497,12 @@ defm Dist_Broadcast : Dist_Collective<"broadcast",
     %y = dist.broadcast %x on @tp over [0, 1, 2, 3] root = 0 phase = forward bytes = 4096
            {id = "bc0", lineage = "embed"} : tensor<1024xf32>
     ```
-}], (ins I64Attr:$root), "`root` `=` $root", 1>;
+}], (ins I64Attr:$root), "`root` `=` $root", 1,
+    "on @tp over [0, 1, 2, 3] root = 0 phase = forward bytes = 4096\n"
+    # "           {id = \"bc0\", lineage = \"embed\"} : tensor<1024xf32>">;
 
 // Point-to-point and its `_start` form.
-multiclass Dist_PointToPoint<string summary_, string doc> {
+multiclass Dist_PointToPoint<string summary_, string doc, string startExample> {
   defvar fmt = !strconcat("$input ", Dist_DepsFormat, " `on` $mesh (`slice` $slice^)? (`along` $along^)?", " `from` $source `to` $dest `phase` `=` $phase `bytes` `=` $message_bytes attr-dict `:` type($input)");
   defvar args = Dist_CommArguments<(ins I64Attr:$source, I64Attr:$dest,
                                              OptionalAttr<StrAttr>:$along,
@@ -503,7 +516,7 @@ multiclass Dist_PointToPoint<string summary_, string doc> {
   }
   def Start : Dist_CommunicationOp<"p2p_start", [AllTypesMatch<["input", "result"]>]> {
     let summary = "Start (async): " # summary_;
-    let description = doc # Dist_AsyncStartFormDoc<"p2p">.value;
+    let description = doc # Dist_AsyncStartFormDoc<"p2p", startExample>.value;
     let arguments = args;
     let results = (outs Dist_AsyncHandle:$handle, AnyType:$result);
     let assemblyFormat = fmt;
@@ -523,7 +536,8 @@ defm Dist_P2P : Dist_PointToPoint<"Point-to-point transfer from one rank to anot
     %z = dist.p2p %t on @world along "pp" from 2 to 3 phase = forward bytes = 50331648
            {id = "s2.c0.send", lineage = "block.out"} : !dist.token
     ```
-}]>;
+}], "on @pp from 0 to 1 phase = forward bytes = 100663296\n"
+    # "           {id = \"pp.send0\", lineage = \"block.out\"} : tensor<4x2048x6144xf16>">;
 
 def Dist_WaitOp : Dist_Op<"wait", [Blueprint_TaskEffects]> {
   let summary = "Wait for an asynchronous operation to complete";

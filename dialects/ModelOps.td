@@ -26,7 +26,8 @@ def Model_Dialect : Dialect {
     introduces one with a state role (parameter, activation, gradient,
     optimizer state, KV cache, input), and every other op names its operands
     and results explicitly. Effects such as a parameter update or consuming
-    random state are typed (`effects(...)`), never inferred from names.
+    random state are typed (`effects(...)`), never inferred from names;
+    several effects are one quoted string (`effects("parameter_update|random_state")`).
 
     A module holding ModelIR carries exactly one `model.header` with the
     schema name and version. Every op except the header has an `id` (the
@@ -132,7 +133,7 @@ def Model_DecoderTrainingOp : Model_EffectOp<"decoder_training"> {
 
     ```mlir
     %y = model.decoder_training "block"(%x, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %opt)
-           datatype = float16 effects(parameter_update|random_state)
+           datatype = float16 effects("parameter_update|random_state")
            {ffn_hidden = 24576 : i64, head_dim = 96 : i64, heads = 64 : i64,
             hidden = 6144 : i64, microbatch = 4 : i64, seq_len = 2048 : i64}
          : (tensor<4x2048x6144xf16>, tensor<6144xf16>, tensor<6144xf16>,
@@ -172,7 +173,10 @@ def Model_DecoderInferenceOp : Model_EffectOp<"decoder_inference"> {
                  {batch = 1 : i64, context_tokens = 576 : i64, ffn_hidden = 11008 : i64,
                   head_dim = 128 : i64, heads = 32 : i64, hidden = 4096 : i64,
                   kv_heads = 32 : i64, query_tokens = 1 : i64}
-         : (tensor<1x1x4096xf16>, ..., tensor<2x1x575x4096xf16>)
+         : (tensor<1x1x4096xf16>, tensor<4096xf16>, tensor<4096xf16>,
+            tensor<4096x4096xf16>, tensor<4096x4096xf16>, tensor<4096x4096xf16>,
+            tensor<4096x4096xf16>, tensor<4096xf16>, tensor<4096xf16>,
+            tensor<4096x22016xf16>, tensor<11008x4096xf16>, tensor<2x1x575x4096xf16>)
            -> (tensor<1x1x4096xf16>, tensor<2x1x576x4096xf16>)
     ```
   }];

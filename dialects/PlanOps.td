@@ -88,7 +88,7 @@ def Plan_ComputeTaskOp : Plan_TaskOp<"compute_task"> {
     ```mlir
     %t = plan.compute_task "fw.qkv" matrix_multiply phase = forward ops = 120795955200
            read = 125829120 write = 37748736 demand(120795955200, 163577856, 0)
-           ranks = 8 group = compute {lineage = "fw.qkv"} : !plan.token
+           ranks = 8 group = compute {lineage = "fw.qkv"}
     ```
   }];
   let arguments = !con((ins Variadic<Plan_Token>:$deps), Plan_TaskAttrs,
@@ -174,9 +174,12 @@ def Plan_ChunkOp : Plan_Op<"chunk", [Symbol]> {
 
     ```mlir
     plan.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 4 {
-      ...
+    ^bb0(%in: !plan.token):
+      %t = plan.compute_task "s0.c0.attn.ln.fwd" after(%in) vector_elementwise phase = forward
+             ops = 1 read = 2 write = 1 demand(1, 3, 0) ranks = 4 group = compute {lineage = "attn.ln.fwd"}
       plan.yield %t : !plan.token
     } boundary {
+    ^bb0(%in: !plan.token):
       plan.yield
     }
     ```
