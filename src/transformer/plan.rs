@@ -74,8 +74,13 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
             OpKind::DistValue | OpKind::DistOutput => {
                 let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
                 if ty.and_then(|t| shard_bytes(op, t, &meshes)).is_none() {
-                    return Err((op, format!("{pass}: boundary value needs a static shape and a known element type")));
+                    return Err((op, format!("{pass}: boundary value needs a static shape, a known element type and a shard of at most 2^63 - 1 bytes")));
                 }
+            }
+            // Plan facts are i64 attributes: read + write must fit, exactly.
+            OpKind::DistCompute if count(op, "read_bytes").checked_add(count(op, "write_bytes")).is_none_or(|d| i64::try_from(d).is_err()) => {
+                let id = str_attr(op, "id").unwrap_or_default();
+                return Err((op, format!("{pass}: memory demand of task '{id}' (read_bytes + write_bytes) exceeds 2^63 - 1 bytes")));
             }
             OpKind::DistHeader
             | OpKind::DistMesh
@@ -360,5 +365,6 @@ fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &Meshes) -> Optio
         .flatten()
         .map(|axis| mesh.axis_size(axis).and_then(|s| u64::try_from(s).ok()).unwrap_or(1))
         .product();
-    Some(elements / factor.max(1) * element_bytes)
+    // At most 2^63 - 1: the size is an i64 fact.
+    (elements / factor.max(1)).checked_mul(element_bytes).filter(|b| i64::try_from(*b).is_ok())
 }
