@@ -761,11 +761,9 @@ fn emit_op_kinds(out: &mut String, dialects: &[DialectDef]) {
     for op in &ops {
         let _ = writeln!(out, "            Self::{} => \"{}.{}\",", op.variant, op.dialect, op.mnemonic);
     }
-    out.push_str("        }\n    }\n\n    /// The kind of an op name.\n    #[must_use]\n    pub fn from_name(name: &str) -> Option<Self> {\n        match name {\n");
-    for op in &ops {
-        let _ = writeln!(out, "            \"{}.{}\" => Some(Self::{}),", op.dialect, op.mnemonic, op.variant);
-    }
-    out.push_str("            _ => None,\n        }\n    }\n\n");
+    // A string `match` compiles to a chain of comparisons; every rule asks
+    // for the kind of every op, so look names up in a hash map instead.
+    out.push_str("        }\n    }\n\n    /// The kind of an op name.\n    #[must_use]\n    pub fn from_name(name: &str) -> Option<Self> {\n        static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static str, OpKind>> = std::sync::OnceLock::new();\n        BY_NAME.get_or_init(|| Self::ALL.iter().map(|k| (k.name(), *k)).collect()).get(name).copied()\n    }\n\n");
     let flag = |out: &mut String, name: &str, doc: &str, pick: &dyn Fn(&OpDef) -> bool| {
         let members: Vec<String> = ops.iter().filter(|op| pick(op)).map(|op| format!("Self::{}", op.variant)).collect();
         let _ = writeln!(out, "    /// {doc}\n    #[must_use]\n    pub const fn {name}(self) -> bool {{");

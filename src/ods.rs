@@ -113,11 +113,15 @@ impl OpKind {
     /// The op's ODS table entry.
     #[must_use]
     pub fn spec(self) -> &'static OpSpec {
-        DIALECTS
-            .iter()
-            .flat_map(|d| d.ops.iter())
-            .find(|op| op.kind == self)
-            .unwrap_or_else(|| unreachable!("every OpKind has a table entry (both are generated together)"))
+        static BY_KIND: std::sync::OnceLock<Vec<Option<&'static OpSpec>>> = std::sync::OnceLock::new();
+        let table = BY_KIND.get_or_init(|| {
+            let mut table = vec![None; OpKind::ALL.len()];
+            for op in DIALECTS.iter().flat_map(|d| d.ops.iter()) {
+                table[op.kind as usize] = Some(op);
+            }
+            table
+        });
+        table[self as usize].unwrap_or_else(|| unreachable!("every OpKind has a table entry (both are generated together)"))
     }
 
     /// The kind of an op, if it is one of Blueprint's.

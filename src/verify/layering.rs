@@ -64,26 +64,34 @@ const LAYERS: [Layer; 3] = [
 /// rule reports it; other rules skip it to avoid a second message).
 #[must_use]
 pub fn is_forbidden(dialect: &str, name: &str) -> bool {
-    let bare = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
-    LAYERS
-        .iter()
-        .any(|layer| layer.dialect == dialect && layer.forbidden.contains(&bare.as_str()))
+    let bare = name.rsplit('.').next().unwrap_or(name);
+    LAYERS.iter().any(|layer| layer.dialect == dialect && names_forbidden(layer.forbidden, bare))
+}
+
+/// Whether `name` is one of `forbidden`, ignoring ASCII case (no allocation:
+/// this runs for every attribute of every op).
+fn names_forbidden(forbidden: &[&str], name: &str) -> bool {
+    forbidden.iter().any(|f| f.len() == name.len() && f.eq_ignore_ascii_case(name))
+}
+
+/// The op's full name without allocating.
+fn op_name<'c>(op: OperationRef<'c, '_>) -> &'c str {
+    crate::ir::identifier_str(op.name())
 }
 
 /// Major version of the schemas this build reads.
 const SCHEMA_MAJOR: &str = "1";
 
-pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[OperationRef]) {
+pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(crate::ods::OpKind, OperationRef)]) {
     for &op in all {
-        let name = name_of(op);
-        let dialect = dialect_of(&name);
+        let dialect = dialect_of(op_name(op));
         if TARGET_DIALECTS.contains(&dialect) {
             checker.error(op, format!("belongs to target dialect '{dialect}', which is not allowed beside target-neutral Blueprint IR"));
         }
     }
     for layer in &LAYERS {
         let layer_ops: Vec<OperationRef> =
-            ops.iter().copied().filter(|op| dialect_of(&name_of(*op)) == layer.dialect).collect();
+            ops.iter().filter(|(kind, _)| kind.dialect() == layer.dialect).map(|(_, op)| *op).collect();
         if layer_ops.is_empty() {
             continue;
         }
@@ -98,7 +106,7 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[OperationRef]) 
 
 fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
     let header_name = format!("{}.header", layer.dialect);
-    let headers: Vec<OperationRef> = ops.iter().copied().filter(|op| name_of(*op) == header_name).collect();
+    let headers: Vec<OperationRef> = ops.iter().copied().filter(|op| op_name(*op) == header_name).collect();
     let Some(&first) = headers.first() else {
         // Reported at the layer's first op: the module itself may have no
         // location of its own.
@@ -171,13 +179,13 @@ fn check_forbidden(checker: &mut Checker, op: OperationRef, layer: &Layer) {
     let mut problems = Vec::new();
     for (name, value) in op.attributes() {
         let name = crate::ir::identifier_str(name);
-        let bare = name.rsplit('.').next().unwrap_or(name).to_ascii_lowercase();
-        if layer.forbidden.contains(&bare.as_str()) {
+        let bare = name.rsplit('.').next().unwrap_or(name);
+        if names_forbidden(layer.forbidden, bare) {
             problems.push(format!("attribute '{name}' is a placement or target field, illegal in the '{}' layer", layer.dialect));
         }
         visit_nested(value, &mut |nested| match nested {
             Nested::Key(key) => {
-                if layer.forbidden.contains(&key.to_ascii_lowercase().as_str()) {
+                if names_forbidden(layer.forbidden, key) {
                     problems.push(format!("attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer", layer.dialect));
                 }
             }

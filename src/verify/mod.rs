@@ -58,19 +58,18 @@ pub fn position_of(op: OperationRef) -> String {
 pub fn verify_blueprint(root: OperationRef) -> bool {
     let ops = collect_ops(root);
     let mut checker = Checker::default();
-    let blueprint: Vec<OperationRef> = ops
-        .iter()
-        .copied()
-        .filter(|op| crate::ods::op_spec(&name_of(*op)).is_some())
-        .collect();
-    if blueprint.is_empty() {
+    // Each op's kind is looked up once; the rules below read it from here.
+    let kinds: Vec<(crate::ods::OpKind, OperationRef)> =
+        ops.iter().filter_map(|op| crate::ods::OpKind::of(*op).map(|k| (k, *op))).collect();
+    if kinds.is_empty() {
         return true;
     }
-    ods_rules::check(&mut checker, &blueprint);
-    layering::check(&mut checker, &ops, &blueprint);
+    let blueprint: Vec<OperationRef> = kinds.iter().map(|(_, op)| *op).collect();
+    ods_rules::check(&mut checker, &kinds);
+    layering::check(&mut checker, &ops, &kinds);
     model::check(&mut checker, &blueprint);
     dist::check(&mut checker, &blueprint);
-    plan::check(&mut checker, &blueprint);
+    plan::check(&mut checker, &kinds);
     step::check(&mut checker, &blueprint);
     !checker.failed()
 }

@@ -10,11 +10,11 @@ use crate::{
     ods::{ConcurrencyGroup, OpKind},
 };
 
-pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
-    for &op in ops {
-        let expected = match OpKind::of(op) {
-            Some(OpKind::PlanComputeTask) => ConcurrencyGroup::Compute,
-            Some(OpKind::PlanCollectiveTask) => ConcurrencyGroup::Network,
+pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    for &(kind, op) in ops {
+        let expected = match kind {
+            OpKind::PlanComputeTask => ConcurrencyGroup::Compute,
+            OpKind::PlanCollectiveTask => ConcurrencyGroup::Network,
             _ => continue,
         };
         if let Some(group) = enum_attr::<ConcurrencyGroup>(op, "group") {

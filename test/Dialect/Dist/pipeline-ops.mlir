@@ -11,9 +11,13 @@
 dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 dist.mesh @world(axes = ["dp", "pp", "tp"], shape = [2, 2, 2])
 
-// CHECK: dist.pipeline @step on @world along "pp" schedule = interleaved_one_f_one_b stages = 2 chunks = 2 microbatches = 4 blocks = 8{{$}}
-// GENERIC: "dist.pipeline"() {along = "pp", blocks = 8 : i64, chunks = 2 : i64, mesh = @world, microbatches = 4 : i64, schedule = 1 : i32, stages = 2 : i64, sym_name = "step"} : () -> ()
-dist.pipeline @step on @world along "pp" schedule = interleaved_one_f_one_b stages = 2 chunks = 2 microbatches = 4 blocks = 8
+// CHECK: dist.pipeline @step on @world along "pp" schedule = one_f_one_b stages = 2 chunks = 1 microbatches = 2 blocks = 4{{$}}
+// GENERIC: "dist.pipeline"() {along = "pp", blocks = 4 : i64, chunks = 1 : i64, mesh = @world, microbatches = 2 : i64, schedule = 0 : i32, stages = 2 : i64, sym_name = "step"} : () -> ()
+dist.pipeline @step on @world along "pp" schedule = one_f_one_b stages = 2 chunks = 1 microbatches = 2 blocks = 4
+// An unrolled pipeline has no chunks or schedules left.
+// CHECK: dist.pipeline @unrolled on @world along "pp" schedule = interleaved_one_f_one_b stages = 2 chunks = 2 microbatches = 4 blocks = 8 unrolled{{$}}
+// GENERIC: "dist.pipeline"() {along = "pp", blocks = 8 : i64, chunks = 2 : i64, mesh = @world, microbatches = 4 : i64, schedule = 1 : i32, stages = 2 : i64, sym_name = "unrolled", unrolled} : () -> ()
+dist.pipeline @unrolled on @world along "pp" schedule = interleaved_one_f_one_b stages = 2 chunks = 2 microbatches = 4 blocks = 8 unrolled
 
 // CHECK: dist.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 2 {
 // CHECK-NEXT: ^bb0(%[[IN:.*]]: !dist.token):
@@ -41,15 +45,15 @@ dist.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 2 {
   dist.yield %s : !dist.token
 }
 // A chunk whose boundary has no transfers yields nothing.
-// CHECK: dist.chunk @s1.c1 of @step stage = 1 chunk = 1 first_block = 6 blocks = 2 {
+// CHECK: dist.chunk @s1.c0 of @step stage = 1 chunk = 0 first_block = 2 blocks = 2 {
 // CHECK: } boundary {
 // CHECK-NEXT: ^bb0(%{{.*}}: !dist.token):
 // CHECK-NEXT: dist.yield{{$}}
 // CHECK-NEXT: }
 // GENERIC: "dist.yield"() : () -> ()
-dist.chunk @s1.c1 of @step stage = 1 chunk = 1 first_block = 6 blocks = 2 {
+dist.chunk @s1.c0 of @step stage = 1 chunk = 0 first_block = 2 blocks = 2 {
 ^bb0(%in: !dist.token):
-  %t = dist.compute "s1.c1.mlp.fc1.fwd" on @world slice [-1, 1, -1] phase = forward matrix matmul(%in : !dist.token) ops = 8 read = 4 write = 2 {lineage = "mlp.fc1"} : !dist.token
+  %t = dist.compute "s1.c0.mlp.fc1.fwd" on @world slice [-1, 1, -1] phase = forward matrix matmul(%in : !dist.token) ops = 8 read = 4 write = 2 {lineage = "mlp.fc1"} : !dist.token
   dist.yield %t : !dist.token
 } boundary {
 ^bb0(%in: !dist.token):
@@ -59,6 +63,8 @@ dist.chunk @s1.c1 of @step stage = 1 chunk = 1 first_block = 6 blocks = 2 {
 // CHECK: dist.schedule @step stage = 0 slots = [0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 1]{{$}}
 // GENERIC: "dist.schedule"() {pipeline = @step, slots = array<i64: 0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 1>, stage = 0 : i64} : () -> ()
 dist.schedule @step stage = 0 slots = [0, 0, 0, 1, 0, 0, 0, 0, 1, 1, 0, 1]
+// CHECK: dist.schedule @step stage = 1 slots = [0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1]{{$}}
+dist.schedule @step stage = 1 slots = [0, 0, 0, 0, 0, 1, 1, 0, 0, 1, 0, 1]
 // CHECK: dist.memory "mem.weight.s0" on @world slice [-1, 0, -1] block 0 weight = 4096 {lineage = "block"}{{$}}
 // GENERIC: "dist.memory"() {block = 0 : i64, bytes = 4096 : i64, id = "mem.weight.s0", kind = 0 : i32, lineage = "block", mesh = @world, slice = array<i64: -1, 0, -1>} : () -> ()
 dist.memory "mem.weight.s0" on @world slice [-1, 0, -1] block 0 weight = 4096 {lineage = "block"}

@@ -9,26 +9,31 @@
 // RUN: blueprint-opt %t.generic.mlir | diff %t.1.mlir -
 
 plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
-// CHECK: plan.pipeline @step schedule = one_f_one_b stages = 2 chunks = 1 microbatches = 4 blocks = 8{{$}}
-// GENERIC: "plan.pipeline"() {blocks = 8 : i64, chunks = 1 : i64, microbatches = 4 : i64, schedule = 0 : i32, stages = 2 : i64, sym_name = "step"} : () -> ()
-plan.pipeline @step schedule = one_f_one_b stages = 2 chunks = 1 microbatches = 4 blocks = 8
+// CHECK: plan.pipeline @step schedule = one_f_one_b stages = 1 chunks = 1 microbatches = 1 blocks = 4{{$}}
+// GENERIC: "plan.pipeline"() {blocks = 4 : i64, chunks = 1 : i64, microbatches = 1 : i64, schedule = 0 : i32, stages = 1 : i64, sym_name = "step"} : () -> ()
+plan.pipeline @step schedule = one_f_one_b stages = 1 chunks = 1 microbatches = 1 blocks = 4
 // CHECK: plan.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 4 {
-// CHECK-NEXT: %[[A:.*]] = plan.compute_task "s0.c0.fw" matrix_multiply phase = forward ops = 1 read = 2 write = 1 demand(1, 3, 0) ranks = 4 group = compute {lineage = "fw"}
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: !plan.token):
+// CHECK-NEXT: %[[A:.*]] = plan.compute_task "s0.c0.fw" after(%[[IN]]) matrix_multiply phase = forward ops = 1 read = 2 write = 1 demand(1, 3, 0) ranks = 4 group = compute {lineage = "fw"}
 // CHECK-NEXT: %[[B:.*]] = plan.collective_task "s0.c0.ar" after(%[[A]]) all_reduce bytes = 8 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 8) ranks = 4 group = network {lineage = "ar", mesh_axes = ["tp"]}
 // CHECK-NEXT: plan.yield %[[B]] : !plan.token
 // CHECK-NEXT: } boundary {
+// CHECK-NEXT: ^bb0(%{{.*}}: !plan.token):
 // CHECK-NEXT: plan.yield{{$}}
 // CHECK-NEXT: }
 // GENERIC: "plan.chunk"() ({
 // GENERIC: "plan.yield"(%{{.*}}) : (!plan.token) -> ()
 // GENERIC-NEXT: }, {
+// GENERIC-NEXT: ^bb0(%{{.*}}: !plan.token):
 // GENERIC-NEXT: "plan.yield"() : () -> ()
 // GENERIC-NEXT: }) {blocks = 4 : i64, chunk = 0 : i64, first_block = 0 : i64, pipeline = @step, stage = 0 : i64, sym_name = "s0.c0"} : () -> ()
 plan.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 4 {
-  %a = plan.compute_task "s0.c0.fw" matrix_multiply phase = forward ops = 1 read = 2 write = 1 demand(1, 3, 0) ranks = 4 group = compute {lineage = "fw"}
+^bb0(%in: !plan.token):
+  %a = plan.compute_task "s0.c0.fw" after(%in) matrix_multiply phase = forward ops = 1 read = 2 write = 1 demand(1, 3, 0) ranks = 4 group = compute {lineage = "fw"}
   %b = plan.collective_task "s0.c0.ar" after(%a) all_reduce bytes = 8 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 8) ranks = 4 group = network {lineage = "ar", mesh_axes = ["tp"]}
   plan.yield %b : !plan.token
 } boundary {
+^bb0(%in: !plan.token):
   plan.yield
 }
 // CHECK: plan.schedule @step stage = 0 slots = [0, 0, 0, 0, 0, 1]{{$}}

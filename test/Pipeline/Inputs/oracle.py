@@ -6,9 +6,60 @@
   oracle.py check-prefill ORACLE.json CASE SUMMARY   compare SUMMARY's inference prefill with the case's "block"
   oracle.py check-genz ORACLE.json CASE SUMMARY      compare SUMMARY's matmul FLOPs per phase with GenZ's
   oracle.py check-facts ORACLE.json CASE FACTS       compare --transformer-inference-facts output with every field
+  oracle.py pipeline ORACLE.json [PASS [PREFIX]]      run every training case (named PREFIX...) through the
+                                                      MLIR pipeline (import, distribute, [PASS], plan, checks, summary)
+                                                      and compare "block" and "per_processor" with the case's
 """
 import json
+import subprocess
 import sys
+
+PIPELINE = ("distribute-transformer-training", "{extra}", "plan-transformer-training", "check-mesh-strategy",
+            "check-collective-groups", "check-conservation", "check-recompute")
+
+
+def agrees(got, want):
+    """Integral oracle values exactly; a non-integral one (a share of state
+    sharded over a group: Calculon sums per-layer quotients where Blueprint
+    divides the block's total) to a relative 1e-9."""
+    if got is None:
+        return False
+    if float(want).is_integer():
+        return got == want
+    return abs(got - want) <= 1e-9 * abs(want)
+
+
+def run_pipeline(path, extra="", only=""):
+    """Every case of ORACLE.json (whose name starts with `only`) through the
+    tools on PATH; one line per case."""
+    cases = [c for c in json.load(open(path))["cases"] if c["name"].startswith(only)]
+    passes = ", ".join(p for p in (x.format(extra=extra) for x in PIPELINE) if p)
+    good = 0
+    for c in cases:
+        spec = json.dumps({k: c[k] for k in ("model", "workload", "mapping")})
+        module = subprocess.run(["blueprint-translate", "--import-transformer-training", "-"], input=spec,
+                                capture_output=True, text=True)
+        planned = subprocess.run(["blueprint-opt", f"--pass-pipeline=builtin.module({passes})"], input=module.stdout,
+                                 capture_output=True, text=True)
+        summary = subprocess.run(["blueprint-translate", "--export-work-summary"], input=planned.stdout,
+                                 capture_output=True, text=True)
+        if summary.returncode != 0:
+            print(f"{c['name']}: pipeline failed: {(module.stderr + planned.stderr + summary.stderr).strip()}")
+            continue
+        got_all = json.loads(summary.stdout)
+        bad, fields = [], 0
+        for section in ("block", "per_processor"):
+            for field, want in c[section].items():
+                fields += 1
+                got = got_all.get(section, {}).get(field)
+                if not agrees(got, want):
+                    bad.append(f"{section}.{field}: got {got}, oracle {want}")
+        if bad:
+            print(f"{c['name']}: " + "; ".join(bad))
+        else:
+            good += 1
+            print(f"{c['name']}: all {fields} fields match ({got_all['layer']})")
+    print(f"{good} of {len(cases)} cases match")
 
 
 def case(path, name):
@@ -19,6 +70,9 @@ def case(path, name):
 
 
 def main():
+    if sys.argv[1] == "pipeline":
+        run_pipeline(sys.argv[2], *sys.argv[3:5])
+        return
     mode, path, name = sys.argv[1:4]
     c = case(path, name)
     if mode == "spec":
