@@ -127,13 +127,44 @@ impl OpKind {
     /// The kind of an op, if it is one of Blueprint's.
     #[must_use]
     pub fn of(op: melior::ir::OperationRef) -> Option<Self> {
-        Self::from_name(crate::ir::identifier_str(melior::ir::operation::OperationLike::name(&op)))
+        // Every rule asks for the kind of every op: look the name's bytes up
+        // with a cheap hash, without UTF-8 validation or allocation.
+        type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+        static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static [u8], OpKind, Fnv>> = std::sync::OnceLock::new();
+        let table = BY_NAME.get_or_init(|| Self::ALL.iter().map(|k| (k.name().as_bytes(), *k)).collect());
+        // SAFETY: a live op's name is a live identifier of its context.
+        let raw = unsafe { mlir_sys::mlirIdentifierStr(mlir_sys::mlirOperationGetName(op.to_raw())) };
+        if raw.data.is_null() {
+            return None;
+        }
+        // SAFETY: the identifier's bytes live as long as the context.
+        let bytes = unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) };
+        table.get(bytes).copied()
     }
 
     /// The op's dialect name.
     #[must_use]
     pub fn dialect(self) -> &'static str {
         self.name().split('.').next().unwrap_or("")
+    }
+}
+
+/// FNV-1a: a fast hash for short keys such as op names.
+#[derive(Default)]
+pub struct FnvHasher(u64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut hash = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for byte in bytes {
+            hash ^= u64::from(*byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        self.0 = hash;
     }
 }
 

@@ -105,7 +105,7 @@ pub fn add_elements(top: &OperationPassManager, elements: &[PipelineElement], ve
                     reason: "unknown Blueprint pass".into(),
                 })?;
                 top.add_pass((info.create)());
-                if info.name == "blueprint-verify" {
+                if !info.changes_ir {
                     continue;
                 }
             }

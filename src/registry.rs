@@ -9,6 +9,10 @@ pub struct PassInfo {
     pub name: &'static str,
     pub summary: &'static str,
     pub create: fn() -> Pass,
+    /// Whether the pass may change the IR. Read-only passes (the checks)
+    /// are not followed by the verifier, as MLIR skips verification after
+    /// a pass that preserves everything.
+    pub changes_ir: bool,
 }
 
 /// Every Blueprint pass, in the order `--help` lists them.
@@ -17,76 +21,91 @@ pub static PASSES: &[PassInfo] = &[
         name: "blueprint-verify",
         summary: "Run Blueprint's layer verifiers (also run after every pass)",
         create: crate::passes::verify_pass::create,
+        changes_ir: false,
     },
     PassInfo {
         name: "model-decompose-transformer",
         summary: "Expand coarse decoder training and inference ops into primitive ModelIR ops with explicit dataflow",
         create: crate::transformer::decompose::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "distribute-transformer-training",
         summary: "Derive the dist program of the whole training step (every block over the pipeline stages, its schedule, data parallelism, memory per stage) from ModelIR and its strategy",
         create: crate::transformer::distribute::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "dist-unroll-schedule",
         summary: "Expand a whole-step dist program (chunks and schedules) into every task instance of the step, in schedule order",
         create: crate::passes::unroll_schedule::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "distribute-transformer-inference",
         summary: "Derive the tensor-parallel dist program of one served block (prefill and decode) from ModelIR and its strategy",
         create: crate::transformer::distribute_inference::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "plan-transformer-training",
         summary: "Turn the dist program into a portable plan with exact work facts and abstract resources",
         create: crate::transformer::plan::training::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "plan-transformer-inference",
         summary: "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",
         create: crate::transformer::plan::inference::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "check-mesh-strategy",
         summary: "Check that the mesh and tensor-parallel groups agree with the bound strategy",
         create: crate::checks::create_mesh_strategy,
+        changes_ir: false,
     },
     PassInfo {
         name: "check-collective-groups",
         summary: "Check that each collective's participants are the mesh group it claims",
         create: crate::checks::create_collective_groups,
+        changes_ir: false,
     },
     PassInfo {
         name: "check-conservation",
         summary: "Check that work, bytes, message volume and memory are conserved from model to dist to plan",
         create: crate::checks::create_conservation,
+        changes_ir: false,
     },
     PassInfo {
         name: "check-recompute",
         summary: "Check that recompute tasks are exactly the forward clones the recompute policy implies",
         create: crate::checks::create_recompute,
+        changes_ir: false,
     },
     PassInfo {
         name: "dist-async",
         summary: "Turn synchronous collectives and point-to-point transfers into start + wait",
         create: crate::passes::dist_async::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "dist-canonicalize",
         summary: "Refine redistribution copy result types and fold producer casts (greedy, to a fixpoint)",
         create: crate::passes::copy_canonicalize::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "lower-dist-to-runtime",
         summary: "Lower async dist communication, redistribution copies and waits to runtime calls",
         create: crate::lowering::dist_to_runtime::create,
+        changes_ir: true,
     },
     PassInfo {
         name: "dist-sink-waits",
         summary: "Move each dist.wait down to just before the first use of its results",
         create: crate::passes::sink_waits::create,
+        changes_ir: true,
     },
 ];
 

@@ -1,22 +1,28 @@
-//! `cargo bench`: how long the algebra, the import and the pipeline take,
-//! and whether the pipeline's cost grows linearly with the IR.
+//! `cargo bench`: how long the algebra, the import, the whole-step
+//! pipeline and the known formerly-quadratic cases take, and whether the
+//! cost grows linearly with the IR.
 //!
 //! Reports wall-clock medians over repeated runs (not a timed test: nothing
-//! here asserts a duration).
+//! here asserts a duration). `cargo bench -- quick` runs fewer repetitions.
+//! Parse + verify + print against stock `mlir-opt` is measured by
+//! `tools/bench-parse.py` (it needs a second process for peak memory).
 
 use std::time::{Duration, Instant};
 
 use blueprint::{
     context::create_context,
     diagnostics::DiagnosticSink,
-    execution::run_pipeline,
     ir::collect_ops,
-    opt::parse_module,
+    parse::parse_module,
+    pipeline::run_pipeline,
+    summary::summarize,
     transformer::import::import_training,
-    verify::verify_blueprint,
     workload::{derive_training_block, TrainingSpec},
 };
-use melior::ir::operation::OperationLike;
+use melior::{
+    ir::{operation::OperationLike, Location, Module},
+    Context,
+};
 
 fn median(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
@@ -49,93 +55,141 @@ fn oracle_spec(name: &str) -> TrainingSpec {
     TrainingSpec::from_json(&spec.to_string()).expect("valid spec")
 }
 
-/// The dist program of `spec` with its block function repeated `copies`
-/// times (ids renamed), as text: a module `copies` times larger.
-fn replicated_dist_program(spec: &TrainingSpec, copies: usize) -> String {
-    let context = create_context();
-    let sink = DiagnosticSink::attach(&context);
-    let mut module = parse_module(&context, &sink, import_training(spec).as_bytes(), "spec").expect("parses");
-    run_pipeline(&context, &mut module, "builtin.module(distribute-transformer-training)").expect("distributes");
-    let text = module.as_operation().to_string();
-    let start = text.find("  func.func @decoder_block_dist").expect("dist function");
-    let end = text[start..].find("\n  }\n").map(|i| start + i + 5).expect("function end");
-    let function = &text[start..end];
-    let model_start = text.find("  func.func @decoder_block()").expect("model function");
-    let model_end = text[model_start..].find("\n  }\n").map(|i| model_start + i + 5).expect("end");
-    let mut out = String::new();
-    out.push_str(&text[..model_start]);
-    out.push_str(&text[model_end..start]);
-    for copy in 0..copies {
-        out.push_str(
-            &function
-                .replace("@decoder_block_dist", &format!("@decoder_block_dist_{copy}"))
-                .replace("id = \"", &format!("id = \"c{copy}.")),
-        );
+/// GPT-3 175B at TP 8, PP 8, DP 16, interleaving 3, microbatch 1 and `m`
+/// microbatches per step (the issue's planning question).
+fn gpt3_step(m: u64) -> TrainingSpec {
+    let mut spec = oracle_spec("gpt3-175B-seqsel");
+    spec.mapping.tp = 8;
+    spec.mapping.pp = 8;
+    spec.mapping.dp = 16;
+    spec.mapping.pipeline_interleaving = 3;
+    spec.workload.microbatch = 1;
+    spec.workload.global_batch = m * 16;
+    spec.validate().expect("valid GPT-3 step");
+    spec
+}
+
+fn imported<'c>(context: &'c Context, spec: &TrainingSpec) -> Module<'c> {
+    import_training(context, spec, Location::unknown(context)).expect("imports")
+}
+
+fn parsed<'c>(context: &'c Context, sink: &DiagnosticSink, text: &str) -> Module<'c> {
+    parse_module(context, sink, text.as_bytes(), "bench").unwrap_or_else(|| panic!("bench input does not parse: {:?}", sink.take()))
+}
+
+const HEADER: &str = "dist.header schema \"blueprint.dist\" version \"1.0\" model \"sha256:1111111111111111111111111111111111111111111111111111111111111111\"\n";
+
+/// One function with `n` synchronous all-reduces and independent local work.
+fn collectives_function(n: usize) -> String {
+    let mut text = format!("{HEADER}dist.mesh @tp(axes = [\"tp\"], shape = [4])\nfunc.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {{\n  %v0 = arith.addf %x, %x : tensor<8x16xf32>\n");
+    for i in 0..n {
+        text.push_str(&format!(
+            "  %y{i} = dist.all_reduce %v{i} on @tp over [0, 1, 2, 3] reduction = sum phase = forward bytes = 512 {{id = \"ar{i}\", lineage = \"l\"}} : tensor<8x16xf32>\n  %w{i} = arith.mulf %x, %x : tensor<8x16xf32>\n  %v{} = arith.addf %y{i}, %w{i} : tensor<8x16xf32>\n",
+            i + 1
+        ));
     }
-    out.push_str(&text[end..]);
-    // The ModelIR is gone, so the model-to-dist part of conservation does not
-    // apply; the strategy binding stays for the other checks.
-    out
+    text.push_str(&format!("  return %v{n} : tensor<8x16xf32>\n}}\n"));
+    text
+}
+
+/// One collective over `n` explicit participants.
+fn wide_collective(n: usize) -> String {
+    let ranks: Vec<String> = (0..n).map(|r| r.to_string()).collect();
+    format!(
+        "{HEADER}dist.mesh @all(axes = [\"r\"], shape = [{n}])\nfunc.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {{\n  %y = dist.all_reduce %x on @all over [{}] reduction = sum phase = forward bytes = 32 {{id = \"ar\", lineage = \"l\"}} : tensor<8xf32>\n  return %y : tensor<8xf32>\n}}\n",
+        ranks.join(", ")
+    )
+}
+
+/// `n` small functions of three tasks each.
+fn small_functions(n: usize) -> String {
+    let mut text = format!("{HEADER}dist.mesh @tp(axes = [\"dp\", \"pp\", \"tp\"], shape = [1, 1, 2])\n");
+    for i in 0..n {
+        text.push_str(&format!(
+            "func.func @f{i}() {{\n  %a = dist.compute \"f{i}.a\" on @tp phase = forward matrix matmul ops = 8 read = 4 write = 2 {{lineage = \"l\"}} : !dist.token\n  %b = dist.all_reduce %a on @tp axes [\"tp\"] reduction = sum phase = forward bytes = 64 {{id = \"f{i}.b\", lineage = \"l\"}} : !dist.token\n  %c = dist.compute \"f{i}.c\" on @tp phase = forward vector gelu(%b : !dist.token) ops = 8 read = 4 write = 2 {{lineage = \"l\"}} : !dist.token\n  return\n}}\n"
+        ));
+    }
+    text
+}
+
+/// Per-op cost of `pipeline` on the module `text` (parse, pipeline).
+fn per_op(context: &Context, sink: &DiagnosticSink, text: &str, pipeline: &str, runs: usize) -> (Duration, usize) {
+    let mut ops = 0;
+    let took = time_per_call(runs, 1, || {
+        let mut module = parsed(context, sink, text);
+        ops = collect_ops(module.as_operation()).len();
+        if !pipeline.is_empty() {
+            run_pipeline(context, &mut module, pipeline).unwrap_or_else(|e| panic!("{e}: {:?}", sink.take()));
+        }
+    });
+    (took, ops)
+}
+
+fn report_scaling(what: &str, sizes: &[usize], make: impl Fn(usize) -> String, pipeline: &str, context: &Context, sink: &DiagnosticSink, runs: usize) {
+    let mut costs = Vec::new();
+    for &n in sizes {
+        let (took, ops) = per_op(context, sink, &make(n), pipeline, runs);
+        let each = took.as_secs_f64() * 1e6 / ops as f64;
+        costs.push(each);
+        println!("{what:<34} n = {n:>7}: {:>10.2?} for {ops:>8} ops, {each:>7.2} µs/op", took);
+    }
+    println!("{what:<34} cost per op, largest / smallest: {:.2} (1.0 = linear)", costs[costs.len() - 1] / costs[0]);
 }
 
 fn main() {
-    let spec = oracle_spec("gpt3-175B-seqsel");
-    let json = serde_json::to_string(&spec).expect("serializes");
-
-    let derive = time_per_call(21, 2000, || {
-        std::hint::black_box(derive_training_block(std::hint::black_box(&spec)).expect("derives"));
-    });
-    let import_text = time_per_call(21, 2000, || {
-        let parsed = TrainingSpec::from_json(std::hint::black_box(&json)).expect("valid");
-        std::hint::black_box(import_training(&parsed));
-    });
-    println!("algebra  derive one gpt3-175B block:            {:>10.2?}", derive);
-    println!("import   spec JSON -> ModelIR text:              {:>10.2?}", import_text);
-
+    let quick = std::env::args().any(|a| a == "quick");
+    let runs = if quick { 3 } else { 11 };
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
-    let text = import_training(&spec);
-    let import_mlir = time_per_call(11, 20, || {
-        let module = parse_module(&context, &sink, text.as_bytes(), "spec").expect("parses");
-        assert!(verify_blueprint(module.as_operation()));
+
+    // The algebra and the import.
+    let spec = oracle_spec("gpt3-175B-seqsel");
+    let derive = time_per_call(runs, 200, || {
+        std::hint::black_box(derive_training_block(std::hint::black_box(&spec)).expect("derives"));
     });
-    println!("import   ... parsed and verified in MLIR:        {:>10.2?}", import_mlir);
+    println!("algebra  derive one gpt3-175B block:             {derive:>10.2?}");
+    let import = time_per_call(runs, 20, || {
+        std::hint::black_box(imported(&context, &spec));
+    });
+    println!("import   spec -> ModelIR (builders):              {import:>10.2?}");
 
-    let pipeline = "builtin.module(distribute-transformer-training, plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
-    for case in ["gpt3-175B-full", "gpt3-175B-seqsel"] {
-        let spec = oracle_spec(case);
-        let text = import_training(&spec);
+    // Issue 11: the whole GPT-3 step, structured and unrolled, over m.
+    let step = "builtin.module(distribute-transformer-training, plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
+    for m in [8u64, 64, 512] {
+        let spec = gpt3_step(m);
         let mut ops = 0;
-        let took = time_per_call(11, 5, || {
-            let mut module = parse_module(&context, &sink, text.as_bytes(), "spec").expect("parses");
-            run_pipeline(&context, &mut module, pipeline).expect("plans");
-            ops = collect_ops(module.as_operation()).len();
-        });
-        println!(
-            "pipeline {case:<18} distribute+plan+checks: {:>10.2?} for {ops} ops, {:>8.2?}/op",
-            took,
-            took / ops as u32
-        );
-    }
-
-    // Linearity: plan + checks + verification on a dist program 1x, 10x and
-    // 100x the size of one block.
-    let plan_pipeline = "builtin.module(plan-transformer-training, check-collective-groups, check-conservation, blueprint-verify)";
-    let mut per_op = Vec::new();
-    for copies in [1usize, 10, 100] {
-        let text = replicated_dist_program(&spec, copies);
-        let mut ops = 0;
-        let runs = if copies == 100 { 5 } else { 11 };
         let took = time_per_call(runs, 1, || {
-            let mut module = parse_module(&context, &sink, text.as_bytes(), "synthetic").expect("parses");
-            run_pipeline(&context, &mut module, plan_pipeline).expect("plans");
+            let mut module = imported(&context, &spec);
+            run_pipeline(&context, &mut module, step).unwrap_or_else(|e| panic!("{e}: {:?}", sink.take()));
+            std::hint::black_box(summarize(module.as_operation()).expect("summary"));
             ops = collect_ops(module.as_operation()).len();
         });
-        let each = took / ops as u32;
-        per_op.push(each);
-        println!("scaling  {copies:>3}x block: parse+plan+checks+verify {:>10.2?} for {ops:>6} ops, {:>8.2?}/op", took, each);
+        println!("step     gpt3-175B t8 p8 d16 v3 m = {m:>3} structured, import..summary: {took:>10.2?} ({ops} ops)");
     }
-    let growth = per_op[2].as_secs_f64() / per_op[0].as_secs_f64();
-    println!("scaling  cost per op at 100x / at 1x: {growth:.2} (1.0 = linear)");
+    let unrolled = "builtin.module(plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
+    let mut unrolled_costs = Vec::new();
+    for m in [8u64, 64] {
+        let spec = gpt3_step(m);
+        let mut base = imported(&context, &spec);
+        run_pipeline(&context, &mut base, "builtin.module(distribute-transformer-training, dist-unroll-schedule)").expect("unrolls");
+        let text = base.as_operation().to_string();
+        let tasks = text.matches("dist.compute \"").count() + text.matches(" = dist.").count() - text.matches(" = dist.compute").count();
+        let unroll_runs = if m > 8 { 3.min(runs) } else { runs };
+        let took = time_per_call(unroll_runs, 1, || {
+            let mut module = parsed(&context, &sink, &text);
+            run_pipeline(&context, &mut module, unrolled).unwrap_or_else(|e| panic!("{e}: {:?}", sink.take()));
+        });
+        let each = took.as_secs_f64() * 1e6 / tasks as f64;
+        unrolled_costs.push(each);
+        println!("step     gpt3-175B m = {m:>3} unrolled: parse+verify+plan+checks {took:>10.2?} for {tasks} tasks, {each:.2} µs/task");
+    }
+    println!("step     unrolled cost per task, m = 64 / m = 8: {:.2} (1.0 = linear)", unrolled_costs[1] / unrolled_costs[0]);
+
+    // Issue 9: the formerly quadratic cases.
+    let sizes: &[usize] = if quick { &[3_000, 10_000] } else { &[3_000, 10_000, 30_000] };
+    report_scaling("dist-async + dist-sink-waits", sizes, collectives_function, "builtin.module(dist-async, dist-sink-waits)", &context, &sink, runs.min(5));
+    let sizes: &[usize] = if quick { &[30_000, 100_000] } else { &[30_000, 100_000, 300_000] };
+    report_scaling("parse one collective, participants", sizes, wide_collective, "builtin.module(check-collective-groups)", &context, &sink, runs.min(5));
+    report_scaling("plan-transformer-training, functions", &[5_000, 10_000], small_functions, "builtin.module(plan-transformer-training)", &context, &sink, runs.min(5));
     let _ = sink.take();
 }

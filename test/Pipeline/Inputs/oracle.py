@@ -6,7 +6,7 @@
   oracle.py check-prefill ORACLE.json CASE SUMMARY   compare SUMMARY's inference prefill with the case's "block"
   oracle.py check-genz ORACLE.json CASE SUMMARY      compare SUMMARY's matmul FLOPs per phase with GenZ's
   oracle.py check-facts ORACLE.json CASE FACTS       compare --transformer-inference-facts output with every field
-  oracle.py pipeline ORACLE.json [PASS [PREFIX]]      run every training case (named PREFIX...) through the
+  oracle.py pipeline ORACLE.json [PASS [PREFIX]]      run every training case (named PREFIX[,PREFIX...]...) through the
                                                       MLIR pipeline (import, distribute, [PASS], plan, checks, summary)
                                                       and compare "block" and "per_processor" with the case's
 """
@@ -32,7 +32,8 @@ def agrees(got, want):
 def run_pipeline(path, extra="", only=""):
     """Every case of ORACLE.json (whose name starts with `only`) through the
     tools on PATH; one line per case."""
-    cases = [c for c in json.load(open(path))["cases"] if c["name"].startswith(only)]
+    prefixes = only.split(",")
+    cases = [c for c in json.load(open(path))["cases"] if any(c["name"].startswith(p) for p in prefixes)]
     passes = ", ".join(p for p in (x.format(extra=extra) for x in PIPELINE) if p)
     good = 0
     for c in cases:
