@@ -42,6 +42,9 @@ crate::pass_macro::external_pass!(
 
 type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
 
+/// Most task instances an unrolled step may have.
+pub const MAX_INSTANCES: u64 = 1 << 24;
+
 fn run(module: OperationRef, pass: ExternalPass) {
     let generated = Module::new(module.location());
     match unroll(module, &generated) {
@@ -170,6 +173,14 @@ fn unroll<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Resul
                 return Err((pipeline, format!("stage {stage} has no chunk {chunk}")));
             }
         }
+    }
+    // The instances the step will have, bounded before anything is built.
+    let instances = chunk_tasks.values().try_fold(0u64, |total, t| {
+        let per_microbatch = (t.forward.len() + t.backward.len()) as u64 * t.blocks + u64::from(t.send_forward.is_some()) + u64::from(t.send_backward.is_some());
+        total.checked_add(per_microbatch.checked_mul(microbatches)?)?.checked_add(t.per_step.len() as u64 * t.blocks)
+    });
+    if instances.is_none_or(|n| n > MAX_INSTANCES) {
+        return Err((pipeline, format!("the step would have more than {MAX_INSTANCES} (2^24) task instances; keep it structured")));
     }
     let b = Builder::of(module);
     let token = b.dist_token();

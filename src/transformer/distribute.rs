@@ -91,6 +91,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
         check_dimensions(block, &spec)?;
     }
     let derivation = derive_training_block(&spec).map_err(|e| (block, e.to_string()))?;
+    check_step_size(&spec, &derivation).map_err(|e| (block, format!("distribute-transformer-training: {e}")))?;
     let model_ids: HashSet<String> = ops
         .iter()
         .filter(|op| dialect_of(&name_of(**op)) == "model")
@@ -105,6 +106,37 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     let digest = layer_digest(module, "model");
     let step = Step { spec: &spec, derivation: &derivation, lineage: &lineage, boundary_lineage: &boundary_lineage };
     step.program(generated, &digest, block.location()).map_err(|e| (block, e.to_string()))
+}
+
+/// Most (microbatch, chunk) slots the schedules of one step may hold: the
+/// program grows with them, so an absurd microbatch count is an error, not
+/// an allocation the machine cannot make.
+pub const MAX_STEP_SLOTS: u64 = 1 << 24;
+
+/// The step's schedules and per-stage memory facts fit the IR.
+fn check_step_size(spec: &TrainingSpec, derivation: &BlockDerivation) -> Result<(), String> {
+    let (p, v, m) = (spec.mapping.pp, spec.mapping.pipeline_interleaving, spec.microbatch_count());
+    let slots = p.checked_mul(v).and_then(|pv| pv.checked_mul(m)).filter(|s| *s <= MAX_STEP_SLOTS);
+    if slots.is_none() {
+        return Err(format!(
+            "the step has mapping.pp x mapping.pipeline_interleaving x microbatches = {p} x {v} x {m} schedule slots, more than the {MAX_STEP_SLOTS} (2^24) Blueprint lays out"
+        ));
+    }
+    let memory = &derivation.memory;
+    let bpp = spec.blocks_per_rank();
+    let limit = i64::MAX as u64;
+    for (what, bytes) in [("weight", memory.weights), ("optimizer state", memory.optimizer), ("weight gradient", memory.weight_grads)] {
+        if bytes.checked_mul(bpp).is_none_or(|b| b > limit) {
+            return Err(format!("the {what} memory of one stage ({bytes} bytes x {bpp} blocks) exceeds 2^63 - 1 bytes"));
+        }
+    }
+    let in_flight = Schedule::of(spec).peak_in_flight(0).saturating_mul(spec.blocks_per_virtual_chunk());
+    for (what, bytes) in [("activation", memory.act_storage_space), ("checkpoint", memory.act_checkpoint)] {
+        if bytes.checked_mul(in_flight).is_none_or(|b| b > limit) {
+            return Err(format!("the {what} memory of stage 0 ({bytes} bytes x {in_flight} blocks in flight) exceeds 2^63 - 1 bytes"));
+        }
+    }
+    Ok(())
 }
 
 /// The coarse op's dimensions must be the bound spec's.
