@@ -48,10 +48,8 @@ impl ElementType {
         }
     }
 
-    pub const ALL: [ElementType; 10] = [
-        Self::F64, Self::F32, Self::F16, Self::BF16, Self::I64, Self::I32, Self::I16, Self::I8,
-        Self::I1, Self::Index,
-    ];
+    pub const ALL: [ElementType; 10] =
+        [Self::F64, Self::F32, Self::F16, Self::BF16, Self::I64, Self::I32, Self::I16, Self::I8, Self::I1, Self::Index];
 
     /// The element type as MLIR spells it (also the symbol suffix).
     #[must_use]
@@ -127,14 +125,12 @@ impl RuntimeFunction {
             Self::AllGather(e) | Self::AllToAll(e) => vec![team, ranks, data(e), data(e), "i64".into()],
             Self::Broadcast(e) => vec![team, ranks, data(e), data(e), "i64".into()],
             Self::SendRecv(e) => vec![team, data(e), data(e), "i64".into(), "i64".into()],
-            Self::CopyReshape(e) => vec![
-                team, data(e), index_list.clone(), index_list.clone(), index_list.clone(),
-                index_list.clone(), index_list, data(e),
-            ],
-            Self::CopyPermute(e) => vec![
-                team, data(e), index_list.clone(), index_list.clone(), index_list.clone(), index_list,
-                ranks, data(e),
-            ],
+            Self::CopyReshape(e) => {
+                vec![team, data(e), index_list.clone(), index_list.clone(), index_list.clone(), index_list.clone(), index_list, data(e)]
+            }
+            Self::CopyPermute(e) => {
+                vec![team, data(e), index_list.clone(), index_list.clone(), index_list.clone(), index_list, ranks, data(e)]
+            }
             Self::Wait | Self::NProcs | Self::PRank => vec!["i64".into()],
         }
     }

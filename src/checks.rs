@@ -14,16 +14,13 @@
 
 use std::collections::HashMap;
 
-use melior::{
-    ir::OperationRef,
-    pass::ExternalPass,
-};
+use melior::{ir::OperationRef, pass::ExternalPass};
 
 use crate::{
     ir::{attr_string_list, collect_ops, i64_array_attr, name_of, str_attr},
-    ods::OpKind,
     lineage::base_id,
     mesh::Meshes,
+    ods::OpKind,
     summary::{layer_work, LayerWork, TaskClass, TaskWork},
     transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
     verify::Checker,
@@ -45,13 +42,19 @@ macro_rules! check_pass {
 
 mod mesh_strategy {
     use super::*;
-    check_pass!("CheckMeshStrategy", "check-mesh-strategy",
-        "Check that the mesh, the pipeline and the tensor- and data-parallel groups agree with the bound strategy", check);
+    check_pass!(
+        "CheckMeshStrategy",
+        "check-mesh-strategy",
+        "Check that the mesh, the pipeline and the tensor- and data-parallel groups agree with the bound strategy",
+        check
+    );
 
     fn check(checker: &mut Checker, module: OperationRef) {
         let Some(bound) = bound_strategy(checker, module) else { return };
         let (world, tp, dp, formula) = match &bound {
-            Bound::Training(spec) => (spec.mapping.dp * spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, spec.mapping.dp, "dp x pp x tp"),
+            Bound::Training(spec) => {
+                (spec.mapping.dp * spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, spec.mapping.dp, "dp x pp x tp")
+            }
             Bound::Inference(spec) => (spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, 1, "pp x tp"),
         };
         let ops = collect_ops(module);
@@ -122,8 +125,12 @@ mod mesh_strategy {
 
 mod collective_groups {
     use super::*;
-    check_pass!("CheckCollectiveGroups", "check-collective-groups",
-        "Check that each collective's participants are the mesh group it claims", check);
+    check_pass!(
+        "CheckCollectiveGroups",
+        "check-collective-groups",
+        "Check that each collective's participants are the mesh group it claims",
+        check
+    );
 
     fn check(checker: &mut Checker, module: OperationRef) {
         let ops = collect_ops(module);
@@ -194,22 +201,26 @@ mod collective_groups {
 
 mod conservation {
     use super::*;
-    check_pass!("CheckConservation", "check-conservation",
-        "Check that work, bytes, message volume and memory are conserved from model to dist to plan", check);
+    check_pass!(
+        "CheckConservation",
+        "check-conservation",
+        "Check that work, bytes, message volume and memory are conserved from model to dist to plan",
+        check
+    );
 
     fn check(checker: &mut Checker, module: OperationRef) {
         let ops = collect_ops(module);
         let dist = layer_work(module, "dist");
         let plan = layer_work(module, "plan");
-        let located: HashMap<String, OperationRef> = ops
-            .iter()
-            .filter_map(|op| Some((format!("{}:{}", crate::ir::dialect_of(&name_of(*op)), str_attr(*op, "id")?), *op)))
-            .collect();
+        let located: HashMap<String, OperationRef> =
+            ops.iter().filter_map(|op| Some((format!("{}:{}", crate::ir::dialect_of(&name_of(*op)), str_attr(*op, "id")?), *op))).collect();
         let at = |layer: &str, id: &str| located.get(&format!("{layer}:{id}")).copied().unwrap_or(module);
 
         // Model -> dist: each invocation of the model's derivation under the
         // bound strategy is one dist task with the same facts.
-        let has_model = ops.iter().any(|op| matches!(OpKind::of(*op), Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
+        let has_model = ops
+            .iter()
+            .any(|op| matches!(OpKind::of(*op), Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
         if has_model && !dist.tasks.is_empty() {
             match crate::summary::model_work(module) {
                 Err(e) => checker.error(module, e.to_string()),
@@ -240,7 +251,13 @@ mod conservation {
                         if got != want {
                             checker.error(*op, format!("facts disagree with its source dist task '{lineage}': (ops, read, write, message bytes, phase) = {got:?}, source {want:?}"));
                         } else if planned.runs != source.runs {
-                            checker.error(*op, format!("runs {} times in the step, but its source dist task '{lineage}' runs {} times", planned.runs, source.runs));
+                            checker.error(
+                                *op,
+                                format!(
+                                    "runs {} times in the step, but its source dist task '{lineage}' runs {} times",
+                                    planned.runs, source.runs
+                                ),
+                            );
                         }
                     }
                 }
@@ -254,10 +271,13 @@ mod conservation {
                 for (kind, fact) in facts {
                     let planned = planned_facts.and_then(|p| p.get(kind)).copied().unwrap_or_default();
                     if planned != *fact {
-                        checker.error(module, format!(
+                        checker.error(
+                            module,
+                            format!(
                             "{scope}{kind} memory is {} bytes over {} ranks in the plan but {} over {} in the dist program (not conserved)",
                             planned.bytes, planned.shared_by, fact.bytes, fact.shared_by
-                        ));
+                        ),
+                        );
                     }
                 }
             }
@@ -300,10 +320,13 @@ mod conservation {
             }
             let runs: u64 = tasks.iter().map(|t| t.runs).fold(0, u64::saturating_add);
             if runs != want.runs {
-                checker.error(at(&tasks[0].id), format!(
-                    "'{}' runs {runs} times in the step, but the {source} runs it {} times (every block, every microbatch)",
-                    want.id, want.runs
-                ));
+                checker.error(
+                    at(&tasks[0].id),
+                    format!(
+                        "'{}' runs {runs} times in the step, but the {source} runs it {} times (every block, every microbatch)",
+                        want.id, want.runs
+                    ),
+                );
             }
         }
         let known: std::collections::HashSet<&str> = expected.iter().map(|t| t.id.as_str()).collect();
@@ -316,8 +339,7 @@ mod conservation {
 
     /// Per-phase operations, bytes and message volume are equal.
     fn compare_phases(checker: &mut Checker, module: OperationRef, a: &str, left: &LayerWork, b: &str, right: &LayerWork) {
-        let phases: std::collections::BTreeSet<&str> =
-            left.tasks.iter().chain(&right.tasks).map(|t| t.phase.as_str()).collect();
+        let phases: std::collections::BTreeSet<&str> = left.tasks.iter().chain(&right.tasks).map(|t| t.phase.as_str()).collect();
         for phase in phases {
             let (l, r) = (left.phase(phase), right.phase(phase));
             let (l, r) = (l.facts(), r.facts());
@@ -336,8 +358,12 @@ mod conservation {
 
 mod recompute {
     use super::*;
-    check_pass!("CheckRecompute", "check-recompute",
-        "Check that recompute tasks are exactly the forward clones the recompute policy implies", check);
+    check_pass!(
+        "CheckRecompute",
+        "check-recompute",
+        "Check that recompute tasks are exactly the forward clones the recompute policy implies",
+        check
+    );
 
     fn check(checker: &mut Checker, module: OperationRef) {
         // Served blocks recompute nothing.
@@ -356,22 +382,30 @@ mod recompute {
         let at = |id: &str| dist_ops.get(id).copied().unwrap_or(module);
         for task in &found {
             if !expected.contains(&base_id(&task.id)) {
-                checker.error(at(&task.id), format!("is a recompute task, but the '{:?}' recompute policy does not clone it", spec.mapping.recompute));
+                checker.error(
+                    at(&task.id),
+                    format!("is a recompute task, but the '{:?}' recompute policy does not clone it", spec.mapping.recompute),
+                );
                 continue;
             }
             let forward_id = task.id.replace(".recompute", ".fwd");
             match ids.get(forward_id.as_str()) {
                 None => checker.error(at(&task.id), format!("clones '{forward_id}', which is not a forward task")),
-                Some(fw) if (fw.ops, fw.read_bytes, fw.write_bytes) != (task.ops, task.read_bytes, task.write_bytes) => checker.error(
-                    at(&task.id),
-                    format!("does not repeat the work of '{forward_id}' exactly"),
-                ),
+                Some(fw) if (fw.ops, fw.read_bytes, fw.write_bytes) != (task.ops, task.read_bytes, task.write_bytes) => {
+                    checker.error(at(&task.id), format!("does not repeat the work of '{forward_id}' exactly"))
+                }
                 Some(_) => {}
             }
         }
         for id in expected {
             if !found.iter().any(|t| base_id(&t.id) == id) {
-                checker.error(module, format!("the '{:?}' recompute policy clones '{id}', but the dist program has no such recompute task", spec.mapping.recompute));
+                checker.error(
+                    module,
+                    format!(
+                        "the '{:?}' recompute policy clones '{id}', but the dist program has no such recompute task",
+                        spec.mapping.recompute
+                    ),
+                );
             }
         }
     }

@@ -162,8 +162,7 @@ pub fn source_position(location: Location) -> Option<SourcePosition> {
         return source_position(location.call_site_caller());
     }
     if location.is_fused() {
-        return (0..location.fused_num_locations())
-            .find_map(|i| source_position(location.fused_location(i)));
+        return (0..location.fused_num_locations()).find_map(|i| source_position(location.fused_location(i)));
     }
     None
 }

@@ -112,17 +112,13 @@ impl<'c> Builder<'c> {
     #[must_use]
     pub fn i64_array(&self, values: &[i64]) -> Attribute<'c> {
         // SAFETY: as above; MLIR copies the elements.
-        unsafe {
-            Attribute::from_raw(mlir_sys::mlirDenseI64ArrayGet(self.context, values.len() as isize, values.as_ptr()))
-        }
+        unsafe { Attribute::from_raw(mlir_sys::mlirDenseI64ArrayGet(self.context, values.len() as isize, values.as_ptr())) }
     }
 
     #[must_use]
     pub fn i32_array(&self, values: &[i32]) -> Attribute<'c> {
         // SAFETY: as above.
-        unsafe {
-            Attribute::from_raw(mlir_sys::mlirDenseI32ArrayGet(self.context, values.len() as isize, values.as_ptr()))
-        }
+        unsafe { Attribute::from_raw(mlir_sys::mlirDenseI32ArrayGet(self.context, values.len() as isize, values.as_ptr())) }
     }
 
     #[must_use]
@@ -218,9 +214,7 @@ impl<'c> Builder<'c> {
     #[must_use]
     pub fn named_location(&self, name: &str, parent: Location<'c>) -> Location<'c> {
         // SAFETY: as above.
-        unsafe {
-            Location::from_raw(mlir_sys::mlirLocationNameGet(self.context, string_ref(name), parent.to_raw()))
-        }
+        unsafe { Location::from_raw(mlir_sys::mlirLocationNameGet(self.context, string_ref(name), parent.to_raw())) }
     }
 }
 

@@ -6,10 +6,7 @@
 //! profiles, anything an estimate reads) are not part of any layer, so they
 //! never change a digest.
 
-use melior::ir::{
-    block::BlockLike, operation::OperationLike, operation::OperationPrintingFlags, OperationRef,
-    RegionLike,
-};
+use melior::ir::{block::BlockLike, operation::OperationLike, operation::OperationPrintingFlags, OperationRef, RegionLike};
 use sha2::{Digest, Sha256};
 
 use crate::ir::dialect_of;
@@ -58,7 +55,11 @@ fn holds_dialect(op: OperationRef, dialect: &str) -> bool {
     let mut found = false;
     op.walk(melior::ir::operation::WalkOrder::PreOrder, |inner| {
         found = dialect_of(crate::ir::identifier_str(inner.name())) == dialect;
-        if found { melior::ir::operation::WalkResult::Interrupt } else { melior::ir::operation::WalkResult::Advance }
+        if found {
+            melior::ir::operation::WalkResult::Interrupt
+        } else {
+            melior::ir::operation::WalkResult::Advance
+        }
     });
     found
 }

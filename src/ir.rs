@@ -1,10 +1,7 @@
 //! Small read-only helpers over melior's IR handles.
 
 use melior::ir::{
-    attribute::{
-        ArrayAttribute, DenseI64ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute,
-        IntegerAttribute,
-    },
+    attribute::{ArrayAttribute, DenseI64ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute, IntegerAttribute},
     operation::{OperationLike, WalkOrder, WalkResult},
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
     Attribute, AttributeLike, OperationRef, Type, TypeLike, Value, ValueLike,
@@ -20,9 +17,7 @@ pub fn collect_ops<'c, 'a>(root: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, '
         raw.push(op.to_raw());
         WalkResult::Advance
     });
-    raw.into_iter()
-        .map(|r| unsafe { OperationRef::from_raw(r) })
-        .collect()
+    raw.into_iter().map(|r| unsafe { OperationRef::from_raw(r) }).collect()
 }
 
 /// The op's full name, `dialect.mnemonic`.
@@ -149,9 +144,7 @@ pub fn string_list_list(attribute: Attribute) -> Option<Vec<Vec<String>>> {
         return None;
     }
     let array = ArrayAttribute::try_from(attribute).ok()?;
-    (0..array.len())
-        .map(|i| string_list(array.element(i).ok()?))
-        .collect()
+    (0..array.len()).map(|i| string_list(array.element(i).ok()?)).collect()
 }
 
 /// Attribute names and string values nested in `attribute` (through arrays

@@ -8,6 +8,7 @@
 //! typed builders ([`dialects`]). What ODS cannot say is checked by the Rust
 //! verifiers in [`verify`], which run after parsing and after every pass.
 
+pub mod abi;
 pub mod checks;
 pub mod context;
 pub mod diagnostics;
@@ -18,18 +19,17 @@ pub mod estimate;
 pub mod execution;
 pub mod ir;
 pub mod lineage;
-pub mod abi;
 pub mod lowering;
 pub mod mesh;
 pub mod ods;
 pub mod opt;
 pub mod parse;
-pub mod pipeline;
 pub mod pass_macro;
 pub mod passes;
+pub mod pipeline;
 pub mod registry;
-pub mod schedule;
 pub mod runtime;
+pub mod schedule;
 pub mod summary;
 pub mod system;
 pub mod tool;

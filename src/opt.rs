@@ -27,8 +27,8 @@ use crate::{
     verify::verify_blueprint,
 };
 
-use crate::pipeline::{parse_pipeline, PipelineElement};
 pub use crate::parse::parse_module;
+use crate::pipeline::{parse_pipeline, PipelineElement};
 
 /// Command-line options, as `mlir-opt` spells them.
 #[derive(Debug, Default, Clone)]
@@ -82,10 +82,7 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
             "--pass-pipeline" | "-pass-pipeline" => {
                 let text = match value {
                     Some(v) => v,
-                    None => iter
-                        .next()
-                        .cloned()
-                        .ok_or_else(|| Error::Usage("--pass-pipeline needs a pipeline".into()))?,
+                    None => iter.next().cloned().ok_or_else(|| Error::Usage("--pass-pipeline needs a pipeline".into()))?,
                 };
                 pipeline_text = Some(text);
             }
@@ -113,11 +110,7 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
         }
     }
     match (pipeline_text, pass_flags.is_empty()) {
-        (Some(_), false) => {
-            return Err(Error::Usage(
-                "'--pass-pipeline' cannot be combined with individual pass flags".into(),
-            ))
-        }
+        (Some(_), false) => return Err(Error::Usage("'--pass-pipeline' cannot be combined with individual pass flags".into())),
         (Some(text), true) => options.pipeline = parse_pipeline(&text)?,
         (None, _) => options.pipeline = pass_flags,
     }
@@ -126,9 +119,7 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
 
 fn set_input(options: &mut Options, path: &str) -> Result<()> {
     if let Some(existing) = &options.input {
-        return Err(Error::Usage(format!(
-            "only one input file is accepted, got '{existing}' and '{path}'"
-        )));
+        return Err(Error::Usage(format!("only one input file is accepted, got '{existing}' and '{path}'")));
     }
     options.input = Some(path.to_string());
     Ok(())
@@ -203,14 +194,12 @@ fn read_input(options: &Options) -> Result<(String, Vec<u8>)> {
     match options.input.as_deref() {
         None | Some("-") => {
             let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|source| Error::ReadInput { path: "<stdin>".into(), source })?;
+            std::io::stdin().read_to_end(&mut bytes).map_err(|source| Error::ReadInput { path: "<stdin>".into(), source })?;
             Ok(("<stdin>".into(), bytes))
         }
-        Some(path) => std::fs::read(path)
-            .map(|bytes| (path.to_string(), bytes))
-            .map_err(|source| Error::ReadInput { path: path.to_string(), source }),
+        Some(path) => {
+            std::fs::read(path).map(|bytes| (path.to_string(), bytes)).map_err(|source| Error::ReadInput { path: path.to_string(), source })
+        }
     }
 }
 
@@ -309,13 +298,7 @@ fn write_output(options: &Options, text: &str) -> Result<()> {
 
 /// Parses, verifies, runs the pipeline and prints one chunk. `Ok(None)`
 /// means the chunk failed with diagnostics already emitted.
-fn process_chunk(
-    context: &Context,
-    sink: &DiagnosticSink,
-    options: &Options,
-    name: &str,
-    source: &[u8],
-) -> Result<Option<String>> {
+fn process_chunk(context: &Context, sink: &DiagnosticSink, options: &Options, name: &str, source: &[u8]) -> Result<Option<String>> {
     let started = std::time::Instant::now();
     let Some(mut module) = parse_module(context, sink, source, name) else {
         return Ok(None);
@@ -381,4 +364,3 @@ fn build_pass_manager<'c>(context: &'c Context, options: &Options) -> Result<Pas
     crate::pipeline::add_elements(&pass_manager.as_operation_pass_manager(), &options.pipeline, true)?;
     Ok(pass_manager)
 }
-

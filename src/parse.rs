@@ -107,4 +107,3 @@ fn parse_operation<'c>(context: &'c Context, source: &[u8], name: &str) -> Optio
     };
     (!raw.ptr.is_null()).then(|| unsafe { melior::ir::Operation::from_raw(raw) })
 }
-

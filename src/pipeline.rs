@@ -31,9 +31,7 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineElement>> {
     let body = match trimmed.strip_prefix("builtin.module") {
         Some(rest) => {
             let rest = rest.trim_start();
-            rest.strip_prefix('(')
-                .and_then(|r| r.strip_suffix(')'))
-                .ok_or_else(|| error("expected 'builtin.module(...)'"))?
+            rest.strip_prefix('(').and_then(|r| r.strip_suffix(')')).ok_or_else(|| error("expected 'builtin.module(...)'"))?
         }
         None if trimmed.contains('(') && !trimmed.starts_with("func.func") => {
             return Err(error("the pipeline must be anchored on 'builtin.module(...)'"));
@@ -70,11 +68,7 @@ pub fn parse_pipeline(text: &str) -> Result<Vec<PipelineElement>> {
     Ok(elements)
 }
 
-fn push_element(
-    elements: &mut Vec<PipelineElement>,
-    text: &str,
-    error: &dyn Fn(&str) -> Error,
-) -> Result<()> {
+fn push_element(elements: &mut Vec<PipelineElement>, text: &str, error: &dyn Fn(&str) -> Error) -> Result<()> {
     let text = text.trim();
     if text.is_empty() {
         return Err(error("empty pipeline element"));
@@ -100,10 +94,8 @@ pub fn add_elements(top: &OperationPassManager, elements: &[PipelineElement], ve
     for element in elements {
         match element {
             PipelineElement::Blueprint(name) => {
-                let info = passes::find(name).ok_or_else(|| Error::Pipeline {
-                    pipeline: name.clone(),
-                    reason: "unknown Blueprint pass".into(),
-                })?;
+                let info = passes::find(name)
+                    .ok_or_else(|| Error::Pipeline { pipeline: name.clone(), reason: "unknown Blueprint pass".into() })?;
                 top.add_pass((info.create)());
                 if !info.changes_ir {
                     continue;

@@ -225,7 +225,14 @@ mod tests {
     fn fb(slots: &[Slot]) -> String {
         slots
             .iter()
-            .map(|s| format!("{}{}{}", if s.direction == Direction::Forward { 'F' } else { 'B' }, s.microbatch, if s.chunk > 0 { format!(".{}", s.chunk) } else { String::new() }))
+            .map(|s| {
+                format!(
+                    "{}{}{}",
+                    if s.direction == Direction::Forward { 'F' } else { 'B' },
+                    s.microbatch,
+                    if s.chunk > 0 { format!(".{}", s.chunk) } else { String::new() }
+                )
+            })
             .collect::<Vec<_>>()
             .join(" ")
     }

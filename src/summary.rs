@@ -294,13 +294,18 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
             }
         };
         match kind {
-            OpKind::DistCompute => tasks.push(task(enum_attr::<ods::Engine>(op, "engine").map_or("", ods::Engine::name), TaskClass::Compute)),
+            OpKind::DistCompute => {
+                tasks.push(task(enum_attr::<ods::Engine>(op, "engine").map_or("", ods::Engine::name), TaskClass::Compute))
+            }
             k if k.is_communication() => {
                 let capability = crate::transformer::plan::communication_capability(k).name();
                 tasks.push(task(capability, class_of(op, capability)));
             }
             OpKind::PlanComputeTask => {
-                tasks.push(task(enum_attr::<ods::ComputeCapability>(op, "capability").map_or("", ods::ComputeCapability::name), TaskClass::Compute));
+                tasks.push(task(
+                    enum_attr::<ods::ComputeCapability>(op, "capability").map_or("", ods::ComputeCapability::name),
+                    TaskClass::Compute,
+                ));
             }
             OpKind::PlanCollectiveTask => {
                 let capability = enum_attr::<ods::CommunicationCapability>(op, "capability").map_or("", ods::CommunicationCapability::name);
@@ -493,11 +498,8 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
         let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference));
         (invocations, memory, None, coarse, None)
     };
-    let ids: std::collections::HashSet<&str> = ops
-        .iter()
-        .filter(|op| dialect_of(&name_of(**op)) == "model")
-        .filter_map(|op| str_attr(*op, "id"))
-        .collect();
+    let ids: std::collections::HashSet<&str> =
+        ops.iter().filter(|op| dialect_of(&name_of(**op)) == "model").filter_map(|op| str_attr(*op, "id")).collect();
     let (blocks, microbatches) = spec.as_ref().map_or((1, 1), |s| (s.model.blocks, s.microbatch_count()));
     let mut tasks = Vec::new();
     for inv in &invocations {

@@ -666,7 +666,10 @@ mod tests {
                 Box::new(|j| j["vector"]["float16"]["gflops_efficiency"][0] = serde_json::json!([16, 1.5])),
                 "vector.float16.gflops_efficiency[0]: efficiency 1.5 must lie in (0, 1]",
             ),
-            (Box::new(|j| j["vector"]["float16"]["gflops_efficiency"] = serde_json::json!([])), "vector.float16.gflops_efficiency is empty"),
+            (
+                Box::new(|j| j["vector"]["float16"]["gflops_efficiency"] = serde_json::json!([])),
+                "vector.float16.gflops_efficiency is empty",
+            ),
             (Box::new(|j| j["matrix"]["float64"] = j["matrix"]["float16"].clone()), "matrix.float64: unknown datatype"),
             (Box::new(|j| j["matrix"] = serde_json::json!({})), "matrix is empty"),
             (Box::new(|j| j["mem1"]["GBps"] = 0.into()), "mem1.GBps must be positive"),
@@ -675,12 +678,21 @@ mod tests {
                 Box::new(|j| j["mem1"]["MB_efficiency"][2] = serde_json::json!([10, 0.6])),
                 "mem1.MB_efficiency[2]: threshold 10 must be below the previous threshold 10",
             ),
-            (Box::new(|j| j["mem2"]["MB_efficiency"][3] = serde_json::json!([0, 0])), "mem2.MB_efficiency[3]: efficiency 0 must lie in (0, 1]"),
+            (
+                Box::new(|j| j["mem2"]["MB_efficiency"][3] = serde_json::json!([0, 0])),
+                "mem2.MB_efficiency[3]: efficiency 0 must lie in (0, 1]",
+            ),
             (Box::new(|j| j["networks"][1]["bandwidth"] = 0.into()), "networks[1].bandwidth must be positive"),
             (Box::new(|j| j["networks"][0]["efficiency"] = 1.2.into()), "networks[0].efficiency: efficiency 1.2 must lie in (0, 1]"),
             (Box::new(|j| j["networks"][0]["latency"] = (-1e-6).into()), "networks[0].latency must be a finite number ≥ 0"),
-            (Box::new(|j| j["networks"][1]["processor_usage"] = 1.0.into()), "networks[1].processor_usage: processor_usage 1 must lie in [0, 1)"),
-            (Box::new(|j| j["networks"][1]["ops"]["broadcast"] = serde_json::json!([1.0, 0])), "networks[1].ops.broadcast: unknown network op"),
+            (
+                Box::new(|j| j["networks"][1]["processor_usage"] = 1.0.into()),
+                "networks[1].processor_usage: processor_usage 1 must lie in [0, 1)",
+            ),
+            (
+                Box::new(|j| j["networks"][1]["ops"]["broadcast"] = serde_json::json!([1.0, 0])),
+                "networks[1].ops.broadcast: unknown network op",
+            ),
             (
                 Box::new(|j| {
                     j["networks"][1]["ops"].as_object_mut().map(|o| o.remove("all_reduce"));
@@ -692,7 +704,10 @@ mod tests {
                 "networks[1].ops.all_reduce: a collective needs an offset",
             ),
             (Box::new(|j| j["networks"][0]["ops"]["p2p"] = serde_json::json!([1.0, 0])), "networks[0].ops.p2p: p2p takes no offset"),
-            (Box::new(|j| j["networks"][0]["ops"]["all_gather"] = serde_json::json!([0, -1])), "networks[0].ops.all_gather[0] must be positive"),
+            (
+                Box::new(|j| j["networks"][0]["ops"]["all_gather"] = serde_json::json!([0, -1])),
+                "networks[0].ops.all_gather[0] must be positive",
+            ),
             (Box::new(|j| j["networks"] = serde_json::json!([])), "networks is empty"),
             (Box::new(|j| j["processing_mode"] = "overlap".into()), "processing_mode: unknown variant `overlap`"),
             (Box::new(|j| j["networks"][0]["colour"] = "red".into()), "networks[0].colour: unknown field `colour`"),

@@ -124,9 +124,7 @@ fn read_input(path: Option<&str>) -> Result<(String, Vec<u8>), String> {
     match path {
         None | Some("-") => {
             let mut bytes = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut bytes)
-                .map_err(|e| format!("blueprint-translate: cannot read <stdin>: {e}"))?;
+            std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("blueprint-translate: cannot read <stdin>: {e}"))?;
             Ok(("<stdin>".into(), bytes))
         }
         Some(path) => std::fs::read(path)
@@ -137,9 +135,9 @@ fn read_input(path: Option<&str>) -> Result<(String, Vec<u8>), String> {
 
 fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
     match path {
-        None | Some("-") => std::io::stdout()
-            .write_all(text.as_bytes())
-            .map_err(|e| format!("blueprint-translate: cannot write <stdout>: {e}")),
+        None | Some("-") => {
+            std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("blueprint-translate: cannot write <stdout>: {e}"))
+        }
         Some(path) => crate::tool::write_file_atomically(std::path::Path::new(path), text.as_bytes())
             .map_err(|e| format!("blueprint-translate: cannot write '{path}': {e}")),
     }

@@ -47,10 +47,8 @@ fn oracle_spec(name: &str) -> TrainingSpec {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     let json: serde_json::Value = serde_json::from_str(&text).expect("oracle JSON");
-    let case = json["cases"]
-        .as_array()
-        .and_then(|cases| cases.iter().find(|c| c["name"] == name))
-        .unwrap_or_else(|| panic!("no case {name}"));
+    let case =
+        json["cases"].as_array().and_then(|cases| cases.iter().find(|c| c["name"] == name)).unwrap_or_else(|| panic!("no case {name}"));
     let spec = serde_json::json!({"model": case["model"], "workload": case["workload"], "mapping": case["mapping"]});
     TrainingSpec::from_json(&spec.to_string()).expect("valid spec")
 }
@@ -125,7 +123,15 @@ fn per_op(context: &Context, sink: &DiagnosticSink, text: &str, pipeline: &str, 
     (took, ops)
 }
 
-fn report_scaling(what: &str, sizes: &[usize], make: impl Fn(usize) -> String, pipeline: &str, context: &Context, sink: &DiagnosticSink, runs: usize) {
+fn report_scaling(
+    what: &str,
+    sizes: &[usize],
+    make: impl Fn(usize) -> String,
+    pipeline: &str,
+    context: &Context,
+    sink: &DiagnosticSink,
+    runs: usize,
+) {
     let mut costs = Vec::new();
     for &n in sizes {
         let (took, ops) = per_op(context, sink, &make(n), pipeline, runs);
@@ -166,7 +172,8 @@ fn main() {
         });
         println!("step     gpt3-175B t8 p8 d16 v3 m = {m:>3} structured, import..summary: {took:>10.2?} ({ops} ops)");
     }
-    let unrolled = "builtin.module(plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
+    let unrolled =
+        "builtin.module(plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
     let mut unrolled_costs = Vec::new();
     for m in [8u64, 64] {
         let spec = gpt3_step(m);
@@ -187,9 +194,33 @@ fn main() {
 
     // Issue 9: the formerly quadratic cases.
     let sizes: &[usize] = if quick { &[3_000, 10_000] } else { &[3_000, 10_000, 30_000] };
-    report_scaling("dist-async + dist-sink-waits", sizes, collectives_function, "builtin.module(dist-async, dist-sink-waits)", &context, &sink, runs.min(5));
+    report_scaling(
+        "dist-async + dist-sink-waits",
+        sizes,
+        collectives_function,
+        "builtin.module(dist-async, dist-sink-waits)",
+        &context,
+        &sink,
+        runs.min(5),
+    );
     let sizes: &[usize] = if quick { &[30_000, 100_000] } else { &[30_000, 100_000, 300_000] };
-    report_scaling("parse one collective, participants", sizes, wide_collective, "builtin.module(check-collective-groups)", &context, &sink, runs.min(5));
-    report_scaling("plan-transformer-training, functions", &[5_000, 10_000], small_functions, "builtin.module(plan-transformer-training)", &context, &sink, runs.min(5));
+    report_scaling(
+        "parse one collective, participants",
+        sizes,
+        wide_collective,
+        "builtin.module(check-collective-groups)",
+        &context,
+        &sink,
+        runs.min(5),
+    );
+    report_scaling(
+        "plan-transformer-training, functions",
+        &[5_000, 10_000],
+        small_functions,
+        "builtin.module(plan-transformer-training)",
+        &context,
+        &sink,
+        runs.min(5),
+    );
     let _ = sink.take();
 }

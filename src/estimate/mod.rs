@@ -360,7 +360,8 @@ pub fn estimate(
     let datatype = spec.workload.datatype;
     let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
     // The binding was validated, so every index names a tier.
-    let tier = |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
+    let tier =
+        |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
     let rates = layer_time::Rates {
         matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
         vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,

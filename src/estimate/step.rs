@@ -170,8 +170,12 @@ pub(super) fn compose(
     let efw_over = positive_part(t.block_fw_mem_time - efw_plain);
     let (bfw, efw) = (bfw_plain + bfw_over, efw_plain + efw_over);
     let bbw_plain = t.block_re_time + t.baseblock_recomm_time + t.block_agrad_time + t.block_wgrad_time + t.baseblock_agrad_tp_time;
-    let ebw_plain =
-        t.block_re_time + t.edgeblock_recomm_time + t.block_agrad_time + t.block_wgrad_time + t.edgeblock_agrad_tp_time + t.block_bw_pp_time;
+    let ebw_plain = t.block_re_time
+        + t.edgeblock_recomm_time
+        + t.block_agrad_time
+        + t.block_wgrad_time
+        + t.edgeblock_agrad_tp_time
+        + t.block_bw_pp_time;
     let bw_mem = t.block_agrad_mem_time + t.block_wgrad_mem_time;
     let bbw_over = positive_part(bw_mem - bbw_plain);
     let ebw_over = positive_part(bw_mem - ebw_plain);

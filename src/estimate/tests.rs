@@ -119,7 +119,8 @@ fn recorded_cases_match_calculon() {
     let failures: Vec<String> = cases
         .iter()
         .flat_map(|case| {
-            let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true, ..EstimateOptions::default() };
+            let options =
+                EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true, ..EstimateOptions::default() };
             mismatches(case, &run(case, &options))
         })
         .collect();
@@ -211,10 +212,11 @@ fn stages_are_equal_and_add_up() {
 fn memory_is_checked_against_mem1() {
     let cases = cases_of(&format!("{ORACLES}/fullmodel-random.json"));
     let case = &cases[0];
-    let per_processor = serde_json::from_str::<Value>(&std::fs::read_to_string(format!("{ORACLES}/fullmodel-random.json")).expect("oracle"))
-        .expect("json")["cases"][0]["per_processor"]["proc_mem_tier1_cap_req"]
-        .as_f64()
-        .expect("recorded");
+    let per_processor =
+        serde_json::from_str::<Value>(&std::fs::read_to_string(format!("{ORACLES}/fullmodel-random.json")).expect("oracle")).expect("json")
+            ["cases"][0]["per_processor"]["proc_mem_tier1_cap_req"]
+            .as_f64()
+            .expect("recorded");
     let got = run(case, &EstimateOptions::default());
     assert!(got.memory.fits);
     assert_eq!(got.memory.over_by_bytes, 0.0);
@@ -226,7 +228,8 @@ fn memory_is_checked_against_mem1() {
     let small = SystemProfile::from_json(&json.to_string()).expect("valid");
     let derivation = derive_training_block(&case.spec).expect("derives");
     let block = BlockFacts::from_derivation(&derivation, &case.spec);
-    let got = estimate(&block_tasks(&derivation), &block, &case.spec, &small, &case.binding, &EstimateOptions::default()).expect("estimates");
+    let got =
+        estimate(&block_tasks(&derivation), &block, &case.spec, &small, &case.binding, &EstimateOptions::default()).expect("estimates");
     assert!(!got.memory.fits);
     assert_eq!(got.memory.capacity_bytes, 40.0 * 1024.0 * 1024.0 * 1024.0);
     assert!(close(got.memory.over_by_bytes, per_processor - got.memory.capacity_bytes));
@@ -280,7 +283,8 @@ fn bad_inputs_are_errors() {
             }
         }
         let id = id.expect("a task to break");
-        let error = estimate(&tasks, &block, &case.spec, &a100, &ok, &EstimateOptions::default()).map(|_| ()).expect_err("rejected").to_string();
+        let error =
+            estimate(&tasks, &block, &case.spec, &a100, &ok, &EstimateOptions::default()).map(|_| ()).expect_err("rejected").to_string();
         assert!(error.contains(&format!("task '{id}'")), "{error}");
         error
     };
@@ -338,13 +342,17 @@ fn pipeline_and_data_parallel_tasks_are_priced_from_the_block_facts() {
         shared_by: 1,
         group_size: Some(2),
     });
-    let with_transfer = estimate(&tasks, &block, &case.spec, &system(&case.system), &case.binding, &EstimateOptions::default()).expect("estimates");
+    let with_transfer =
+        estimate(&tasks, &block, &case.spec, &system(&case.system), &case.binding, &EstimateOptions::default()).expect("estimates");
     assert_eq!(plain, with_transfer);
     // A plan's stated TP group equal to the strategy's changes nothing.
     for task in tasks.iter_mut().filter(|t| t.class == TaskClass::TensorParallel) {
         task.group_size = Some(case.spec.mapping.tp);
     }
-    assert_eq!(estimate(&tasks, &block, &case.spec, &system(&case.system), &case.binding, &EstimateOptions::default()).expect("estimates"), plain);
+    assert_eq!(
+        estimate(&tasks, &block, &case.spec, &system(&case.system), &case.binding, &EstimateOptions::default()).expect("estimates"),
+        plain
+    );
 }
 
 #[test]

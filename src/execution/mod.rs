@@ -53,9 +53,7 @@ impl Jit {
     /// before anything is looked up (e.g. the runtime's entry points).
     pub fn new(module: &Module, symbols: &[(&str, *mut ())]) -> Result<Self, ExecutionError> {
         // SAFETY: the module is live; no shared libraries are passed.
-        let raw = unsafe {
-            mlir_sys::mlirExecutionEngineCreate(module.to_raw(), 2, 0, std::ptr::null(), false, false)
-        };
+        let raw = unsafe { mlir_sys::mlirExecutionEngineCreate(module.to_raw(), 2, 0, std::ptr::null(), false, false) };
         if raw.ptr.is_null() {
             return Err(ExecutionError::Jit);
         }

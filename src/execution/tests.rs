@@ -32,10 +32,7 @@ fn compile(program: &str, functions: &[&str]) -> (Jit, Vec<usize>) {
     }
     assert!(!module.as_operation().to_string().contains("dist."), "dist ops left after lowering");
     let jit = Jit::new(&module, &symbols()).unwrap_or_else(|e| panic!("{e}: {:?}", sink.take()));
-    let addresses = functions
-        .iter()
-        .map(|f| jit.lookup(&format!("_mlir_ciface_{f}")).expect("compiled function") as usize)
-        .collect();
+    let addresses = functions.iter().map(|f| jit.lookup(&format!("_mlir_ciface_{f}")).expect("compiled function") as usize).collect();
     // The engine owns the code; the module and context may go.
     (jit, addresses)
 }
@@ -64,9 +61,7 @@ func.func @tp_linear(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %out: memref<8
     // Global X [8, 64] and W [64, 16], small integers so f32 sums are exact.
     let x = |i: usize, k: usize| ((i * 7 + k * 3) % 11) as f32 - 5.0;
     let w = |k: usize, j: usize| ((k * 5 + j * 2) % 7) as f32 - 3.0;
-    let expected: Vec<f32> = (0..8)
-        .flat_map(|i| (0..16).map(move |j| 2.0 * (0..64).map(|k| x(i, k) * w(k, j)).sum::<f32>()))
-        .collect();
+    let expected: Vec<f32> = (0..8).flat_map(|i| (0..16).map(move |j| 2.0 * (0..64).map(|k| x(i, k) * w(k, j)).sum::<f32>())).collect();
     let world = World::new(RANKS);
     let results = world.run(|rank| {
         let xs: Vec<f32> = (0..8).flat_map(|i| (0..16).map(move |k| x(i, rank * 16 + k))).collect();

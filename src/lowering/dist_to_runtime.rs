@@ -34,8 +34,8 @@ use crate::abi::{ElementType, ReduceOp, RuntimeFunction};
 use crate::{
     diagnostics::emit_error,
     ir::{
-        collect_ops, dialect_of, enum_attr, i32_array_attr, i64_array_attr, int_attr, name_of, str_attr,
-        symbol_attr, tensor_element, tensor_shape, type_string, users,
+        collect_ops, dialect_of, enum_attr, i32_array_attr, i64_array_attr, int_attr, name_of, str_attr, symbol_attr, tensor_element,
+        tensor_shape, type_string, users,
     },
     ods::{OpKind, Reduction},
     passes::rewrite::{erase, identifier, known_attribute, known_type, replace_all_uses},
@@ -47,13 +47,13 @@ crate::pass_macro::external_pass!(
     "Lower async dist communication, redistribution copies and waits to runtime calls",
     run,
     &[
-            DialectHandle::arith(),
-            DialectHandle::func(),
-            DialectHandle::memref(),
-            DialectHandle::tensor(),
-            // SAFETY: the handle getter has no preconditions.
-            unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__bufferization__()) },
-        ]
+        DialectHandle::arith(),
+        DialectHandle::func(),
+        DialectHandle::memref(),
+        DialectHandle::tensor(),
+        // SAFETY: the handle getter has no preconditions.
+        unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__bufferization__()) },
+    ]
 );
 
 /// What one async op lowers to, decided before anything changes.
@@ -96,18 +96,16 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
         let Some(kind) = OpKind::of(op).filter(|k| k.dialect() == "dist") else { continue };
         match kind {
             OpKind::DistHeader | OpKind::DistMesh | OpKind::DistWait => {}
-            k if k.async_form().is_some() => failures.push((
-                op,
-                "is synchronous; run 'dist-async' first so it has a start and a wait".to_string(),
-            )),
+            k if k.async_form().is_some() => {
+                failures.push((op, "is synchronous; run 'dist-async' first so it has a start and a wait".to_string()))
+            }
             k if k.is_async() => match plan_one(op, k, &teams) {
                 Ok(lowering) => lowerings.push(lowering),
                 Err(message) => failures.push((op, message)),
             },
             _ => failures.push((
                 op,
-                "cannot be lowered to runtime calls (only async communication, redistribution copies and waits are)"
-                    .to_string(),
+                "cannot be lowered to runtime calls (only async communication, redistribution copies and waits are)".to_string(),
             )),
         }
     }
@@ -159,8 +157,8 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<Stri
     let element = tensor_element(input.r#type())
         .map(type_string)
         .ok_or_else(|| format!("communicates {}, not a ranked tensor", type_string(input.r#type())))?;
-    let element = ElementType::from_mlir(&element)
-        .ok_or_else(|| format!("has element type {element}, which the runtime does not support"))?;
+    let element =
+        ElementType::from_mlir(&element).ok_or_else(|| format!("has element type {element}, which the runtime does not support"))?;
     // Tensors become plain (identity-layout) memrefs: an encoding has no
     // buffer form here.
     for ty in [Some(input.r#type()), op.result(1).ok().map(|r| r.r#type())].into_iter().flatten() {
@@ -184,26 +182,17 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<Stri
     }
     let axis = int_attr(op, "axis").unwrap_or(0);
     let reduction = || {
-        enum_attr::<Reduction>(op, "reduction")
-            .map(|r| i64::from(reduce_op(r).code()))
-            .ok_or_else(|| "has no valid reduction".to_string())
+        enum_attr::<Reduction>(op, "reduction").map(|r| i64::from(reduce_op(r).code())).ok_or_else(|| "has no valid reduction".to_string())
     };
     let (function, scalars) = match kind.sync_form().unwrap_or(kind) {
         OpKind::DistAllReduce => (RuntimeFunction::AllReduce(element), vec![(reduction()?, "i32")]),
-        OpKind::DistReduceScatter => {
-            (RuntimeFunction::ReduceScatter(element), vec![(reduction()?, "i32"), (axis, "i64")])
-        }
+        OpKind::DistReduceScatter => (RuntimeFunction::ReduceScatter(element), vec![(reduction()?, "i32"), (axis, "i64")]),
         OpKind::DistAllGather => (RuntimeFunction::AllGather(element), vec![(axis, "i64")]),
         OpKind::DistAllToAll => (RuntimeFunction::AllToAll(element), vec![(axis, "i64")]),
-        OpKind::DistBroadcast => {
-            (RuntimeFunction::Broadcast(element), vec![(int_attr(op, "root").ok_or("has no root")?, "i64")])
-        }
+        OpKind::DistBroadcast => (RuntimeFunction::Broadcast(element), vec![(int_attr(op, "root").ok_or("has no root")?, "i64")]),
         OpKind::DistP2P => (
             RuntimeFunction::SendRecv(element),
-            vec![
-                (int_attr(op, "source").ok_or("has no source")?, "i64"),
-                (int_attr(op, "dest").ok_or("has no dest")?, "i64"),
-            ],
+            vec![(int_attr(op, "source").ok_or("has no source")?, "i64"), (int_attr(op, "dest").ok_or("has no dest")?, "i64")],
         ),
         OpKind::DistCopyReshape => (RuntimeFunction::CopyReshape(element), vec![]),
         OpKind::DistCopyPermute => (RuntimeFunction::CopyPermute(element), vec![]),
@@ -238,11 +227,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
             .build()
             .unwrap_or_else(|e| unreachable!("lowering built an invalid alloca_scope: {e}"));
         let scope = self.insert(operation);
-        let body = scope
-            .region(0)
-            .ok()
-            .and_then(|r| r.first_block())
-            .unwrap_or_else(|| unreachable!("alloca_scope has a body"));
+        let body = scope.region(0).ok().and_then(|r| r.first_block()).unwrap_or_else(|| unreachable!("alloca_scope has a body"));
         (scope, Emitter { block: body, before: None, anchor: self.anchor, location: self.location })
     }
 
@@ -254,19 +239,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// Builds `name(operands) {attributes} : results` before the anchor.
-    fn op(
-        &self,
-        name: &str,
-        operands: &[Value<'c, '_>],
-        results: &[&str],
-        attributes: &[(&str, &str)],
-    ) -> OperationRef<'c, 'a> {
+    fn op(&self, name: &str, operands: &[Value<'c, '_>], results: &[&str], attributes: &[(&str, &str)]) -> OperationRef<'c, 'a> {
         let anchor = self.anchor;
         let results: Vec<_> = results.iter().map(|t| known_type(anchor, t)).collect();
-        let attributes: Vec<_> = attributes
-            .iter()
-            .map(|(n, v)| (identifier(anchor, n), known_attribute(anchor, v)))
-            .collect();
+        let attributes: Vec<_> = attributes.iter().map(|(n, v)| (identifier(anchor, n), known_attribute(anchor, v))).collect();
         let operation = OperationBuilder::new(name, self.location)
             .add_operands(operands)
             .add_results(&results)
@@ -432,7 +408,12 @@ fn dynamic_result_sizes<'c, 'a>(at: &Emitter<'c, 'a>, l: &Lowering<'c, 'a>, inpu
                             size = Emitter::value(at.op("arith.divui", &[size, factor], &["index"], &[]));
                         }
                         RuntimeFunction::AllGather(_) => {
-                            size = Emitter::value(at.op("arith.muli", &[size, factor], &["index"], &[("overflowFlags", "#arith.overflow<none>")]));
+                            size = Emitter::value(at.op(
+                                "arith.muli",
+                                &[size, factor],
+                                &["index"],
+                                &[("overflowFlags", "#arith.overflow<none>")],
+                            ));
                         }
                         _ => {}
                     }

@@ -26,12 +26,9 @@ pub fn check(file: &str, text: &str, diagnostics: &[Diagnostic]) -> Vec<String> 
     }
     for diagnostic in all {
         let line = diagnostic.position.as_ref().map(|p| p.line);
-        let found = expected.iter_mut().find(|e| {
-            !e.matched
-                && e.severity == diagnostic.severity
-                && Some(e.line) == line
-                && diagnostic.message.contains(&e.message)
-        });
+        let found = expected
+            .iter_mut()
+            .find(|e| !e.matched && e.severity == diagnostic.severity && Some(e.line) == line && diagnostic.message.contains(&e.message));
         match found {
             Some(e) => e.matched = true,
             None if matches!(diagnostic.severity, Severity::Error | Severity::Warning) => {
@@ -41,10 +38,7 @@ pub fn check(file: &str, text: &str, diagnostics: &[Diagnostic]) -> Vec<String> 
         }
     }
     for e in expected.iter().filter(|e| !e.matched) {
-        problems.push(format!(
-            "{file}:{}: error: expected {} \"{}\" was not produced (at line {})",
-            e.at, e.severity, e.message, e.line
-        ));
+        problems.push(format!("{file}:{}: error: expected {} \"{}\" was not produced (at line {})", e.at, e.severity, e.message, e.line));
     }
     problems
 }

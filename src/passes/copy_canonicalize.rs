@@ -22,10 +22,7 @@ use melior::{
 use super::rewrite::{attributes_of, known_type};
 use crate::{
     diagnostics::emit_error,
-    ir::{
-        defining_op, i32_array_attr, int_value, name_of, tensor_element, tensor_shape, type_string,
-        users,
-    },
+    ir::{defining_op, i32_array_attr, int_value, name_of, tensor_element, tensor_shape, type_string, users},
 };
 
 /// The redistribution copies (ODS class `Dist_CopyOp`).
@@ -51,16 +48,28 @@ fn run(module: OperationRef, pass: ExternalPass) {
     // SAFETY: a live context; the set is destroyed once, after freezing.
     let set = unsafe { mlir_sys::mlirRewritePatternSetCreate(context.to_raw()) };
     for name in copies() {
-        let refine = create_op_rewrite_pattern(name, 1, context, |_, op, rewriter| {
-            // SAFETY: the driver hands over a live op and rewriter.
-            let (op, rewriter) = unsafe { (OperationRef::from_raw(op), PatternRewriter::from_raw(rewriter)) };
-            refine_result_type(op, &rewriter)
-        }, &[name, "tensor.cast"]);
-        let fold = create_op_rewrite_pattern(name, 1, context, |_, op, rewriter| {
-            // SAFETY: as above.
-            let (op, rewriter) = unsafe { (OperationRef::from_raw(op), PatternRewriter::from_raw(rewriter)) };
-            fold_producer_cast(op, &rewriter)
-        }, &[]);
+        let refine = create_op_rewrite_pattern(
+            name,
+            1,
+            context,
+            |_, op, rewriter| {
+                // SAFETY: the driver hands over a live op and rewriter.
+                let (op, rewriter) = unsafe { (OperationRef::from_raw(op), PatternRewriter::from_raw(rewriter)) };
+                refine_result_type(op, &rewriter)
+            },
+            &[name, "tensor.cast"],
+        );
+        let fold = create_op_rewrite_pattern(
+            name,
+            1,
+            context,
+            |_, op, rewriter| {
+                // SAFETY: as above.
+                let (op, rewriter) = unsafe { (OperationRef::from_raw(op), PatternRewriter::from_raw(rewriter)) };
+                fold_producer_cast(op, &rewriter)
+            },
+            &[],
+        );
         // SAFETY: the set takes ownership of each pattern.
         unsafe {
             mlir_sys::mlirRewritePatternSetAdd(set, refine.into_raw());
@@ -105,9 +114,7 @@ fn refine_result_type(op: OperationRef, rewriter: &PatternRewriter) -> bool {
     if crate::ir::tensor_has_encoding(original) {
         return false;
     }
-    let (Some(shape), Some(element), Some(start)) =
-        (tensor_shape(original), tensor_element(original), nl_shape_start(op))
-    else {
+    let (Some(shape), Some(element), Some(start)) = (tensor_shape(original), tensor_element(original), nl_shape_start(op)) else {
         return false;
     };
     let mut refined = shape.clone();
@@ -125,7 +132,8 @@ fn refine_result_type(op: OperationRef, rewriter: &PatternRewriter) -> bool {
     // The cast back to the original type reads the copy's result, so it
     // goes right after the wait on the handle (the result is not usable
     // before it).
-    let waits: Vec<OperationRef> = users(handle).into_iter().filter(|u| crate::ods::OpKind::of(*u) == Some(crate::ods::OpKind::DistWait)).collect();
+    let waits: Vec<OperationRef> =
+        users(handle).into_iter().filter(|u| crate::ods::OpKind::of(*u) == Some(crate::ods::OpKind::DistWait)).collect();
     let [wait] = waits.as_slice() else { return false };
     let base = rewriter.as_rewriter_base();
     let operands: Vec<_> = op.operands().collect();
@@ -140,10 +148,7 @@ fn refine_result_type(op: OperationRef, rewriter: &PatternRewriter) -> bool {
     base.set_insertion_point_before(op);
     let new_op = base.insert(new_op);
     let (Ok(new_handle), Ok(new_value)) = (new_op.result(0), new_op.result(1)) else { return false };
-    let Ok(cast) = OperationBuilder::new("tensor.cast", op.location())
-        .add_operands(&[new_value.into()])
-        .add_results(&[original])
-        .build()
+    let Ok(cast) = OperationBuilder::new("tensor.cast", op.location()).add_operands(&[new_value.into()]).add_results(&[original]).build()
     else {
         return false;
     };

@@ -4,10 +4,7 @@
 //! work overlaps communication.
 
 use melior::{
-    ir::{
-        block::BlockLike, operation::OperationLike, operation::OperationBuilder,
-        OperationRef, ValueLike,
-    },
+    ir::{block::BlockLike, operation::OperationBuilder, operation::OperationLike, OperationRef, ValueLike},
     pass::ExternalPass,
 };
 
@@ -24,10 +21,8 @@ crate::pass_macro::external_pass!(
 fn run(module: OperationRef, pass: ExternalPass) {
     // Every synchronous communication op with a `_start` form (the pairs
     // come from the ODS).
-    let targets: Vec<(OperationRef, OpKind)> = collect_ops(module)
-        .into_iter()
-        .filter_map(|op| Some((op, OpKind::of(op)?.async_form()?)))
-        .collect();
+    let targets: Vec<(OperationRef, OpKind)> =
+        collect_ops(module).into_iter().filter_map(|op| Some((op, OpKind::of(op)?.async_form()?))).collect();
     // Validate everything before changing anything.
     for &(op, _) in &targets {
         if op.block().is_none() || op.result_count() != 1 {

@@ -8,4 +8,3 @@ pub(crate) mod rewrite;
 pub(crate) mod sink_waits;
 pub(crate) mod unroll_schedule;
 pub(crate) mod verify_pass;
-

@@ -2,9 +2,7 @@
 //! ops they change first (validating everything), then mutate through
 //! these, so a failing pass leaves its input untouched.
 
-use melior::ir::{
-    operation::OperationLike, Attribute, Identifier, OperationRef, Type, Value, ValueLike,
-};
+use melior::ir::{operation::OperationLike, Attribute, Identifier, OperationRef, Type, Value, ValueLike};
 
 // melior's `ContextRef::to_ref` borrows a temporary, so helpers here build
 // types, attributes and identifiers from the raw context of an existing op.

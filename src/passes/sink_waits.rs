@@ -25,8 +25,7 @@ crate::pass_macro::external_pass!(
 );
 
 fn run(module: OperationRef, _pass: ExternalPass) {
-    let waits: Vec<OperationRef> =
-        collect_ops(module).into_iter().filter(|op| OpKind::of(*op) == Some(OpKind::DistWait)).collect();
+    let waits: Vec<OperationRef> = collect_ops(module).into_iter().filter(|op| OpKind::of(*op) == Some(OpKind::DistWait)).collect();
     // Positions are numbered once per block, and every target is found on
     // the original order before anything moves: MLIR renumbers a block
     // after each move, so asking it again per wait would be quadratic.

@@ -23,7 +23,11 @@
 use std::collections::{HashMap, VecDeque};
 
 use melior::{
-    ir::{block::BlockLike, operation::{OperationLike, OperationMutLike}, BlockRef, Location, Module, Operation, OperationRef, RegionLike, Value},
+    ir::{
+        block::BlockLike,
+        operation::{OperationLike, OperationMutLike},
+        BlockRef, Location, Module, Operation, OperationRef, RegionLike, Value,
+    },
     pass::ExternalPass,
 };
 
@@ -176,7 +180,9 @@ fn unroll<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Resul
     }
     // The instances the step will have, bounded before anything is built.
     let instances = chunk_tasks.values().try_fold(0u64, |total, t| {
-        let per_microbatch = (t.forward.len() + t.backward.len()) as u64 * t.blocks + u64::from(t.send_forward.is_some()) + u64::from(t.send_backward.is_some());
+        let per_microbatch = (t.forward.len() + t.backward.len()) as u64 * t.blocks
+            + u64::from(t.send_forward.is_some())
+            + u64::from(t.send_backward.is_some());
         total.checked_add(per_microbatch.checked_mul(microbatches)?)?.checked_add(t.per_step.len() as u64 * t.blocks)
     });
     if instances.is_none_or(|n| n > MAX_INSTANCES) {
@@ -185,7 +191,9 @@ fn unroll<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Resul
     let b = Builder::of(module);
     let token = b.dist_token();
     let location = pipeline.location();
-    let function = generated.body().append_operation(b.func(&instances_function(name), &[token], &[], location).map_err(|e| (pipeline, e.to_string()))?);
+    let function = generated
+        .body()
+        .append_operation(b.func(&instances_function(name), &[token], &[], location).map_err(|e| (pipeline, e.to_string()))?);
     let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or((pipeline, "cannot build func.func".to_string()))?;
     let entry: Value = body.argument(0).map(Into::into).map_err(|_| (pipeline, "cannot build func.func".to_string()))?;
     let mut unroller = Unroller {
@@ -257,7 +265,9 @@ impl<'c, 'g> Unroller<'_, 'c, '_, 'g> {
             blocked.sort_by_key(|(s, _)| *s);
             let (stage, (direction, mb, _)) = blocked.first().copied().unwrap_or((0, (Direction::Forward, 0, 0)));
             let what = if direction == Direction::Forward { "activation" } else { "gradient" };
-            return Err(format!("the schedules deadlock: stage {stage} waits for the {what} of microbatch {mb}, which no stage sends before it is needed"));
+            return Err(format!(
+                "the schedules deadlock: stage {stage} waits for the {what} of microbatch {mb}, which no stage sends before it is needed"
+            ));
         }
         Ok(())
     }
@@ -340,7 +350,14 @@ impl<'c, 'g> Unroller<'_, 'c, '_, 'g> {
 
     /// Appends a copy of `task` after the stage's last instance (and after
     /// `incoming`), named `id`; returns its token.
-    fn instance(&mut self, task: OperationRef<'c, '_>, stage: u64, id: &str, at: Instance, incoming: Option<Value<'c, 'g>>) -> Result<Value<'c, 'g>, String> {
+    fn instance(
+        &mut self,
+        task: OperationRef<'c, '_>,
+        stage: u64,
+        id: &str,
+        at: Instance,
+        incoming: Option<Value<'c, 'g>>,
+    ) -> Result<Value<'c, 'g>, String> {
         let s = usize::try_from(stage).unwrap_or(0);
         // SAFETY: cloning a live op gives a new, unparented op we own.
         let mut op = unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(task.to_raw())) };

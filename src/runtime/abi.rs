@@ -95,8 +95,7 @@ pub unsafe extern "C" fn _bprt_last_error(buf: *mut u8, len: i64) -> i64 {
         }
         bytes.len() as i64
     };
-    catch_unwind(AssertUnwindSafe(body))
-        .unwrap_or_else(|_| super::error::ErrorCode::Internal.value())
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|_| super::error::ErrorCode::Internal.value())
 }
 
 macro_rules! typed_entry_points {

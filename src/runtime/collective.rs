@@ -64,17 +64,11 @@ pub(crate) struct StartFailure {
 /// `(outer, dim, inner)` element counts around `axis` of `shape`.
 pub(crate) fn axis_split(shape: &[i64], axis: usize) -> (usize, usize, usize) {
     let prod = |s: &[i64]| s.iter().map(|&d| d as usize).product::<usize>();
-    (
-        prod(&shape[..axis]),
-        shape[axis] as usize,
-        prod(&shape[axis + 1..]),
-    )
+    (prod(&shape[..axis]), shape[axis] as usize, prod(&shape[axis + 1..]))
 }
 
 fn shape_of(c: &Contribution) -> RtResult<&[i64]> {
-    c.in_shape
-        .as_deref()
-        .ok_or_else(|| RtError::Internal(format!("rank {} deposited no input", c.rank)))
+    c.in_shape.as_deref().ok_or_else(|| RtError::Internal(format!("rank {} deposited no input", c.rank)))
 }
 
 fn same_input_shapes(ordered: &[&Contribution]) -> RtResult<Vec<i64>> {
@@ -98,12 +92,7 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
     for d in deposits {
         match d.as_ref() {
             Ok(c) => contributions.push(c),
-            Err(f) => {
-                return Err(RtError::PeerFailed {
-                    rank: f.rank,
-                    message: f.message.clone(),
-                })
-            }
+            Err(f) => return Err(RtError::PeerFailed { rank: f.rank, message: f.message.clone() }),
         }
     }
     let first = contributions[0];
@@ -112,14 +101,7 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             return Err(RtError::Mismatch(format!(
                 "rank {} called {:?} on {} with participants {:?}, but rank {} called {:?} on {} \
                  with participants {:?}",
-                first.rank,
-                first.kind,
-                first.dtype,
-                first.participants,
-                c.rank,
-                c.kind,
-                c.dtype,
-                c.participants
+                first.rank, first.kind, first.dtype, first.participants, c.rank, c.kind, c.dtype, c.participants
             )));
         }
     }
@@ -128,20 +110,14 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
         .participants
         .iter()
         .map(|&p| {
-            contributions
-                .iter()
-                .copied()
-                .find(|c| c.rank == p)
-                .ok_or_else(|| RtError::Internal(format!("no deposit of participant {p}")))
+            contributions.iter().copied().find(|c| c.rank == p).ok_or_else(|| RtError::Internal(format!("no deposit of participant {p}")))
         })
         .collect::<RtResult<_>>()?;
     let k = first
         .participants
         .iter()
         .position(|&p| p == me)
-        .ok_or_else(|| {
-            RtError::Internal(format!("rank {me} completes an exchange it is not in"))
-        })?;
+        .ok_or_else(|| RtError::Internal(format!("rank {me} completes an exchange it is not in")))?;
     let n = ordered.len();
     let es = first.dtype.size();
     let dtype = first.dtype;
@@ -179,11 +155,7 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             let mut total = 0i64;
             for c in &ordered {
                 let s = shape_of(c)?;
-                let agrees = s.len() == base.len()
-                    && s.iter()
-                        .zip(base)
-                        .enumerate()
-                        .all(|(d, (a, b))| d == axis || a == b);
+                let agrees = s.len() == base.len() && s.iter().zip(base).enumerate().all(|(d, (a, b))| d == axis || a == b);
                 if !agrees {
                     return Err(RtError::Mismatch(format!(
                         "rank {} input shape {s:?} differs from rank {} input shape {base:?} \
@@ -227,9 +199,10 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             Ok(Some(out))
         }
         OpKind::Broadcast { root } => {
-            let src = ordered.iter().find(|c| c.rank == *root).ok_or_else(|| {
-                RtError::Internal(format!("broadcast root {root} is not a participant"))
-            })?;
+            let src = ordered
+                .iter()
+                .find(|c| c.rank == *root)
+                .ok_or_else(|| RtError::Internal(format!("broadcast root {root} is not a participant")))?;
             let shape = shape_of(src)?;
             for c in &ordered {
                 if c.out_shape.as_deref() != Some(shape) {
@@ -243,11 +216,7 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
         }
         OpKind::SendRecv { source, dest } => {
             let find = |r: usize| {
-                ordered
-                    .iter()
-                    .copied()
-                    .find(|c| c.rank == r)
-                    .ok_or_else(|| RtError::Internal(format!("no deposit of rank {r}")))
+                ordered.iter().copied().find(|c| c.rank == r).ok_or_else(|| RtError::Internal(format!("no deposit of rank {r}")))
             };
             let (src, dst) = (find(*source)?, find(*dest)?);
             let shape = shape_of(src)?;
@@ -268,6 +237,5 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
 /// Checks that `shape` has the element count the caller claims (helper for
 /// start-time validation).
 pub(crate) fn numel_of(what: &str, shape: &[i64]) -> RtResult<usize> {
-    shape_numel(shape)
-        .ok_or_else(|| RtError::InvalidArgument(format!("{what} {shape:?} is not a valid shape")))
+    shape_numel(shape).ok_or_else(|| RtError::InvalidArgument(format!("{what} {shape:?} is not a valid shape")))
 }

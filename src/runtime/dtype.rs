@@ -141,10 +141,7 @@ impl Elem for Bit {
 }
 
 fn combine_slices<E: Elem>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
-    for (a, b) in acc
-        .chunks_exact_mut(E::SIZE)
-        .zip(other.chunks_exact(E::SIZE))
-    {
+    for (a, b) in acc.chunks_exact_mut(E::SIZE).zip(other.chunks_exact(E::SIZE)) {
         E::combine(E::load(a), E::load(b), op).store(a);
     }
 }
@@ -177,16 +174,8 @@ mod tests {
     #[test]
     fn float_max_propagates_nan_and_ints_wrap() {
         let mut acc = bytes_f32(&[1.0, f32::NAN]);
-        reduce_into(
-            ElementType::F32,
-            ReduceOp::Max,
-            &mut acc,
-            &bytes_f32(&[2.0, 0.0]),
-        );
-        let got: Vec<f32> = acc
-            .chunks_exact(4)
-            .map(|c| f32::from_ne_bytes(c.try_into().unwrap()))
-            .collect();
+        reduce_into(ElementType::F32, ReduceOp::Max, &mut acc, &bytes_f32(&[2.0, 0.0]));
+        let got: Vec<f32> = acc.chunks_exact(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect();
         assert_eq!(got[0], 2.0);
         assert!(got[1].is_nan());
 

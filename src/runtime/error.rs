@@ -77,16 +77,9 @@ pub enum RtError {
     #[error("invalid memref descriptor for {what}: {reason}")]
     InvalidMemRef { what: String, reason: String },
     #[error("{what} {rank} is outside the world of {nranks} ranks")]
-    InvalidRank {
-        what: String,
-        rank: i64,
-        nranks: usize,
-    },
+    InvalidRank { what: String, rank: i64, nranks: usize },
     #[error("rank {rank} is not among the participants {participants:?}")]
-    NotParticipant {
-        rank: usize,
-        participants: Vec<usize>,
-    },
+    NotParticipant { rank: usize, participants: Vec<usize> },
     #[error("shape mismatch: {0}")]
     ShapeMismatch(String),
     #[error("participants disagree: {0}")]
@@ -98,10 +91,7 @@ pub enum RtError {
     #[error("handle {0} was already waited on")]
     AlreadyWaited(i64),
     #[error("timed out after {timeout:?} waiting for participant ranks {missing:?}")]
-    Timeout {
-        timeout: Duration,
-        missing: Vec<usize>,
-    },
+    Timeout { timeout: Duration, missing: Vec<usize> },
     #[error("internal runtime error: {0}")]
     Internal(String),
 }
@@ -126,10 +116,7 @@ impl RtError {
     }
 
     pub(crate) fn memref(what: &str, reason: impl Into<String>) -> Self {
-        RtError::InvalidMemRef {
-            what: what.to_string(),
-            reason: reason.into(),
-        }
+        RtError::InvalidMemRef { what: what.to_string(), reason: reason.into() }
     }
 }
 

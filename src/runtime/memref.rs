@@ -59,20 +59,12 @@ impl StridedView {
     /// words). Every element the descriptor addresses must stay valid for
     /// reads through [`read`](Self::read) and writes through
     /// [`write`](Self::write) for as long as the view is used.
-    pub unsafe fn from_unranked(
-        what: &str,
-        rank: i64,
-        desc: *const c_void,
-        elem_size: usize,
-    ) -> RtResult<Self> {
+    pub unsafe fn from_unranked(what: &str, rank: i64, desc: *const c_void, elem_size: usize) -> RtResult<Self> {
         if rank < 0 {
             return Err(RtError::memref(what, format!("negative rank {rank}")));
         }
         if rank > MAX_RANK {
-            return Err(RtError::memref(
-                what,
-                format!("rank {rank} exceeds {MAX_RANK}"),
-            ));
+            return Err(RtError::memref(what, format!("rank {rank} exceeds {MAX_RANK}")));
         }
         if desc.is_null() {
             return Err(RtError::memref(what, "null descriptor pointer"));
@@ -86,29 +78,17 @@ impl StridedView {
             let allocated = ptr::read_unaligned(ptrs);
             let aligned = ptr::read_unaligned(ptrs.add(1));
             let offset = ptr::read_unaligned(words.add(2));
-            let sizes: Vec<i64> = (0..r)
-                .map(|d| ptr::read_unaligned(words.add(3 + d)))
-                .collect();
-            let strides: Vec<i64> = (0..r)
-                .map(|d| ptr::read_unaligned(words.add(3 + r + d)))
-                .collect();
+            let sizes: Vec<i64> = (0..r).map(|d| ptr::read_unaligned(words.add(3 + d))).collect();
+            let strides: Vec<i64> = (0..r).map(|d| ptr::read_unaligned(words.add(3 + r + d))).collect();
             (allocated, aligned, offset, sizes, strides)
         };
         if let Some(d) = sizes.iter().position(|&s| s < 0) {
-            return Err(RtError::memref(
-                what,
-                format!("negative size {} in dim {d}", sizes[d]),
-            ));
+            return Err(RtError::memref(what, format!("negative size {} in dim {d}", sizes[d])));
         }
-        let numel = shape_numel(&sizes).ok_or_else(|| {
-            RtError::memref(what, format!("element count of {sizes:?} overflows"))
-        })?;
+        let numel = shape_numel(&sizes).ok_or_else(|| RtError::memref(what, format!("element count of {sizes:?} overflows")))?;
         if numel > 0 {
             if allocated.is_null() || aligned.is_null() {
-                return Err(RtError::memref(
-                    what,
-                    format!("null data pointer for {numel} elements"),
-                ));
+                return Err(RtError::memref(what, format!("null data pointer for {numel} elements")));
             }
             // Lowest and highest addressed element, in i128 so nothing overflows.
             let mut lo = i128::from(offset);
@@ -122,23 +102,13 @@ impl StridedView {
                 }
             }
             if lo < 0 {
-                return Err(RtError::memref(
-                    what,
-                    format!("addresses element {lo} before the aligned pointer"),
-                ));
+                return Err(RtError::memref(what, format!("addresses element {lo} before the aligned pointer")));
             }
             if (hi + 1) * elem_size as i128 > isize::MAX as i128 {
                 return Err(RtError::memref(what, "addressed range overflows"));
             }
         }
-        Ok(StridedView {
-            aligned,
-            offset,
-            sizes,
-            strides,
-            elem_size,
-            numel,
-        })
+        Ok(StridedView { aligned, offset, sizes, strides, elem_size, numel })
     }
 
     /// The memref's sizes.
@@ -182,12 +152,7 @@ impl StridedView {
         let mut idx = vec![0i64; outer];
         let mut packed = 0usize;
         loop {
-            let start = self.offset
-                + idx
-                    .iter()
-                    .zip(&self.strides)
-                    .map(|(&i, &st)| i * st)
-                    .sum::<i64>();
+            let start = self.offset + idx.iter().zip(&self.strides).map(|(&i, &st)| i * st).sum::<i64>();
             f(packed, start);
             packed += row_len;
             // Advance the odometer over the outer dimensions.
@@ -234,13 +199,7 @@ impl StridedView {
                 for (k, chunk) in dst.chunks_exact_mut(es).enumerate() {
                     // SAFETY: element start + k * stride is addressed by the
                     // view; `chunk` has es bytes.
-                    unsafe {
-                        ptr::copy_nonoverlapping(
-                            self.addr(start + k as i64 * stride),
-                            chunk.as_mut_ptr(),
-                            es,
-                        )
-                    };
+                    unsafe { ptr::copy_nonoverlapping(self.addr(start + k as i64 * stride), chunk.as_mut_ptr(), es) };
                 }
             }
         });
@@ -250,11 +209,7 @@ impl StridedView {
     /// Scatters a packed row-major byte buffer into the elements.
     pub fn write(&self, data: &[u8]) -> RtResult<()> {
         if data.len() != self.packed_len() {
-            return Err(RtError::Internal(format!(
-                "writing {} bytes into a memref of {} bytes",
-                data.len(),
-                self.packed_len()
-            )));
+            return Err(RtError::Internal(format!("writing {} bytes into a memref of {} bytes", data.len(), self.packed_len())));
         }
         let es = self.elem_size;
         let (row_len, stride) = self.row();
@@ -266,13 +221,7 @@ impl StridedView {
             } else {
                 for (k, chunk) in src.chunks_exact(es).enumerate() {
                     // SAFETY: as in `read`, with the memory valid for writes.
-                    unsafe {
-                        ptr::copy_nonoverlapping(
-                            chunk.as_ptr(),
-                            self.addr(start + k as i64 * stride),
-                            es,
-                        )
-                    };
+                    unsafe { ptr::copy_nonoverlapping(chunk.as_ptr(), self.addr(start + k as i64 * stride), es) };
                 }
             }
         });
@@ -282,9 +231,7 @@ impl StridedView {
 
 /// Product of `shape`, or `None` on a negative size or overflow.
 pub(crate) fn shape_numel(shape: &[i64]) -> Option<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |acc, &s| acc.checked_mul(usize::try_from(s).ok()?))
+    shape.iter().try_fold(1usize, |acc, &s| acc.checked_mul(usize::try_from(s).ok()?))
 }
 
 /// Reads a rank-1 memref of 8-byte integers (`i64` or `index`).
@@ -293,18 +240,11 @@ pub(crate) fn shape_numel(shape: &[i64]) -> Option<usize> {
 /// As for [`StridedView::from_unranked`] (reads only).
 pub unsafe fn read_i64s(what: &str, rank: i64, desc: *const c_void) -> RtResult<Vec<i64>> {
     if rank != 1 {
-        return Err(RtError::memref(
-            what,
-            format!("expected a rank-1 memref, got rank {rank}"),
-        ));
+        return Err(RtError::memref(what, format!("expected a rank-1 memref, got rank {rank}")));
     }
     // SAFETY: forwarded contract of this function.
     let view = unsafe { StridedView::from_unranked(what, rank, desc, 8) }?;
-    Ok(view
-        .read()
-        .chunks_exact(8)
-        .map(|c| i64::from_ne_bytes(c.try_into().expect("8-byte chunk")))
-        .collect())
+    Ok(view.read().chunks_exact(8).map(|c| i64::from_ne_bytes(c.try_into().expect("8-byte chunk"))).collect())
 }
 
 /// A memref owned by Rust, with a descriptor laid out exactly as MLIR lays
@@ -328,12 +268,7 @@ impl<T: Copy> OwnedMemRef<T> {
     /// # Panics
     /// If `data.len()` is not the product of `shape`.
     pub fn new(shape: &[i64], data: Vec<T>) -> Self {
-        assert_eq!(
-            shape_numel(shape),
-            Some(data.len()),
-            "shape {shape:?} does not hold {} elements",
-            data.len()
-        );
+        assert_eq!(shape_numel(shape), Some(data.len()), "shape {shape:?} does not hold {} elements", data.len());
         Self::strided(data, 0, shape, &row_major_strides(shape))
     }
 
@@ -349,24 +284,14 @@ impl<T: Copy> OwnedMemRef<T> {
     /// # Panics
     /// If `sizes` and `strides` differ in length.
     pub fn strided(storage: Vec<T>, offset: i64, sizes: &[i64], strides: &[i64]) -> Self {
-        assert_eq!(
-            sizes.len(),
-            strides.len(),
-            "sizes and strides differ in rank"
-        );
+        assert_eq!(sizes.len(), strides.len(), "sizes and strides differ in rank");
         let mut desc = vec![0u64; 3 + 2 * sizes.len()];
         desc[2] = offset as u64;
         for (d, (&s, &st)) in sizes.iter().zip(strides).enumerate() {
             desc[3 + d] = s as u64;
             desc[3 + sizes.len() + d] = st as u64;
         }
-        OwnedMemRef {
-            storage,
-            offset,
-            sizes: sizes.to_vec(),
-            strides: strides.to_vec(),
-            desc,
-        }
+        OwnedMemRef { storage, offset, sizes: sizes.to_vec(), strides: strides.to_vec(), desc }
     }
 
     /// The `rank` C argument.
@@ -414,12 +339,7 @@ impl<T: Copy> OwnedMemRef<T> {
         let mut out = Vec::with_capacity(n);
         let mut idx = vec![0i64; self.sizes.len()];
         for _ in 0..n {
-            let off = self.offset
-                + idx
-                    .iter()
-                    .zip(&self.strides)
-                    .map(|(&i, &st)| i * st)
-                    .sum::<i64>();
+            let off = self.offset + idx.iter().zip(&self.strides).map(|(&i, &st)| i * st).sum::<i64>();
             out.push(self.storage[usize::try_from(off).expect("non-negative offset")]);
             for d in (0..idx.len()).rev() {
                 idx[d] += 1;
@@ -453,11 +373,7 @@ mod tests {
         let (rank, desc) = m.arg();
         // SAFETY: `m` outlives the view and is not otherwise accessed.
         let view = unsafe { StridedView::from_unranked("m", rank, desc, 4) }.unwrap();
-        let got: Vec<i32> = view
-            .read()
-            .chunks_exact(4)
-            .map(|c| i32::from_ne_bytes(c.try_into().unwrap()))
-            .collect();
+        let got: Vec<i32> = view.read().chunks_exact(4).map(|c| i32::from_ne_bytes(c.try_into().unwrap())).collect();
         assert_eq!(got, vec![1, 3, 5, 8, 10, 12]);
         assert_eq!(got, m.to_vec());
         let new: Vec<u8> = (100..106i32).flat_map(i32::to_ne_bytes).collect();
@@ -472,13 +388,7 @@ mod tests {
         let (rank, desc) = m.arg();
         // SAFETY: `m` outlives the view.
         let view = unsafe { StridedView::from_unranked("m", rank, desc, 8) }.unwrap();
-        assert_eq!(
-            view.read(),
-            [4i64, 3, 2, 1]
-                .iter()
-                .flat_map(|x| x.to_ne_bytes())
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(view.read(), [4i64, 3, 2, 1].iter().flat_map(|x| x.to_ne_bytes()).collect::<Vec<_>>());
 
         let mut s = OwnedMemRef::new(&[], vec![7i8]);
         let (rank, desc) = s.arg();

@@ -61,27 +61,21 @@ impl Unranked {
 unsafe fn participants(world: &World, u: Unranked) -> RtResult<Vec<usize>> {
     // SAFETY: forwarded contract.
     let raw = unsafe { u.read_i64s("participants") }?;
-    raw.into_iter()
-        .map(|p| world.check_rank("participant", p))
-        .collect()
+    raw.into_iter().map(|p| world.check_rank("participant", p)).collect()
 }
 
 fn check_axis(axis: i64, shape: &[i64]) -> RtResult<usize> {
     usize::try_from(axis)
         .ok()
         .filter(|&a| a < shape.len())
-        .ok_or_else(|| {
-            RtError::InvalidArgument(format!("axis {axis} is out of range for shape {shape:?}"))
-        })
+        .ok_or_else(|| RtError::InvalidArgument(format!("axis {axis} is out of range for shape {shape:?}")))
 }
 
 fn check_shape(what: &str, got: &[i64], expected: &[i64]) -> RtResult<()> {
     if got == expected {
         Ok(())
     } else {
-        Err(RtError::ShapeMismatch(format!(
-            "{what} has shape {got:?}, expected {expected:?}"
-        )))
+        Err(RtError::ShapeMismatch(format!("{what} has shape {got:?}, expected {expected:?}")))
     }
 }
 
@@ -89,9 +83,7 @@ fn check_divisible(shape: &[i64], axis: usize, n: usize) -> RtResult<()> {
     if shape[axis] % n as i64 == 0 {
         Ok(())
     } else {
-        Err(RtError::ShapeMismatch(format!(
-            "input dimension {axis} of shape {shape:?} is not divisible by {n} participants"
-        )))
+        Err(RtError::ShapeMismatch(format!("input dimension {axis} of shape {shape:?} is not divisible by {n} participants")))
     }
 }
 
@@ -165,13 +157,7 @@ pub(crate) unsafe fn all_reduce(
     output: Unranked,
     op: i32,
 ) -> RtResult<i64> {
-    let c = Collective {
-        ty,
-        team,
-        participants,
-        input,
-        output,
-    };
+    let c = Collective { ty, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -197,13 +183,7 @@ pub(crate) unsafe fn reduce_scatter(
     op: i32,
     axis: i64,
 ) -> RtResult<i64> {
-    let c = Collective {
-        ty,
-        team,
-        participants,
-        input,
-        output,
-    };
+    let c = Collective { ty, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -233,13 +213,7 @@ pub(crate) unsafe fn all_gather(
     output: Unranked,
     axis: i64,
 ) -> RtResult<i64> {
-    let c = Collective {
-        ty,
-        team,
-        participants,
-        input,
-        output,
-    };
+    let c = Collective { ty, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -265,13 +239,7 @@ pub(crate) unsafe fn all_to_all(
     output: Unranked,
     axis: i64,
 ) -> RtResult<i64> {
-    let c = Collective {
-        ty,
-        team,
-        participants,
-        input,
-        output,
-    };
+    let c = Collective { ty, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -298,22 +266,14 @@ pub(crate) unsafe fn broadcast(
     output: Unranked,
     root: i64,
 ) -> RtResult<i64> {
-    let c = Collective {
-        ty,
-        team,
-        participants,
-        input,
-        output,
-    };
+    let c = Collective { ty, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
             |me| root == me as i64,
             |parts, _| {
                 let Some(root) = parts.iter().copied().find(|&p| p as i64 == root) else {
-                    return Err(RtError::InvalidArgument(format!(
-                        "broadcast root {root} is not among the participants {parts:?}"
-                    )));
+                    return Err(RtError::InvalidArgument(format!("broadcast root {root} is not among the participants {parts:?}")));
                 };
                 // The output shape is the root's input shape, checked at wait.
                 Ok((OpKind::Broadcast { root }, None))
@@ -327,25 +287,14 @@ pub(crate) unsafe fn broadcast(
 ///
 /// # Safety
 /// As for [`StridedView::from_unranked`]; `output` (on `dest`) until the wait.
-pub(crate) unsafe fn send_recv(
-    ty: ElementType,
-    team: i64,
-    input: Unranked,
-    output: Unranked,
-    source: i64,
-    dest: i64,
-) -> RtResult<i64> {
+pub(crate) unsafe fn send_recv(ty: ElementType, team: i64, input: Unranked, output: Unranked, source: i64, dest: i64) -> RtResult<i64> {
     let (world, me) = current()?;
     let source = world.check_rank("source", source)?;
     let dest = world.check_rank("dest", dest)?;
     if me != source && me != dest {
         return Ok(world.start_noop(me));
     }
-    let parts = if source == dest {
-        vec![source]
-    } else {
-        vec![source, dest]
-    };
+    let parts = if source == dest { vec![source] } else { vec![source, dest] };
     world.start_exchange(me, team, parts, |parts| {
         let (in_shape, data) = if me == source {
             // SAFETY: forwarded contract.
@@ -388,25 +337,16 @@ fn check_len(what: &str, v: &[i64], rank: usize) -> RtResult<()> {
     if v.len() == rank {
         Ok(())
     } else {
-        Err(RtError::ShapeMismatch(format!(
-            "{what} {v:?} has {} entries, expected {rank}",
-            v.len()
-        )))
+        Err(RtError::ShapeMismatch(format!("{what} {v:?} has {} entries, expected {rank}", v.len())))
     }
 }
 
 fn check_box(what: &str, offsets: &[i64], shape: &[i64], global: &[i64]) -> RtResult<()> {
-    let fits = offsets
-        .iter()
-        .zip(shape)
-        .zip(global)
-        .all(|((&o, &s), &g)| o >= 0 && s >= 0 && o.checked_add(s).is_some_and(|e| e <= g));
+    let fits = offsets.iter().zip(shape).zip(global).all(|((&o, &s), &g)| o >= 0 && s >= 0 && o.checked_add(s).is_some_and(|e| e <= g));
     if fits {
         Ok(())
     } else {
-        Err(RtError::ShapeMismatch(format!(
-            "{what} at offsets {offsets:?} with shape {shape:?} exceeds the global shape {global:?}"
-        )))
+        Err(RtError::ShapeMismatch(format!("{what} at offsets {offsets:?} with shape {shape:?} exceeds the global shape {global:?}")))
     }
 }
 
@@ -417,12 +357,7 @@ impl Redistribution {
     /// # Safety
     /// Every memref satisfies [`StridedView::from_unranked`]'s contract,
     /// the output until the matching wait.
-    unsafe fn start(
-        self,
-        ty: ElementType,
-        team: i64,
-        new_global: impl FnOnce(&[i64]) -> RtResult<(OpKind, Vec<i64>)>,
-    ) -> RtResult<i64> {
+    unsafe fn start(self, ty: ElementType, team: i64, new_global: impl FnOnce(&[i64]) -> RtResult<(OpKind, Vec<i64>)>) -> RtResult<i64> {
         let (world, me) = current()?;
         let parts: Vec<usize> = (0..world.nranks()).collect();
         world.start_exchange(me, team, parts, |parts| {
@@ -456,12 +391,7 @@ impl Redistribution {
                 in_shape: Some(in_shape),
                 data,
                 out_shape: Some(nl_shape),
-                layout: Some(BlockLayout {
-                    g_shape,
-                    l_offsets,
-                    ng_shape,
-                    nl_offsets,
-                }),
+                layout: Some(BlockLayout { g_shape, l_offsets, ng_shape, nl_offsets }),
             };
             Ok((contribution, Some(out)))
         })
@@ -472,20 +402,13 @@ impl Redistribution {
 ///
 /// # Safety
 /// See [`Redistribution::start`]; `ng_shape` as for reads.
-pub(crate) unsafe fn copy_reshape(
-    ty: ElementType,
-    team: i64,
-    args: Redistribution,
-    ng_shape: Unranked,
-) -> RtResult<i64> {
+pub(crate) unsafe fn copy_reshape(ty: ElementType, team: i64, args: Redistribution, ng_shape: Unranked) -> RtResult<i64> {
     let new_global = |g_shape: &[i64]| {
         // SAFETY: forwarded contract (reads only).
         let ng = unsafe { ng_shape.read_i64s("ng_shape") }?;
         let (old, new) = (numel_of("g_shape", g_shape)?, numel_of("ng_shape", &ng)?);
         if old != new {
-            return Err(RtError::ShapeMismatch(format!(
-                "cannot reshape {g_shape:?} ({old} elements) to {ng:?} ({new} elements)"
-            )));
+            return Err(RtError::ShapeMismatch(format!("cannot reshape {g_shape:?} ({old} elements) to {ng:?} ({new} elements)")));
         }
         Ok((OpKind::CopyReshape, ng))
     };
@@ -497,12 +420,7 @@ pub(crate) unsafe fn copy_reshape(
 ///
 /// # Safety
 /// See [`Redistribution::start`]; `axes` as for reads.
-pub(crate) unsafe fn copy_permute(
-    ty: ElementType,
-    team: i64,
-    args: Redistribution,
-    axes: Unranked,
-) -> RtResult<i64> {
+pub(crate) unsafe fn copy_permute(ty: ElementType, team: i64, args: Redistribution, axes: Unranked) -> RtResult<i64> {
     let new_global = |g_shape: &[i64]| {
         // SAFETY: forwarded contract (reads only).
         let raw = unsafe { axes.read_i64s("axes") }?;
@@ -515,17 +433,11 @@ pub(crate) unsafe fn copy_permute(
                     seen[a] = true;
                     axes.push(a);
                 }
-                _ => {
-                    return Err(RtError::InvalidArgument(format!(
-                        "axes {raw:?} is not a permutation of 0..{r}"
-                    )))
-                }
+                _ => return Err(RtError::InvalidArgument(format!("axes {raw:?} is not a permutation of 0..{r}"))),
             }
         }
         if axes.len() != r {
-            return Err(RtError::InvalidArgument(format!(
-                "axes {raw:?} is not a permutation of 0..{r}"
-            )));
+            return Err(RtError::InvalidArgument(format!("axes {raw:?} is not a permutation of 0..{r}")));
         }
         let ng = axes.iter().map(|&a| g_shape[a]).collect();
         Ok((OpKind::CopyPermute { axes }, ng))

@@ -17,10 +17,7 @@ use super::memref::{row_major_strides, shape_numel};
 fn layout(c: &Contribution) -> RtResult<(&BlockLayout, &[i64], &[i64])> {
     match (&c.layout, &c.in_shape, &c.out_shape) {
         (Some(l), Some(i), Some(o)) => Ok((l, i, o)),
-        _ => Err(RtError::Internal(format!(
-            "rank {} deposited no block layout",
-            c.rank
-        ))),
+        _ => Err(RtError::Internal(format!("rank {} deposited no block layout", c.rank))),
     }
 }
 
@@ -90,23 +87,14 @@ fn gather(
             old_idx.clear();
             old_idx.extend(local.iter().zip(&l.l_offsets).map(|(&i, &o)| i + o));
             map(&old_idx, &mut new_idx);
-            let inside = new_idx
-                .iter()
-                .zip(&mine.nl_offsets)
-                .zip(out_shape)
-                .all(|((&j, &o), &s)| j >= o && j < o + s);
+            let inside = new_idx.iter().zip(&mine.nl_offsets).zip(out_shape).all(|((&j, &o), &s)| j >= o && j < o + s);
             if inside {
-                let rel: Vec<i64> = new_idx
-                    .iter()
-                    .zip(&mine.nl_offsets)
-                    .map(|(&j, &o)| j - o)
-                    .collect();
+                let rel: Vec<i64> = new_idx.iter().zip(&mine.nl_offsets).map(|(&j, &o)| j - o).collect();
                 let pos = linearize(&rel, &out_strides) as usize;
                 if !covered[pos] {
                     covered[pos] = true;
                     left -= 1;
-                    out[pos * es..(pos + 1) * es]
-                        .copy_from_slice(&c.data[src * es..(src + 1) * es]);
+                    out[pos * es..(pos + 1) * es].copy_from_slice(&c.data[src * es..(src + 1) * es]);
                 }
             }
             src += 1;
@@ -136,23 +124,17 @@ pub(crate) fn copy_reshape(ordered: &[&Contribution], k: usize) -> RtResult<Vec<
         if shape.contains(&0) {
             return None;
         }
-        let last: Vec<i64> = offsets
-            .iter()
-            .zip(shape)
-            .map(|(&o, &s)| o + s - 1)
-            .collect();
+        let last: Vec<i64> = offsets.iter().zip(shape).map(|(&o, &s)| o + s - 1).collect();
         Some((linearize(offsets, strides), linearize(&last, strides)))
     };
     let (mine, _, my_shape) = layout(ordered[k])?;
     let my_range = range(&mine.nl_offsets, my_shape, &ng_strides);
     let skip = |c: &Contribution| -> RtResult<bool> {
         let (l, in_shape, _) = layout(c)?;
-        Ok(
-            match (range(&l.l_offsets, in_shape, &g_strides), my_range) {
-                (Some((lo, hi)), Some((my_lo, my_hi))) => hi < my_lo || lo > my_hi,
-                _ => true,
-            },
-        )
+        Ok(match (range(&l.l_offsets, in_shape, &g_strides), my_range) {
+            (Some((lo, hi)), Some((my_lo, my_hi))) => hi < my_lo || lo > my_hi,
+            _ => true,
+        })
     };
     let map = |old: &[i64], new: &mut [i64]| {
         let mut lin = linearize(old, &g_strides);
@@ -166,11 +148,7 @@ pub(crate) fn copy_reshape(ordered: &[&Contribution], k: usize) -> RtResult<Vec<
 
 /// `copy_permute`: new index `j` takes its value from old index `i` with
 /// `i[axes[d]] = j[d]`.
-pub(crate) fn copy_permute(
-    ordered: &[&Contribution],
-    k: usize,
-    axes: &[usize],
-) -> RtResult<Vec<u8>> {
+pub(crate) fn copy_permute(ordered: &[&Contribution], k: usize, axes: &[usize]) -> RtResult<Vec<u8>> {
     check_global_shapes(ordered)?;
     let (mine, _, my_shape) = layout(ordered[k])?;
     let skip = |c: &Contribution| -> RtResult<bool> {

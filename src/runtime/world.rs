@@ -97,9 +97,7 @@ impl Drop for BindGuard {
 
 /// The world and rank the calling thread is bound to.
 pub fn current() -> RtResult<(Arc<World>, usize)> {
-    BINDING
-        .with(|b| b.borrow().clone())
-        .ok_or(RtError::NotInWorld)
+    BINDING.with(|b| b.borrow().clone()).ok_or(RtError::NotInWorld)
 }
 
 impl World {
@@ -126,14 +124,7 @@ impl World {
         Arc::new(World {
             nranks,
             timeout_ms: AtomicU64::new(duration_ms(timeout)),
-            ranks: (0..nranks)
-                .map(|_| {
-                    Mutex::new(RankState {
-                        next_handle: 1,
-                        ..RankState::default()
-                    })
-                })
-                .collect(),
+            ranks: (0..nranks).map(|_| Mutex::new(RankState { next_handle: 1, ..RankState::default() })).collect(),
             slots: Mutex::new(HashMap::new()),
             arrived: Condvar::new(),
             errors: Mutex::new(Vec::new()),
@@ -152,19 +143,14 @@ impl World {
 
     /// Changes the wait timeout (for waits started afterwards).
     pub fn set_timeout(&self, timeout: Duration) {
-        self.timeout_ms
-            .store(duration_ms(timeout), Ordering::Relaxed);
+        self.timeout_ms.store(duration_ms(timeout), Ordering::Relaxed);
     }
 
     /// Binds the calling thread to `rank` of this world until the guard is
     /// dropped (for harnesses that manage their own threads).
     pub fn bind(self: &Arc<Self>, rank: usize) -> RtResult<BindGuard> {
         if rank >= self.nranks {
-            return Err(RtError::InvalidRank {
-                what: "rank".into(),
-                rank: rank as i64,
-                nranks: self.nranks,
-            });
+            return Err(RtError::InvalidRank { what: "rank".into(), rank: rank as i64, nranks: self.nranks });
         }
         let previous = BINDING.with(|b| b.borrow_mut().replace((Arc::clone(self), rank)));
         Ok(BindGuard { previous })
@@ -192,14 +178,8 @@ impl World {
                         .expect("cannot spawn a rank thread")
                 })
                 .collect();
-            let results: Vec<_> = threads
-                .into_iter()
-                .map(std::thread::ScopedJoinHandle::join)
-                .collect();
-            results
-                .into_iter()
-                .map(|r| r.unwrap_or_else(|p| resume_unwind(p)))
-                .collect()
+            let results: Vec<_> = threads.into_iter().map(std::thread::ScopedJoinHandle::join).collect();
+            results.into_iter().map(|r| r.unwrap_or_else(|p| resume_unwind(p))).collect()
         })
     }
 
@@ -224,14 +204,11 @@ impl World {
 
     /// Checks that `rank` (named `what` in errors) is a rank of the world.
     pub(crate) fn check_rank(&self, what: &str, rank: i64) -> RtResult<usize> {
-        usize::try_from(rank)
-            .ok()
-            .filter(|&r| r < self.nranks)
-            .ok_or_else(|| RtError::InvalidRank {
-                what: what.to_string(),
-                rank,
-                nranks: self.nranks,
-            })
+        usize::try_from(rank).ok().filter(|&r| r < self.nranks).ok_or_else(|| RtError::InvalidRank {
+            what: what.to_string(),
+            rank,
+            nranks: self.nranks,
+        })
     }
 
     fn new_handle(state: &mut RankState, pending: Pending) -> i64 {
@@ -262,25 +239,16 @@ impl World {
         members.sort_unstable();
         members.dedup();
         if members.len() != participants.len() {
-            return Err(RtError::InvalidArgument(format!(
-                "participants {participants:?} contain duplicates"
-            )));
+            return Err(RtError::InvalidArgument(format!("participants {participants:?} contain duplicates")));
         }
         if members.is_empty() {
             return Err(RtError::InvalidArgument("empty participant list".into()));
         }
         if let Some(&bad) = members.iter().find(|&&p| p >= self.nranks) {
-            return Err(RtError::InvalidRank {
-                what: "participant".into(),
-                rank: bad as i64,
-                nranks: self.nranks,
-            });
+            return Err(RtError::InvalidRank { what: "participant".into(), rank: bad as i64, nranks: self.nranks });
         }
         let Ok(position) = members.binary_search(&me) else {
-            return Err(RtError::NotParticipant {
-                rank: me,
-                participants,
-            });
+            return Err(RtError::NotParticipant { rank: me, participants });
         };
         let group: GroupKey = (team, members);
         let seq = {
@@ -294,20 +262,11 @@ impl World {
         let built = build(&participants);
         let (deposit, result) = match built {
             Ok((contribution, output)) => (Ok(contribution), Ok(output)),
-            Err(e) => (
-                Err(StartFailure {
-                    rank: me,
-                    message: e.to_string(),
-                }),
-                Err(e),
-            ),
+            Err(e) => (Err(StartFailure { rank: me, message: e.to_string() }), Err(e)),
         };
         {
             let mut slots = lock(&self.slots);
-            let slot = slots.entry(key.clone()).or_insert_with(|| Slot {
-                deposits: vec![None; n],
-                consumed: 0,
-            });
+            let slot = slots.entry(key.clone()).or_insert_with(|| Slot { deposits: vec![None; n], consumed: 0 });
             slot.deposits[position] = Some(Arc::new(deposit));
             if result.is_err() {
                 // A failed start never waits: it consumes its share now.
@@ -319,10 +278,7 @@ impl World {
         }
         self.arrived.notify_all();
         let output = result?;
-        Ok(Self::new_handle(
-            &mut lock(&self.ranks[me]),
-            Pending::Exchange { key, output },
-        ))
+        Ok(Self::new_handle(&mut lock(&self.ranks[me]), Pending::Exchange { key, output }))
     }
 
     /// Completes the operation of `handle` on rank `me`.
@@ -331,9 +287,7 @@ impl World {
             let mut state = lock(&self.ranks[me]);
             match state.pending.remove(&handle) {
                 Some(p) => p,
-                None if handle >= 1 && handle < state.next_handle => {
-                    return Err(RtError::AlreadyWaited(handle))
-                }
+                None if handle >= 1 && handle < state.next_handle => return Err(RtError::AlreadyWaited(handle)),
                 None => return Err(RtError::UnknownHandle(handle)),
             }
         };
@@ -342,9 +296,7 @@ impl World {
         };
         let deposits = self.collect(&key)?;
         if let Some(data) = complete(&deposits, me)? {
-            let out = output.ok_or_else(|| {
-                RtError::Internal(format!("rank {me} has data to receive but no output"))
-            })?;
+            let out = output.ok_or_else(|| RtError::Internal(format!("rank {me} has data to receive but no output")))?;
             out.write(&data)?;
         }
         Ok(())
@@ -357,9 +309,7 @@ impl World {
         let deadline = Instant::now() + timeout;
         let mut slots = lock(&self.slots);
         loop {
-            let slot = slots
-                .get_mut(key)
-                .ok_or_else(|| RtError::Internal("exchange slot vanished before wait".into()))?;
+            let slot = slots.get_mut(key).ok_or_else(|| RtError::Internal("exchange slot vanished before wait".into()))?;
             let complete = slot.deposits.iter().all(Option::is_some);
             let now = Instant::now();
             if complete || now >= deadline {
@@ -368,14 +318,7 @@ impl World {
                 let result = if complete {
                     Ok(slot.deposits.iter().flatten().cloned().collect())
                 } else {
-                    let missing = key
-                        .0
-                         .1
-                        .iter()
-                        .zip(&slot.deposits)
-                        .filter(|(_, d)| d.is_none())
-                        .map(|(&r, _)| r)
-                        .collect();
+                    let missing = key.0 .1.iter().zip(&slot.deposits).filter(|(_, d)| d.is_none()).map(|(&r, _)| r).collect();
                     Err(RtError::Timeout { timeout, missing })
                 };
                 if done {
@@ -383,11 +326,7 @@ impl World {
                 }
                 return result;
             }
-            slots = self
-                .arrived
-                .wait_timeout(slots, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
+            slots = self.arrived.wait_timeout(slots, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
         }
     }
 }

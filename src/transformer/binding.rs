@@ -38,8 +38,7 @@ pub fn read_spec<T: DeserializeOwned>(
         attribute,
         reason: "it holds something other than dictionaries, arrays, strings, integers and booleans".into(),
     })?;
-    let spec: T = serde_json::from_value(json)
-        .map_err(|e| BindingError::Invalid { attribute, reason: e.to_string() })?;
+    let spec: T = serde_json::from_value(json).map_err(|e| BindingError::Invalid { attribute, reason: e.to_string() })?;
     validate(&spec).map_err(|reason| BindingError::Invalid { attribute, reason })?;
     Ok(spec)
 }
@@ -66,8 +65,7 @@ fn json_to_attribute_text(value: &Json) -> String {
         Json::Object(map) => {
             let mut entries: Vec<(&String, &Json)> = map.iter().filter(|(_, v)| !v.is_null()).collect();
             entries.sort_by(|a, b| a.0.cmp(b.0));
-            let body: Vec<String> =
-                entries.iter().map(|(k, v)| format!("{} = {}", quote(k), json_to_attribute_text(v))).collect();
+            let body: Vec<String> = entries.iter().map(|(k, v)| format!("{} = {}", quote(k), json_to_attribute_text(v))).collect();
             format!("{{{}}}", body.join(", "))
         }
     }
@@ -106,10 +104,7 @@ pub fn attribute_to_json(attribute: Attribute) -> Option<Json> {
     }
     if attribute.is_array() {
         let array = ArrayAttribute::try_from(attribute).ok()?;
-        return (0..array.len())
-            .map(|i| array.element(i).ok().and_then(attribute_to_json))
-            .collect::<Option<Vec<_>>>()
-            .map(Json::Array);
+        return (0..array.len()).map(|i| array.element(i).ok().and_then(attribute_to_json)).collect::<Option<Vec<_>>>().map(Json::Array);
     }
     if attribute.is_bool() {
         return Some(Json::Bool(int_value(attribute)? != 0));

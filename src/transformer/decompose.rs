@@ -52,7 +52,10 @@ fn run(module: OperationRef, pass: ExternalPass) {
     let served: Vec<OperationRef> = ops
         .iter()
         .copied()
-        .filter(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference) && enum_attr::<InferencePhase>(*op, "phase") == Some(InferencePhase::Prefill))
+        .filter(|op| {
+            OpKind::of(*op) == Some(OpKind::ModelDecoderInference)
+                && enum_attr::<InferencePhase>(*op, "phase") == Some(InferencePhase::Prefill)
+        })
         .collect();
     // Validate and build every replacement into a detached module before
     // touching the input.
@@ -111,7 +114,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     fn output(&self, value: Value<'c, 'a>, id: &str, role: Option<Role>) -> R<()> {
-        self.push(model::Output { value, id, optional: model::OutputOptional { role, ..Default::default() } }.build(&self.b, self.loc(id)))?;
+        self.push(
+            model::Output { value, id, optional: model::OutputOptional { role, ..Default::default() } }.build(&self.b, self.loc(id)),
+        )?;
         Ok(())
     }
 
@@ -150,7 +155,15 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     fn dropout(&self, id: &str, input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::Dropout { input, id, results: &[ty], optional: model::DropoutOptional { effects: Some(effects(&["random_state"])), ..Default::default() } }.build(&self.b, self.loc(id)))
+        self.one(
+            model::Dropout {
+                input,
+                id,
+                results: &[ty],
+                optional: model::DropoutOptional { effects: Some(effects(&["random_state"])), ..Default::default() },
+            }
+            .build(&self.b, self.loc(id)),
+        )
     }
 
     fn agrad(&self, of: &str, output_grads: &[Value<'c, 'a>], input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
@@ -159,12 +172,17 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     fn agrad_named(&self, id: &str, of: &str, output_grads: &[Value<'c, 'a>], input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::ActivationGradient { output_grads, input, id, of, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(
+            model::ActivationGradient { output_grads, input, id, of, results: &[ty], optional: Default::default() }
+                .build(&self.b, self.loc(id)),
+        )
     }
 
     fn wgrad(&self, of: &str, output_grad: Value<'c, 'a>, input: Value<'c, 'a>, results: &[Type<'c>]) -> R<Vec<Value<'c, 'a>>> {
         let id = format!("{of}.wgrad");
-        self.all(model::WeightGradient { output_grad, input, id: &id, of, results, optional: Default::default() }.build(&self.b, self.loc(&id)))
+        self.all(
+            model::WeightGradient { output_grad, input, id: &id, of, results, optional: Default::default() }.build(&self.b, self.loc(&id)),
+        )
     }
 }
 
@@ -217,7 +235,13 @@ fn label(op: OperationRef, result: bool, index: usize) -> String {
 
 /// Fails unless `got` is one of `want` (what the attributes named in
 /// `from` imply).
-fn expect_type<'c, 'a>(op: OperationRef<'c, 'a>, what: String, got: Type<'c>, want: &[Type<'c>], from: &str) -> Result<(), Failure<'c, 'a>> {
+fn expect_type<'c, 'a>(
+    op: OperationRef<'c, 'a>,
+    what: String,
+    got: Type<'c>,
+    want: &[Type<'c>],
+    from: &str,
+) -> Result<(), Failure<'c, 'a>> {
     if want.iter().any(|w| is_same_type(*w, got)) {
         return Ok(());
     }
@@ -261,7 +285,12 @@ fn source<'c, 'a>(op: OperationRef<'c, 'a>, index: usize) -> Result<Source<'c, '
     let def = defining_op(value)
         .filter(|d| OpKind::of(*d) == Some(OpKind::ModelValue))
         .ok_or_else(|| fail(op, format!("has an {} that is not a 'model.value'", label(op, false, index))))?;
-    Ok(Source { value, id: str_attr(def, "id").unwrap_or_default().to_string(), role: enum_attr::<Role>(def, "role").unwrap_or(Role::Parameter), ty: value.r#type() })
+    Ok(Source {
+        value,
+        id: str_attr(def, "id").unwrap_or_default().to_string(),
+        role: enum_attr::<Role>(def, "role").unwrap_or(Role::Parameter),
+        ty: value.r#type(),
+    })
 }
 
 /// The re-created `model.value`s, one per original value (a value used as
@@ -294,15 +323,24 @@ fn outputs_of<'c>(value: impl ValueLike<'c>) -> Vec<(String, Option<Role>)> {
 
 /// Builds the decomposed replacement of the function holding `block` into
 /// `generated`; returns the function to replace.
-fn plan<'c, 'a>(module: OperationRef<'c, 'a>, block: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result<OperationRef<'c, 'a>, Failure<'c, 'a>> {
-    let function = block.parent_operation().filter(|f| name_of(*f) == "func.func").ok_or_else(|| fail(block, "must be directly in a 'func.func' to be decomposed"))?;
+fn plan<'c, 'a>(
+    module: OperationRef<'c, 'a>,
+    block: OperationRef<'c, 'a>,
+    generated: &Module<'c>,
+) -> Result<OperationRef<'c, 'a>, Failure<'c, 'a>> {
+    let function = block
+        .parent_operation()
+        .filter(|f| name_of(*f) == "func.func")
+        .ok_or_else(|| fail(block, "must be directly in a 'func.func' to be decomposed"))?;
     let name = str_attr(function, "sym_name").ok_or_else(|| fail(block, "is in a function without a name"))?;
     // The function may hold only this block (a second block would replace
     // the same function twice).
     for op in crate::ir::collect_ops(function).into_iter().skip(1) {
         let op_name = name_of(op);
         let belongs = match OpKind::of(op) {
-            Some(OpKind::ModelValue) => op.result(0).is_ok_and(|v| users(v).iter().all(|u| OpKind::of(*u) == Some(OpKind::ModelDecoderTraining))),
+            Some(OpKind::ModelValue) => {
+                op.result(0).is_ok_and(|v| users(v).iter().all(|u| OpKind::of(*u) == Some(OpKind::ModelDecoderTraining)))
+            }
             Some(OpKind::ModelOutput) => op.operand(0).ok().and_then(defining_op).is_some_and(|d| d == block),
             Some(OpKind::ModelDecoderTraining) => op == block,
             _ => op_name == "func.return",
@@ -332,14 +370,18 @@ fn check_training<'c, 'a>(module: OperationRef<'c, 'a>, block: OperationRef<'c, 
     // one must agree with the op.
     if let Ok(spec) = read_spec::<TrainingSpec>(module, TRAINING_SPEC, |_| Ok(())) {
         let m = &spec.model;
-        super::check_bound_dimensions(block, TRAINING_SPEC, &[
-            ("hidden", m.hidden),
-            ("ffn_hidden", m.ffn_hidden),
-            ("seq_len", m.seq_len),
-            ("heads", m.heads),
-            ("head_dim", m.head_dim),
-            ("microbatch", spec.workload.microbatch),
-        ])?;
+        super::check_bound_dimensions(
+            block,
+            TRAINING_SPEC,
+            &[
+                ("hidden", m.hidden),
+                ("ffn_hidden", m.ffn_hidden),
+                ("seq_len", m.seq_len),
+                ("heads", m.heads),
+                ("head_dim", m.head_dim),
+                ("microbatch", spec.workload.microbatch),
+            ],
+        )?;
         let want = datatype_case(spec.workload.datatype);
         let found = enum_attr::<ods::Datatype>(block, "datatype");
         if found != Some(want) {
@@ -347,12 +389,26 @@ fn check_training<'c, 'a>(module: OperationRef<'c, 'a>, block: OperationRef<'c, 
             return Err(fail(block, format!("datatype is '{found}', but the strategy binding '{TRAINING_SPEC}' says '{want}'")));
         }
     }
-    let (h, f, s, a, d, b) = (dim(block, "hidden")?, dim(block, "ffn_hidden")?, dim(block, "seq_len")?, dim(block, "heads")?, dim(block, "head_dim")?, dim(block, "microbatch")?);
+    let (h, f, s, a, d, b) = (
+        dim(block, "hidden")?,
+        dim(block, "ffn_hidden")?,
+        dim(block, "seq_len")?,
+        dim(block, "heads")?,
+        dim(block, "head_dim")?,
+        dim(block, "microbatch")?,
+    );
     let w = extent(block, "heads x head_dim", a, d)?;
     let builder = Builder::of(block);
     let dt = element_of(&builder, block, "datatype")?;
     if block.operand_count() != 12 || block.result_count() != 1 {
-        return Err(fail(block, format!("expected 12 operands (input, 10 parameters, optimizer state) and 1 result, got {} and {}", block.operand_count(), block.result_count())));
+        return Err(fail(
+            block,
+            format!(
+                "expected 12 operands (input, 10 parameters, optimizer state) and 1 result, got {} and {}",
+                block.operand_count(),
+                block.result_count()
+            ),
+        ));
     }
     let act = tensor_type(&builder, &[b, s, h], dt);
     expect_type(block, label(block, false, 0), operand_type(block, 0)?, &[act], "microbatch x seq_len x hidden")?;
@@ -393,7 +449,8 @@ fn decomposed<'c, 'a, 'g>(e: &Emitter<'c, 'g>, sources: &[Source<'c, 'a>], outpu
         v.push(declared.get(e, source)?);
     }
     let ty = |i: usize| sources[i].ty;
-    let (x, ln1s, ln1b, wq, wk, wv, wo, ln2s, ln2b, w1, w2, state) = (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
+    let (x, ln1s, ln1b, wq, wk, wv, wo, ln2s, ln2b, w1, w2, state) =
+        (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
 
     // Forward.
     let fork1 = e.fork("attn.fork", x, 2)?;
@@ -478,7 +535,14 @@ fn decomposed<'c, 'a, 'g>(e: &Emitter<'c, 'g>, sources: &[Source<'c, 'a>], outpu
         ("mlp.fc2.optim", w2, ty(10), d_w2),
     ] {
         let out = e.all(
-            model::OptimizerStep { param, grad: grad_value, state: &[st], id: step_id, results: &[p_ty, state_ty], optional: model::OptimizerStepOptional { effects: Some(effects(&["parameter_update"])), ..Default::default() } }
+            model::OptimizerStep {
+                param,
+                grad: grad_value,
+                state: &[st],
+                id: step_id,
+                results: &[p_ty, state_ty],
+                optional: model::OptimizerStepOptional { effects: Some(effects(&["parameter_update"])), ..Default::default() },
+            }
             .build(&e.b, e.loc(step_id)),
         )?;
         e.output(out[0], &format!("{}.next", step_id.trim_end_matches(".optim")), Some(Role::Parameter))?;
@@ -492,15 +556,26 @@ fn decomposed<'c, 'a, 'g>(e: &Emitter<'c, 'g>, sources: &[Source<'c, 'a>], outpu
 /// Builds the decomposition of a served block (the function holding the
 /// prefill `op` and its decode steps) into `generated`; returns the
 /// function to replace.
-fn plan_inference<'c, 'a>(module: OperationRef<'c, 'a>, prefill: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result<OperationRef<'c, 'a>, Failure<'c, 'a>> {
-    let function = prefill.parent_operation().filter(|f| name_of(*f) == "func.func").ok_or_else(|| fail(prefill, "must be directly in a 'func.func' to be decomposed"))?;
+fn plan_inference<'c, 'a>(
+    module: OperationRef<'c, 'a>,
+    prefill: OperationRef<'c, 'a>,
+    generated: &Module<'c>,
+) -> Result<OperationRef<'c, 'a>, Failure<'c, 'a>> {
+    let function = prefill
+        .parent_operation()
+        .filter(|f| name_of(*f) == "func.func")
+        .ok_or_else(|| fail(prefill, "must be directly in a 'func.func' to be decomposed"))?;
     let name = str_attr(function, "sym_name").ok_or_else(|| fail(prefill, "is in a function without a name"))?;
     let mut phases = Vec::new();
     for op in crate::ir::collect_ops(function).into_iter().skip(1) {
         let op_name = name_of(op);
         let belongs = match OpKind::of(op) {
-            Some(OpKind::ModelValue) => op.result(0).is_ok_and(|v| users(v).iter().all(|u| OpKind::of(*u) == Some(OpKind::ModelDecoderInference))),
-            Some(OpKind::ModelOutput) => op.operand(0).ok().and_then(defining_op).is_some_and(|d| OpKind::of(d) == Some(OpKind::ModelDecoderInference)),
+            Some(OpKind::ModelValue) => {
+                op.result(0).is_ok_and(|v| users(v).iter().all(|u| OpKind::of(*u) == Some(OpKind::ModelDecoderInference)))
+            }
+            Some(OpKind::ModelOutput) => {
+                op.operand(0).ok().and_then(defining_op).is_some_and(|d| OpKind::of(d) == Some(OpKind::ModelDecoderInference))
+            }
             Some(OpKind::ModelDecoderInference) => {
                 phases.push(op);
                 true
@@ -508,7 +583,10 @@ fn plan_inference<'c, 'a>(module: OperationRef<'c, 'a>, prefill: OperationRef<'c
             _ => op_name == "func.return",
         };
         if !belongs {
-            return Err(fail(prefill, format!("cannot be decomposed: its function also holds '{op_name}' (it must hold only the served block)")));
+            return Err(fail(
+                prefill,
+                format!("cannot be decomposed: its function also holds '{op_name}' (it must hold only the served block)"),
+            ));
         }
     }
     // One served block per function: this prefill, then decode steps, each
@@ -564,18 +642,36 @@ fn check_phase<'c, 'a>(
 ) -> Result<ServeDims<'c>, Failure<'c, 'a>> {
     let phase = enum_attr::<InferencePhase>(op, "phase");
     match previous {
-        None if op != prefill => return Err(fail(prefill, "cannot be decomposed: its function holds another 'model.decoder_inference' before it (the prefill comes first)")),
+        None if op != prefill => {
+            return Err(fail(
+                prefill,
+                "cannot be decomposed: its function holds another 'model.decoder_inference' before it (the prefill comes first)",
+            ))
+        }
         Some(_) if phase != Some(InferencePhase::Decode) => {
-            return Err(fail(op, "cannot be decomposed: a second prefill in the function of a served block (one prefill and its decode steps per function)"))
+            return Err(fail(
+                op,
+                "cannot be decomposed: a second prefill in the function of a served block (one prefill and its decode steps per function)",
+            ))
         }
         Some(previous) => {
             let cache = op.operand(11).ok();
             if cache.is_none() || cache != previous.result(1).ok().map(Into::into) {
-                return Err(fail(op, format!("{} must be the cache the phase before it returns ('{}' result #1)", label(op, false, 11), str_attr(previous, "id").unwrap_or("?"))));
+                return Err(fail(
+                    op,
+                    format!(
+                        "{} must be the cache the phase before it returns ('{}' result #1)",
+                        label(op, false, 11),
+                        str_attr(previous, "id").unwrap_or("?")
+                    ),
+                ));
             }
             for i in 1..=10 {
                 if op.operand(i).ok() != prefill.operand(i).ok() {
-                    return Err(fail(op, format!("{} must be the prefill's (the phases of a served block share its parameters)", label(op, false, i))));
+                    return Err(fail(
+                        op,
+                        format!("{} must be the prefill's (the phases of a served block share its parameters)", label(op, false, i)),
+                    ));
                 }
             }
         }
@@ -583,14 +679,18 @@ fn check_phase<'c, 'a>(
     }
     if let Ok(spec) = read_spec::<InferenceSpec>(module, INFERENCE_SPEC, |_| Ok(())) {
         let m = &spec.model;
-        super::check_bound_dimensions(op, INFERENCE_SPEC, &[
-            ("hidden", m.hidden),
-            ("ffn_hidden", m.ffn_hidden),
-            ("heads", m.heads),
-            ("kv_heads", m.kv_heads()),
-            ("head_dim", m.head_dim),
-            ("batch", spec.workload.batch),
-        ])?;
+        super::check_bound_dimensions(
+            op,
+            INFERENCE_SPEC,
+            &[
+                ("hidden", m.hidden),
+                ("ffn_hidden", m.ffn_hidden),
+                ("heads", m.heads),
+                ("kv_heads", m.kv_heads()),
+                ("head_dim", m.head_dim),
+                ("batch", spec.workload.batch),
+            ],
+        )?;
     }
     let (h, f, a, kv, d) = (dim(op, "hidden")?, dim(op, "ffn_hidden")?, dim(op, "heads")?, dim(op, "kv_heads")?, dim(op, "head_dim")?);
     let (b, q, context) = (dim(op, "batch")?, dim(op, "query_tokens")?, dim(op, "context_tokens")?);
@@ -617,7 +717,13 @@ fn check_phase<'c, 'a>(
     expect_type(op, label(op, true, 0), result_type(op, 0)?, &[act], "batch x query_tokens x hidden")?;
     // K and V stacked; the token extent is symbolic or the context.
     let cache = |tokens: i64| builder.tensor(&[2, to_i64(b), tokens, to_i64(kv_width)], kv_dt);
-    expect_type(op, label(op, true, 1), result_type(op, 1)?, &[cache(-1), cache(to_i64(context))], "2 x batch x tokens x kv_heads*head_dim")?;
+    expect_type(
+        op,
+        label(op, true, 1),
+        result_type(op, 1)?,
+        &[cache(-1), cache(to_i64(context))],
+        "2 x batch x tokens x kv_heads*head_dim",
+    )?;
     Ok(ServeDims { b, q, h, f, a, width, kv_width, gated, dt })
 }
 
@@ -666,8 +772,14 @@ fn serve_phase<'c, 'a>(
     let vv = e.matmul(&id("attn.v"), qkv[2], p(4), kv_width)?;
     let append_id = id("attn.kv_append");
     let new_cache = e.one(
-        model::KvAppend { keys: kk, values: vv, id: &append_id, results: &[cache_ty], optional: model::KvAppendOptional { cache, effects: Some(effects(&["mutation"])), ..Default::default() } }
-            .build(&e.b, e.loc(&append_id)),
+        model::KvAppend {
+            keys: kk,
+            values: vv,
+            id: &append_id,
+            results: &[cache_ty],
+            optional: model::KvAppendOptional { cache, effects: Some(effects(&["mutation"])), ..Default::default() },
+        }
+        .build(&e.b, e.loc(&append_id)),
     )?;
     // Attention reads the whole cache: every cached key and value.
     let sc = e.batch_matmul(&id("attn.scores"), qq, new_cache, scores)?;
@@ -683,11 +795,17 @@ fn serve_phase<'c, 'a>(
     let down = if gated {
         let half = tensor_type(&e.b, &[h, f], dt);
         let split_id = id("mlp.fc1.split");
-        let parts = e.all(model::Split { input: p(8), id: &split_id, dim: 1, results: &[half, half], optional: Default::default() }.build(&e.b, e.loc(&split_id)))?;
+        let parts = e.all(
+            model::Split { input: p(8), id: &split_id, dim: 1, results: &[half, half], optional: Default::default() }
+                .build(&e.b, e.loc(&split_id)),
+        )?;
         let gate = e.matmul(&id("mlp.gate"), n2, parts[0], ffn)?;
         let up = e.matmul(&id("mlp.up"), n2, parts[1], ffn)?;
         let swiglu_id = id("mlp.swiglu");
-        let g = e.one(model::Swiglu { lhs: gate, rhs: up, id: &swiglu_id, results: &[ffn], optional: Default::default() }.build(&e.b, e.loc(&swiglu_id)))?;
+        let g = e.one(
+            model::Swiglu { lhs: gate, rhs: up, id: &swiglu_id, results: &[ffn], optional: Default::default() }
+                .build(&e.b, e.loc(&swiglu_id)),
+        )?;
         e.matmul(&id("mlp.down"), g, p(9), act)?
     } else {
         let u = e.matmul(&id("mlp.fc1"), n2, p(8), ffn)?;

@@ -53,8 +53,8 @@ use crate::{
     ods::{self, MemoryKind, OpKind, Reduction},
     schedule::{Direction, Schedule},
     workload::{
-        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, PipelineSchedule,
-        Primitive, PrimitiveInvocation, Recompute, TrainingSpec,
+        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, PipelineSchedule, Primitive,
+        PrimitiveInvocation, Recompute, TrainingSpec,
     },
 };
 
@@ -80,9 +80,17 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     let block = match (coarse.as_slice(), decomposed) {
         ([block], _) => *block,
         ([], Some(anchor)) => anchor,
-        ([], None) => return Err((module, "distribute-transformer-training: no 'model.decoder_training' op (or decomposed block) to distribute".into())),
+        ([], None) => {
+            return Err((
+                module,
+                "distribute-transformer-training: no 'model.decoder_training' op (or decomposed block) to distribute".into(),
+            ))
+        }
         ([_, second, ..], _) => {
-            return Err((*second, "distribute-transformer-training: expected one 'model.decoder_training' op (one block), found several".into()))
+            return Err((
+                *second,
+                "distribute-transformer-training: expected one 'model.decoder_training' op (one block), found several".into(),
+            ))
         }
     };
     let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
@@ -92,11 +100,8 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     }
     let derivation = derive_training_block(&spec).map_err(|e| (block, e.to_string()))?;
     check_step_size(&spec, &derivation).map_err(|e| (block, format!("distribute-transformer-training: {e}")))?;
-    let model_ids: HashSet<String> = ops
-        .iter()
-        .filter(|op| dialect_of(&name_of(**op)) == "model")
-        .filter_map(|op| str_attr(*op, "id").map(str::to_string))
-        .collect();
+    let model_ids: HashSet<String> =
+        ops.iter().filter(|op| dialect_of(&name_of(**op)) == "model").filter_map(|op| str_attr(*op, "id").map(str::to_string)).collect();
     let block_id = str_attr(block, "id").unwrap_or("block").to_string();
     let owner = |own: String| if model_ids.contains(&own) { own } else { block_id.clone() };
     let lineage = |inv: &PrimitiveInvocation| owner(crate::lineage::model_op_id(inv));
@@ -142,14 +147,18 @@ fn check_step_size(spec: &TrainingSpec, derivation: &BlockDerivation) -> Result<
 /// The coarse op's dimensions must be the bound spec's.
 fn check_dimensions<'c, 'a>(block: OperationRef<'c, 'a>, spec: &TrainingSpec) -> Result<(), Failure<'c, 'a>> {
     let m = &spec.model;
-    super::check_bound_dimensions(block, TRAINING_SPEC, &[
-        ("hidden", m.hidden),
-        ("ffn_hidden", m.ffn_hidden),
-        ("seq_len", m.seq_len),
-        ("heads", m.heads),
-        ("head_dim", m.head_dim),
-        ("microbatch", spec.workload.microbatch),
-    ])?;
+    super::check_bound_dimensions(
+        block,
+        TRAINING_SPEC,
+        &[
+            ("hidden", m.hidden),
+            ("ffn_hidden", m.ffn_hidden),
+            ("seq_len", m.seq_len),
+            ("heads", m.heads),
+            ("head_dim", m.head_dim),
+            ("microbatch", spec.workload.microbatch),
+        ],
+    )?;
     let datatype = crate::ir::enum_attr::<ods::Datatype>(block, "datatype");
     let want = super::import::datatype_case(spec.workload.datatype);
     if datatype != Some(want) {
@@ -254,9 +263,15 @@ impl Step<'_> {
         let map = &self.spec.mapping;
         let schedule = Schedule::of(self.spec);
         let top = Emitter::new(b, generated.body(), anchor);
-        top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }.build(&b, top.at("dist.header")))?;
+        top.push(
+            dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }
+                .build(&b, top.at("dist.header")),
+        )?;
         let shape = [count(map.dp), count(map.pp), count(map.tp)];
-        top.push(dist::Mesh { sym_name: WORLD, axes: b.strings(&["dp", "pp", "tp"]), shape: &shape, optional: Default::default() }.build(&b, top.at(WORLD)))?;
+        top.push(
+            dist::Mesh { sym_name: WORLD, axes: b.strings(&["dp", "pp", "tp"]), shape: &shape, optional: Default::default() }
+                .build(&b, top.at(WORLD)),
+        )?;
         top.push(
             dist::Pipeline {
                 sym_name: PIPELINE,
@@ -276,8 +291,20 @@ impl Step<'_> {
         for (kind, bytes, shared) in block_memory(self.derivation) {
             let id = format!("block.mem.{}", kind.name());
             top.push(
-                dist::Memory { id: &id, mesh: WORLD, kind, bytes, lineage: "block", optional: dist::MemoryOptional { shared_by: (shared > 1).then_some(shared), slice: Some(&first_stage), block: Some(0), ..Default::default() } }
-                    .build(&b, top.at(&id)),
+                dist::Memory {
+                    id: &id,
+                    mesh: WORLD,
+                    kind,
+                    bytes,
+                    lineage: "block",
+                    optional: dist::MemoryOptional {
+                        shared_by: (shared > 1).then_some(shared),
+                        slice: Some(&first_stage),
+                        block: Some(0),
+                        ..Default::default()
+                    },
+                }
+                .build(&b, top.at(&id)),
             )?;
         }
         for stage in 0..schedule.stages {
@@ -285,8 +312,20 @@ impl Step<'_> {
             for (kind, bytes, shared) in stage_memory(self.spec, self.derivation, stage) {
                 let id = format!("s{stage}.mem.{}", kind.name());
                 top.push(
-                    dist::Memory { id: &id, mesh: WORLD, kind, bytes, lineage: "block", optional: dist::MemoryOptional { shared_by: (shared > 1).then_some(shared), slice: Some(&slice), stage: Some(stage), ..Default::default() } }
-                        .build(&b, top.at(&id)),
+                    dist::Memory {
+                        id: &id,
+                        mesh: WORLD,
+                        kind,
+                        bytes,
+                        lineage: "block",
+                        optional: dist::MemoryOptional {
+                            shared_by: (shared > 1).then_some(shared),
+                            slice: Some(&slice),
+                            stage: Some(stage),
+                            ..Default::default()
+                        },
+                    }
+                    .build(&b, top.at(&id)),
                 )?;
             }
         }
@@ -297,7 +336,10 @@ impl Step<'_> {
         }
         for stage in 0..schedule.stages {
             let slots = slot_triples(&schedule, stage);
-            top.push(dist::Schedule { pipeline: PIPELINE, stage, slots: &slots, optional: Default::default() }.build(&b, top.at(&format!("s{stage}.schedule"))))?;
+            top.push(
+                dist::Schedule { pipeline: PIPELINE, stage, slots: &slots, optional: Default::default() }
+                    .build(&b, top.at(&format!("s{stage}.schedule"))),
+            )?;
         }
         Ok(())
     }
@@ -346,30 +388,62 @@ impl Step<'_> {
         }
         if map.dp > 1 && map.optimizer_sharding {
             // The updated parameter shards, gathered back on every replica.
-            previous = token(e.push(self.dp_collective(e, DpCollective::AllGather, &prefix, "dp.param_gather", previous, &slice, dp_bytes))?);
+            previous =
+                token(e.push(self.dp_collective(e, DpCollective::AllGather, &prefix, "dp.param_gather", previous, &slice, dp_bytes))?);
         }
         e.push(dist::Yield { optional: dist::YieldOptional { ..Default::default() }, values: &[previous] }.build(&b, e.anchor))?;
         Ok(())
     }
 
-    fn dp_collective<'c, 'a>(&self, e: &Emitter<'c, 'a>, kind: DpCollective, prefix: &str, name: &str, previous: Value<'c, 'a>, slice: &[i64], bytes: u64) -> Result<melior::ir::Operation<'c>, BuildError> {
+    fn dp_collective<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        kind: DpCollective,
+        prefix: &str,
+        name: &str,
+        previous: Value<'c, 'a>,
+        slice: &[i64],
+        bytes: u64,
+    ) -> Result<melior::ir::Operation<'c>, BuildError> {
         let id = format!("{prefix}{name}");
         let location = e.at(&id);
         let axes = Some(e.b.strings(&["dp"]));
         let phase = ods::Phase::Optimizer;
         match kind {
             DpCollective::AllReduce => dist::AllReduce {
-                input: previous, deps: &[], id: &id, mesh: WORLD, phase, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum,
+                input: previous,
+                deps: &[],
+                id: &id,
+                mesh: WORLD,
+                phase,
+                lineage: "block",
+                message_bytes: bytes,
+                reduction: Reduction::Sum,
                 optional: dist::AllReduceOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
             }
             .build(&e.b, location),
             DpCollective::ReduceScatter => dist::ReduceScatter {
-                input: previous, deps: &[], id: &id, mesh: WORLD, phase, lineage: "block", message_bytes: bytes, reduction: Reduction::Sum, results: &[e.token],
+                input: previous,
+                deps: &[],
+                id: &id,
+                mesh: WORLD,
+                phase,
+                lineage: "block",
+                message_bytes: bytes,
+                reduction: Reduction::Sum,
+                results: &[e.token],
                 optional: dist::ReduceScatterOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
             }
             .build(&e.b, location),
             DpCollective::AllGather => dist::AllGather {
-                input: previous, deps: &[], id: &id, mesh: WORLD, phase, lineage: "block", message_bytes: bytes, results: &[e.token],
+                input: previous,
+                deps: &[],
+                id: &id,
+                mesh: WORLD,
+                phase,
+                lineage: "block",
+                message_bytes: bytes,
+                results: &[e.token],
                 optional: dist::AllGatherOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
             }
             .build(&e.b, location),
@@ -421,4 +495,3 @@ enum DpCollective {
     ReduceScatter,
     AllGather,
 }
-

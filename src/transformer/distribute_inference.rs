@@ -31,7 +31,9 @@ use crate::{
     digest::layer_digest,
     ir::{collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr},
     ods::{InferencePhase, MemoryKind, OpKind},
-    workload::{derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, BlockMemory, InferenceSpec, PrimitiveInvocation},
+    workload::{
+        derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, BlockMemory, InferenceSpec, PrimitiveInvocation,
+    },
 };
 
 crate::pass_macro::external_pass!(
@@ -52,8 +54,13 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     let phase_of = |op: OperationRef| enum_attr::<InferencePhase>(op, "phase");
     // A decomposed served block is found by its prefill query projection.
     let by_id = |id: &str| ops.iter().copied().find(|op| dialect_of(&name_of(*op)) == "model" && str_attr(*op, "id") == Some(id));
-    let Some(prefill) = phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Prefill)).or_else(|| by_id("prefill.attn.q")) else {
-        return Err((module, "distribute-transformer-inference: no prefill 'model.decoder_inference' op (or decomposed served block) to distribute".into()));
+    let Some(prefill) =
+        phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Prefill)).or_else(|| by_id("prefill.attn.q"))
+    else {
+        return Err((
+            module,
+            "distribute-transformer-inference: no prefill 'model.decoder_inference' op (or decomposed served block) to distribute".into(),
+        ));
     };
     let spec: InferenceSpec = read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))
         .map_err(|e| (prefill, format!("distribute-transformer-inference: {e}")))?;
@@ -71,11 +78,8 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
         (None, Some(op)) => Some((op, derive_decode_block(&spec, spec.workload.final_context()).map_err(|e| (op, e.to_string()))?)),
         (None, None) => None,
     };
-    let model_ids: HashSet<String> = ops
-        .iter()
-        .filter(|op| dialect_of(&name_of(**op)) == "model")
-        .filter_map(|op| str_attr(*op, "id").map(str::to_string))
-        .collect();
+    let model_ids: HashSet<String> =
+        ops.iter().filter(|op| dialect_of(&name_of(**op)) == "model").filter_map(|op| str_attr(*op, "id").map(str::to_string)).collect();
     let digest = layer_digest(module, "model");
     let program = || -> Result<(), BuildError> {
         let (e, prompt) = header(generated, &spec, &prefill_work.memory, &digest, prefill.location())?;
@@ -97,19 +101,27 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
 /// module has one, else the coarse phase op.
 fn owner(ids: &HashSet<String>, inv: &PrimitiveInvocation, coarse: &str) -> String {
     let own = crate::lineage::model_op_id(inv);
-    if ids.contains(&own) { own } else { coarse.to_string() }
+    if ids.contains(&own) {
+        own
+    } else {
+        coarse.to_string()
+    }
 }
 
 fn check_dimensions<'c, 'a>(op: OperationRef<'c, 'a>, spec: &InferenceSpec) -> Result<(), Failure<'c, 'a>> {
     let m = &spec.model;
-    super::check_bound_dimensions(op, INFERENCE_SPEC, &[
-        ("hidden", m.hidden),
-        ("ffn_hidden", m.ffn_hidden),
-        ("heads", m.heads),
-        ("kv_heads", m.kv_heads()),
-        ("head_dim", m.head_dim),
-        ("batch", spec.workload.batch),
-    ])
+    super::check_bound_dimensions(
+        op,
+        INFERENCE_SPEC,
+        &[
+            ("hidden", m.hidden),
+            ("ffn_hidden", m.ffn_hidden),
+            ("heads", m.heads),
+            ("kv_heads", m.kv_heads()),
+            ("head_dim", m.head_dim),
+            ("batch", spec.workload.batch),
+        ],
+    )
 }
 
 /// Mesh axes of the tensor-parallel group: KV-head split, then replication.
@@ -131,24 +143,43 @@ fn header<'c, 'g>(
     let kv_split = m.kv_heads().min(tp);
     let dt = element(&b, w.datatype);
     let top = Emitter::new(b, generated.body(), anchor);
-    top.push(dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }.build(&b, top.at("dist.header")))?;
+    top.push(
+        dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }
+            .build(&b, top.at("dist.header")),
+    )?;
     let shape: Vec<i64> = [spec.mapping.pp, kv_split, tp / kv_split].iter().map(|v| i64::try_from(*v).unwrap_or(i64::MAX)).collect();
-    top.push(dist::Mesh { sym_name: MESH, axes: b.strings(&["pp", "tp_kv", "tp_rep"]), shape: &shape, optional: Default::default() }.build(&b, top.at(MESH)))?;
+    top.push(
+        dist::Mesh { sym_name: MESH, axes: b.strings(&["pp", "tp_kv", "tp_rep"]), shape: &shape, optional: Default::default() }
+            .build(&b, top.at(MESH)),
+    )?;
     for (kind, bytes) in [
         (MemoryKind::Weight, prefill_memory.weights),
         (MemoryKind::ActivationWorking, prefill_memory.act_working_space),
         (MemoryKind::KvCache, kv_cache_bytes(spec, w.final_context())),
     ] {
         let id = format!("mem.{}", kind.name());
-        top.push(dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "prefill", optional: Default::default() }.build(&b, top.at(&id)))?;
+        top.push(
+            dist::Memory { id: &id, mesh: MESH, kind, bytes, lineage: "prefill", optional: Default::default() }.build(&b, top.at(&id)),
+        )?;
     }
     let function = top.push(b.func("decoder_block_inference_dist", &[], &[], anchor))?;
     let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
     let e = Emitter::new(b, body, anchor);
     let value = |id: &str, split: melior::ir::Attribute<'c>, lineage: &str, ty: Type<'c>| -> Result<Value<'c, 'g>, BuildError> {
-        Ok(result(e.push(dist::Value { id, mesh: MESH, split_axes: split, lineage, results: &[ty], optional: Default::default() }.build(&b, e.at(id)))?, 0))
+        Ok(result(
+            e.push(
+                dist::Value { id, mesh: MESH, split_axes: split, lineage, results: &[ty], optional: Default::default() }
+                    .build(&b, e.at(id)),
+            )?,
+            0,
+        ))
     };
-    let prompt = value("prompt.in", b.split_axes::<&str>(&[vec![], vec![], vec![]]), "prompt.in", tensor_type(&b, &[w.batch, w.prompt_tokens, m.hidden], dt))?;
+    let prompt = value(
+        "prompt.in",
+        b.split_axes::<&str>(&[vec![], vec![], vec![]]),
+        "prompt.in",
+        tensor_type(&b, &[w.batch, w.prompt_tokens, m.hidden], dt),
+    )?;
     let width = m.heads * m.head_dim;
     let kv_width = m.kv_heads() * m.head_dim;
     let ffn_in = if m.gated_mlp { 2 * m.ffn_hidden } else { m.ffn_hidden };
@@ -203,7 +234,17 @@ fn emit_phase<'c, 'g>(
         if is_terminal {
             let id = format!("{output}.out");
             let none: [Vec<&str>; 3] = [vec![], vec![], vec![]];
-            e.push(dist::Output { value: result(op, 1), id: &id, mesh: MESH, split_axes: b.split_axes(&none), lineage: &id, optional: Default::default() }.build(&b, e.at(&id)))?;
+            e.push(
+                dist::Output {
+                    value: result(op, 1),
+                    id: &id,
+                    mesh: MESH,
+                    split_axes: b.split_axes(&none),
+                    lineage: &id,
+                    optional: Default::default(),
+                }
+                .build(&b, e.at(&id)),
+            )?;
         }
     }
     Ok(previous)
@@ -220,7 +261,8 @@ pub fn model_invocations(
     let memory_of = prefill.memory;
     let mut invocations = prefill.invocations;
     for op in collect_ops(module) {
-        if OpKind::of(op) == Some(OpKind::ModelDecoderInference) && enum_attr::<InferencePhase>(op, "phase") == Some(InferencePhase::Decode) {
+        if OpKind::of(op) == Some(OpKind::ModelDecoderInference) && enum_attr::<InferencePhase>(op, "phase") == Some(InferencePhase::Decode)
+        {
             let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);
             invocations.extend(derive_decode_block(&spec, context)?.invocations);
         } else if OpKind::of(op) == Some(OpKind::ModelMatmul) && str_attr(op, "id") == Some("decode.attn.q") {

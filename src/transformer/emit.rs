@@ -122,7 +122,17 @@ pub(crate) fn emit_invocation<'c, 'a>(
     let location = e.at(&id);
     let axes = e.b.strings(place.axes);
     if let Some(collective) = inv.collective {
-        let common = |reduction| CollectiveFields { inv, id: &id, place, lineage, previous, phase, axes, reduction, message_bytes: collective.message_bytes };
+        let common = |reduction| CollectiveFields {
+            inv,
+            id: &id,
+            place,
+            lineage,
+            previous,
+            phase,
+            axes,
+            reduction,
+            message_bytes: collective.message_bytes,
+        };
         return e.push(match collective.kind {
             CollectiveKind::AllReduce => common(Some(Reduction::Sum)).all_reduce(e, location),
             CollectiveKind::ReduceScatter => common(Some(Reduction::Sum)).reduce_scatter(e, location),
@@ -131,7 +141,25 @@ pub(crate) fn emit_invocation<'c, 'a>(
     }
     let results: Vec<Type<'c>> = std::iter::once(e.token).chain(value).collect();
     e.push(
-        dist::Compute { deps: &[previous], id: &id, mesh: place.mesh, phase, lineage, engine: engine_case(inv.engine), primitive: primitive_case(inv.primitive), ops: inv.ops, read_bytes: inv.read_bytes, write_bytes: inv.write_bytes, results: &results, optional: dist::ComputeOptional { shared_by: (inv.shared_by > 1).then_some(inv.shared_by), slice: place.slice, ranks: place.ranks, ..Default::default() } }
+        dist::Compute {
+            deps: &[previous],
+            id: &id,
+            mesh: place.mesh,
+            phase,
+            lineage,
+            engine: engine_case(inv.engine),
+            primitive: primitive_case(inv.primitive),
+            ops: inv.ops,
+            read_bytes: inv.read_bytes,
+            write_bytes: inv.write_bytes,
+            results: &results,
+            optional: dist::ComputeOptional {
+                shared_by: (inv.shared_by > 1).then_some(inv.shared_by),
+                slice: place.slice,
+                ranks: place.ranks,
+                ..Default::default()
+            },
+        }
         .build(&e.b, location),
     )
 }
@@ -151,17 +179,72 @@ struct CollectiveFields<'x, 'c, 'a> {
 
 impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
     fn all_reduce(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
-        dist::AllReduce { input: self.previous, deps: &[], id: self.id, mesh: self.place.mesh, phase: self.phase, lineage: self.lineage, message_bytes: self.message_bytes, reduction: self.reduction.unwrap_or(Reduction::Sum), optional: dist::AllReduceOptional { participants: self.place.participants, mesh_axes: Some(self.axes), slice: self.place.slice, ops: Some(self.inv.ops), read_bytes: Some(self.inv.read_bytes), write_bytes: Some(self.inv.write_bytes), ..Default::default() } }
+        dist::AllReduce {
+            input: self.previous,
+            deps: &[],
+            id: self.id,
+            mesh: self.place.mesh,
+            phase: self.phase,
+            lineage: self.lineage,
+            message_bytes: self.message_bytes,
+            reduction: self.reduction.unwrap_or(Reduction::Sum),
+            optional: dist::AllReduceOptional {
+                participants: self.place.participants,
+                mesh_axes: Some(self.axes),
+                slice: self.place.slice,
+                ops: Some(self.inv.ops),
+                read_bytes: Some(self.inv.read_bytes),
+                write_bytes: Some(self.inv.write_bytes),
+                ..Default::default()
+            },
+        }
         .build(&e.b, location)
     }
 
     fn reduce_scatter(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
-        dist::ReduceScatter { input: self.previous, deps: &[], id: self.id, mesh: self.place.mesh, phase: self.phase, lineage: self.lineage, message_bytes: self.message_bytes, reduction: self.reduction.unwrap_or(Reduction::Sum), results: &[e.token], optional: dist::ReduceScatterOptional { participants: self.place.participants, mesh_axes: Some(self.axes), slice: self.place.slice, ops: Some(self.inv.ops), read_bytes: Some(self.inv.read_bytes), write_bytes: Some(self.inv.write_bytes), ..Default::default() } }
+        dist::ReduceScatter {
+            input: self.previous,
+            deps: &[],
+            id: self.id,
+            mesh: self.place.mesh,
+            phase: self.phase,
+            lineage: self.lineage,
+            message_bytes: self.message_bytes,
+            reduction: self.reduction.unwrap_or(Reduction::Sum),
+            results: &[e.token],
+            optional: dist::ReduceScatterOptional {
+                participants: self.place.participants,
+                mesh_axes: Some(self.axes),
+                slice: self.place.slice,
+                ops: Some(self.inv.ops),
+                read_bytes: Some(self.inv.read_bytes),
+                write_bytes: Some(self.inv.write_bytes),
+                ..Default::default()
+            },
+        }
         .build(&e.b, location)
     }
 
     fn all_gather(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
-        dist::AllGather { input: self.previous, deps: &[], id: self.id, mesh: self.place.mesh, phase: self.phase, lineage: self.lineage, message_bytes: self.message_bytes, results: &[e.token], optional: dist::AllGatherOptional { participants: self.place.participants, mesh_axes: Some(self.axes), slice: self.place.slice, ops: Some(self.inv.ops), read_bytes: Some(self.inv.read_bytes), write_bytes: Some(self.inv.write_bytes), ..Default::default() } }
+        dist::AllGather {
+            input: self.previous,
+            deps: &[],
+            id: self.id,
+            mesh: self.place.mesh,
+            phase: self.phase,
+            lineage: self.lineage,
+            message_bytes: self.message_bytes,
+            results: &[e.token],
+            optional: dist::AllGatherOptional {
+                participants: self.place.participants,
+                mesh_axes: Some(self.axes),
+                slice: self.place.slice,
+                ops: Some(self.inv.ops),
+                read_bytes: Some(self.inv.read_bytes),
+                write_bytes: Some(self.inv.write_bytes),
+                ..Default::default()
+            },
+        }
         .build(&e.b, location)
     }
 }

@@ -5,7 +5,11 @@
 //! after its id), so diagnostics point at the file the user gave.
 
 use melior::{
-    ir::{block::BlockLike, operation::{OperationLike, OperationMutLike}, Location, Module, RegionLike, Type, Value},
+    ir::{
+        block::BlockLike,
+        operation::{OperationLike, OperationMutLike},
+        Location, Module, RegionLike, Type, Value,
+    },
     Context,
 };
 
@@ -79,8 +83,7 @@ pub fn element<'c>(b: &Builder<'c>, datatype: Datatype) -> Type<'c> {
 }
 
 fn header<'c>(b: &Builder<'c>, module: &Module<'c>, location: Location<'c>) -> Result<(), BuildError> {
-    let op = model::Header { schema_name: "blueprint.model", schema_version: "1.0", optional: Default::default() }
-        .build(b, location)?;
+    let op = model::Header { schema_name: "blueprint.model", schema_version: "1.0", optional: Default::default() }.build(b, location)?;
     module.body().append_operation(op);
     Ok(())
 }
@@ -94,15 +97,21 @@ fn value<'c, 'a>(
     ty: Type<'c>,
     at: Location<'c>,
 ) -> Result<Value<'c, 'a>, BuildError> {
-    let op = model::Value { id, role, results: &[ty], optional: Default::default() }
-        .build(b, b.named_location(id, at))?;
+    let op = model::Value { id, role, results: &[ty], optional: Default::default() }.build(b, b.named_location(id, at))?;
     Ok(result(block.append_operation(op), 0))
 }
 
 /// `model.output value id [as role]`.
-fn output<'c>(b: &Builder<'c>, block: &melior::ir::BlockRef<'c, '_>, value: Value<'c, '_>, id: &str, role: Option<Role>, at: Location<'c>) -> Result<(), BuildError> {
-    let op = model::Output { value, id, optional: model::OutputOptional { role, ..Default::default() } }
-        .build(b, b.named_location(id, at))?;
+fn output<'c>(
+    b: &Builder<'c>,
+    block: &melior::ir::BlockRef<'c, '_>,
+    value: Value<'c, '_>,
+    id: &str,
+    role: Option<Role>,
+    at: Location<'c>,
+) -> Result<(), BuildError> {
+    let op =
+        model::Output { value, id, optional: model::OutputOptional { role, ..Default::default() } }.build(b, b.named_location(id, at))?;
     block.append_operation(op);
     Ok(())
 }
@@ -137,8 +146,38 @@ pub fn import_training<'c>(context: &'c Context, spec: &TrainingSpec, location: 
         p.push(value(&b, &block, id, Role::Parameter, tensor_type(&b, shape, dt), location)?);
     }
     let f32_type = element(&b, Datatype::Float32);
-    let state = value(&b, &block, "optimizer.state", Role::OptimizerState, tensor_type(&b, &[param_elements * optimizer_copies], f32_type), location)?;
-    let op = model::DecoderTraining { input: x, ln1_scale: p[0], ln1_bias: p[1], q_weight: p[2], k_weight: p[3], v_weight: p[4], proj_weight: p[5], ln2_scale: p[6], ln2_bias: p[7], fc1_weight: p[8], fc2_weight: p[9], optimizer_state: state, id: "block", hidden: m.hidden, ffn_hidden: m.ffn_hidden, seq_len: m.seq_len, heads: m.heads, head_dim: m.head_dim, microbatch: w.microbatch, datatype: datatype_case(w.datatype), results: &[activation], optional: model::DecoderTrainingOptional { effects: Some(effects(&["parameter_update", "random_state"])), ..Default::default() } }
+    let state = value(
+        &b,
+        &block,
+        "optimizer.state",
+        Role::OptimizerState,
+        tensor_type(&b, &[param_elements * optimizer_copies], f32_type),
+        location,
+    )?;
+    let op = model::DecoderTraining {
+        input: x,
+        ln1_scale: p[0],
+        ln1_bias: p[1],
+        q_weight: p[2],
+        k_weight: p[3],
+        v_weight: p[4],
+        proj_weight: p[5],
+        ln2_scale: p[6],
+        ln2_bias: p[7],
+        fc1_weight: p[8],
+        fc2_weight: p[9],
+        optimizer_state: state,
+        id: "block",
+        hidden: m.hidden,
+        ffn_hidden: m.ffn_hidden,
+        seq_len: m.seq_len,
+        heads: m.heads,
+        head_dim: m.head_dim,
+        microbatch: w.microbatch,
+        datatype: datatype_case(w.datatype),
+        results: &[activation],
+        optional: model::DecoderTrainingOptional { effects: Some(effects(&["parameter_update", "random_state"])), ..Default::default() },
+    }
     .build(&b, b.named_location("block", location))?;
     let y = result(block.append_operation(op), 0);
     output(&b, &block, y, "block.out", None, location)?;
@@ -194,15 +233,57 @@ pub fn import_inference<'c>(context: &'c Context, spec: &InferenceSpec, location
         p.push(value(&b, &block, id, Role::Parameter, tensor_type(&b, shape, dt), location)?);
     }
     let phase = |id: &'static str, phase, input, kv_cache, query: u64, context: u64, results: &[Type<'c>]| {
-        model::DecoderInference { input, ln1_scale: p[0], ln1_bias: p[1], q_weight: p[2], k_weight: p[3], v_weight: p[4], proj_weight: p[5], ln2_scale: p[6], ln2_bias: p[7], fc1_weight: p[8], fc2_weight: p[9], id, phase, hidden: m.hidden, ffn_hidden: m.ffn_hidden, heads: m.heads, kv_heads: m.kv_heads(), head_dim: m.head_dim, batch: w.batch, query_tokens: query, context_tokens: context, datatype: datatype_case(w.datatype), kv_datatype: datatype_case(w.kv_datatype()), results, optional: model::DecoderInferenceOptional { kv_cache, effects: Some(effects(&["mutation"])), ..Default::default() } }
+        model::DecoderInference {
+            input,
+            ln1_scale: p[0],
+            ln1_bias: p[1],
+            q_weight: p[2],
+            k_weight: p[3],
+            v_weight: p[4],
+            proj_weight: p[5],
+            ln2_scale: p[6],
+            ln2_bias: p[7],
+            fc1_weight: p[8],
+            fc2_weight: p[9],
+            id,
+            phase,
+            hidden: m.hidden,
+            ffn_hidden: m.ffn_hidden,
+            heads: m.heads,
+            kv_heads: m.kv_heads(),
+            head_dim: m.head_dim,
+            batch: w.batch,
+            query_tokens: query,
+            context_tokens: context,
+            datatype: datatype_case(w.datatype),
+            kv_datatype: datatype_case(w.kv_datatype()),
+            results,
+            optional: model::DecoderInferenceOptional { kv_cache, effects: Some(effects(&["mutation"])), ..Default::default() },
+        }
         .build(&b, b.named_location(id, location))
     };
-    let prefill = block.append_operation(phase("prefill", ods::InferencePhase::Prefill, x, None, w.prompt_tokens, w.prompt_tokens, &[prompt, cache])?);
+    let prefill = block.append_operation(phase(
+        "prefill",
+        ods::InferencePhase::Prefill,
+        x,
+        None,
+        w.prompt_tokens,
+        w.prompt_tokens,
+        &[prompt, cache],
+    )?);
     output(&b, &block, result(prefill, 0), "prompt.out", None, location)?;
     if w.generated_tokens > 0 {
         let next = value(&b, &block, "token.in", Role::Input, token, location)?;
         let context = w.final_context();
-        let decode = block.append_operation(phase("decode", ods::InferencePhase::Decode, next, Some(result(prefill, 1)), 1, context, &[token, cache])?);
+        let decode = block.append_operation(phase(
+            "decode",
+            ods::InferencePhase::Decode,
+            next,
+            Some(result(prefill, 1)),
+            1,
+            context,
+            &[token, cache],
+        )?);
         output(&b, &block, result(decode, 0), "token.out", None, location)?;
         output(&b, &block, result(decode, 1), "kv.out", Some(Role::KvCache), location)?;
     } else {

@@ -23,11 +23,14 @@ use crate::{
     dialects::{plan, result, BuildError, Builder},
     digest::layer_digest,
     ir::{
-        attr_string_list, collect_ops, defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of,
-        str_attr, string_list_list, symbol_attr, tensor_element, tensor_shape, type_string,
+        attr_string_list, collect_ops, defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of, str_attr, string_list_list,
+        symbol_attr, tensor_element, tensor_shape, type_string,
     },
     mesh::Meshes,
-    ods::{CommunicationCapability, ComputeCapability, ConcurrencyGroup, Engine, MemoryKind, MemorySpace, ObjectiveKind, OpKind, Phase, PipelineSchedule},
+    ods::{
+        CommunicationCapability, ComputeCapability, ConcurrencyGroup, Engine, MemoryKind, MemorySpace, ObjectiveKind, OpKind, Phase,
+        PipelineSchedule,
+    },
 };
 
 /// Alignment of every planned buffer (a power of two; abstract, not a bank).
@@ -40,7 +43,11 @@ pub mod training {
         "PlanTransformerTraining",
         "plan-transformer-training",
         "Turn the dist program into a portable plan with exact work facts and abstract resources",
-        |module: OperationRef, pass: ExternalPass| super::super::run_building(module, pass, |m, g| build(m, g, "plan-transformer-training"))
+        |module: OperationRef, pass: ExternalPass| super::super::run_building(module, pass, |m, g| build(
+            m,
+            g,
+            "plan-transformer-training"
+        ))
     );
 }
 
@@ -51,7 +58,11 @@ pub mod inference {
         "PlanTransformerInference",
         "plan-transformer-inference",
         "Same planning for an inference dist program (prefill and decode tasks, KV-cache buffers)",
-        |module: OperationRef, pass: ExternalPass| super::super::run_building(module, pass, |m, g| build(m, g, "plan-transformer-inference"))
+        |module: OperationRef, pass: ExternalPass| super::super::run_building(module, pass, |m, g| build(
+            m,
+            g,
+            "plan-transformer-inference"
+        ))
     );
 }
 
@@ -61,7 +72,13 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
         return Err((*existing, format!("{pass}: the module already holds a plan")));
     }
     if !ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistHeader)) {
-        return Err((module, format!("{pass}: no 'dist' program to plan (run distribute-transformer-{} first)", pass.trim_start_matches("plan-transformer-"))));
+        return Err((
+            module,
+            format!(
+                "{pass}: no 'dist' program to plan (run distribute-transformer-{} first)",
+                pass.trim_start_matches("plan-transformer-")
+            ),
+        ));
     }
     let meshes = Meshes::of(&ops);
     // Validate every op first: nothing is built for an input that fails.
@@ -72,13 +89,19 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
         }
         match kind {
             OpKind::DistValue | OpKind::DistOutput => {
-                let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
+                let ty =
+                    if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
                 if ty.and_then(|t| shard_bytes(op, t, &meshes)).is_none() {
-                    return Err((op, format!("{pass}: boundary value needs a static shape, a known element type and a shard of at most 2^63 - 1 bytes")));
+                    return Err((
+                        op,
+                        format!("{pass}: boundary value needs a static shape, a known element type and a shard of at most 2^63 - 1 bytes"),
+                    ));
                 }
             }
             // Plan facts are i64 attributes: read + write must fit, exactly.
-            OpKind::DistCompute if count(op, "read_bytes").checked_add(count(op, "write_bytes")).is_none_or(|d| i64::try_from(d).is_err()) => {
+            OpKind::DistCompute
+                if count(op, "read_bytes").checked_add(count(op, "write_bytes")).is_none_or(|d| i64::try_from(d).is_err()) =>
+            {
                 let id = str_attr(op, "id").unwrap_or_default();
                 return Err((op, format!("{pass}: memory demand of task '{id}' (read_bytes + write_bytes) exceeds 2^63 - 1 bytes")));
             }
@@ -100,11 +123,20 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
     emit_plan(generated, module, &ops, &meshes, &digest).map_err(|e| (module, e.to_string()))
 }
 
-fn emit_plan<'c>(generated: &Module<'c>, module: OperationRef, ops: &[OperationRef], meshes: &Meshes, digest: &str) -> Result<(), BuildError> {
+fn emit_plan<'c>(
+    generated: &Module<'c>,
+    module: OperationRef,
+    ops: &[OperationRef],
+    meshes: &Meshes,
+    digest: &str,
+) -> Result<(), BuildError> {
     let anchor = module.location();
     let b = Builder::of(generated.as_operation());
     let top = Emitter::new(b, generated.body(), anchor);
-    top.push(plan::Header { schema_name: "blueprint.plan", schema_version: "1.0", source_digest: digest, optional: Default::default() }.build(&b, anchor))?;
+    top.push(
+        plan::Header { schema_name: "blueprint.plan", schema_version: "1.0", source_digest: digest, optional: Default::default() }
+            .build(&b, anchor),
+    )?;
     for &op in ops {
         if OpKind::of(op) == Some(OpKind::DistPipeline) {
             // (Plan symbols live beside the dist program's: prefixed.)
@@ -125,8 +157,16 @@ fn emit_plan<'c>(generated: &Module<'c>, module: OperationRef, ops: &[OperationR
     }
     let buffer = |name: &str, size: u64, contents: MemoryKind, lineage: &str, optional: plan::BufferOptional<'static, 'c>, at| {
         top.push(
-            plan::Buffer { sym_name: name, size, alignment: BUFFER_ALIGNMENT, memory_space: MemorySpace::Local, contents, lineage, optional }
-                .build(&b, b.named_location(name, at)),
+            plan::Buffer {
+                sym_name: name,
+                size,
+                alignment: BUFFER_ALIGNMENT,
+                memory_space: MemorySpace::Local,
+                contents,
+                lineage,
+                optional,
+            }
+            .build(&b, b.named_location(name, at)),
         )
     };
     let positive = |op: OperationRef, name: &str| int_attr(op, name).and_then(|v| u64::try_from(v).ok());
@@ -135,11 +175,17 @@ fn emit_plan<'c>(generated: &Module<'c>, module: OperationRef, ops: &[OperationR
             Some(OpKind::DistMemory) => {
                 let id = str_attr(op, "id").unwrap_or_default();
                 let kind = enum_attr::<MemoryKind>(op, "kind").unwrap_or(MemoryKind::Weight);
-                let optional = plan::BufferOptional { shared_by: positive(op, "shared_by"), stage: positive(op, "stage"), block: positive(op, "block"), ..Default::default() };
+                let optional = plan::BufferOptional {
+                    shared_by: positive(op, "shared_by"),
+                    stage: positive(op, "stage"),
+                    block: positive(op, "block"),
+                    ..Default::default()
+                };
                 buffer(&format!("buffer.{id}"), count(op, "bytes"), kind, id, optional, op.location())?;
             }
             Some(kind @ (OpKind::DistValue | OpKind::DistOutput)) => {
-                let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
+                let ty =
+                    if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
                 let size = ty.and_then(|t| shard_bytes(op, t, meshes)).unwrap_or(0);
                 let id = str_attr(op, "id").unwrap_or_default();
                 let prefix = if kind == OpKind::DistValue { "in" } else { "out" };
@@ -203,7 +249,15 @@ fn emit_plan<'c>(generated: &Module<'c>, module: OperationRef, ops: &[OperationR
     for &op in ops {
         if OpKind::of(op) == Some(OpKind::DistSchedule) {
             let slots = i64_array_attr(op, "slots").unwrap_or_default();
-            top.push(plan::Schedule { pipeline: &planned_symbol(symbol_attr(op, "pipeline").unwrap_or_default()), stage: count(op, "stage"), slots: &slots, optional: Default::default() }.build(&b, op.location()))?;
+            top.push(
+                plan::Schedule {
+                    pipeline: &planned_symbol(symbol_attr(op, "pipeline").unwrap_or_default()),
+                    stage: count(op, "stage"),
+                    slots: &slots,
+                    optional: Default::default(),
+                }
+                .build(&b, op.location()),
+            )?;
         }
     }
     // Tasks outside chunks (a flat or unrolled program) go in one function.
@@ -248,7 +302,12 @@ fn in_chunk(op: OperationRef) -> bool {
 
 /// The plan task of one dist task, appended to `e`'s block; returns its
 /// token (none for ops that are no tasks).
-fn plan_task<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, '_>, meshes: &Meshes, tokens: &mut HashMap<usize, Value<'c, 'a>>) -> Result<Option<Value<'c, 'a>>, BuildError> {
+fn plan_task<'c, 'a>(
+    e: &Emitter<'c, 'a>,
+    op: OperationRef<'c, '_>,
+    meshes: &Meshes,
+    tokens: &mut HashMap<usize, Value<'c, 'a>>,
+) -> Result<Option<Value<'c, 'a>>, BuildError> {
     let Some(kind) = OpKind::of(op) else { return Ok(None) };
     if !is_task(op) {
         return Ok(None);
@@ -267,9 +326,26 @@ fn plan_task<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, '_>, meshes: &Mes
             Some(Engine::Matrix) => ComputeCapability::MatrixMultiply,
             _ => ComputeCapability::VectorElementwise,
         };
-        let ranks = i64_array_attr(op, "ranks").map_or_else(|| mesh.map_or(1, |m| m.slice_size(i64_array_attr(op, "slice").as_deref())), |r| r.len() as u64);
-        plan::ComputeTask { deps: &deps, id, lineage: id, phase, ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: facts.ops, memory_demand: facts.read.saturating_add(facts.write), network_demand: 0, ranks: ranks.max(1), group: ConcurrencyGroup::Compute, capability, results: &[plan_token], optional: plan::ComputeTaskOptional { shared_by: positive("shared_by"), block, stage, chunk, microbatch, ..Default::default() } }
-            .build(&b, b.named_location(id, op.location()))
+        let ranks = i64_array_attr(op, "ranks")
+            .map_or_else(|| mesh.map_or(1, |m| m.slice_size(i64_array_attr(op, "slice").as_deref())), |r| r.len() as u64);
+        plan::ComputeTask {
+            deps: &deps,
+            id,
+            lineage: id,
+            phase,
+            ops: facts.ops,
+            read_bytes: facts.read,
+            write_bytes: facts.write,
+            compute_demand: facts.ops,
+            memory_demand: facts.read.saturating_add(facts.write),
+            network_demand: 0,
+            ranks: ranks.max(1),
+            group: ConcurrencyGroup::Compute,
+            capability,
+            results: &[plan_token],
+            optional: plan::ComputeTaskOptional { shared_by: positive("shared_by"), block, stage, chunk, microbatch, ..Default::default() },
+        }
+        .build(&b, b.named_location(id, op.location()))
     } else {
         let capability = communication_capability(kind);
         let axes = attr_string_list(op, "mesh_axes");
@@ -280,8 +356,32 @@ fn plan_task<'c, 'a>(e: &Emitter<'c, 'a>, op: OperationRef<'c, '_>, meshes: &Mes
         };
         let message = count(op, "message_bytes");
         let along = str_attr(op, "along").map(|a| b.strings(&[a]));
-        plan::CollectiveTask { deps: &deps, id, lineage: id, phase, ops: facts.ops, read_bytes: facts.read, write_bytes: facts.write, compute_demand: 0, memory_demand: 0, network_demand: message, ranks: ranks.max(1), group: ConcurrencyGroup::Network, capability, message_bytes: message, results: &[plan_token], optional: plan::CollectiveTaskOptional { mesh_axes: op.attribute("mesh_axes").ok().or(along), block, stage, chunk, microbatch, ..Default::default() } }
-            .build(&b, b.named_location(id, op.location()))
+        plan::CollectiveTask {
+            deps: &deps,
+            id,
+            lineage: id,
+            phase,
+            ops: facts.ops,
+            read_bytes: facts.read,
+            write_bytes: facts.write,
+            compute_demand: 0,
+            memory_demand: 0,
+            network_demand: message,
+            ranks: ranks.max(1),
+            group: ConcurrencyGroup::Network,
+            capability,
+            message_bytes: message,
+            results: &[plan_token],
+            optional: plan::CollectiveTaskOptional {
+                mesh_axes: op.attribute("mesh_axes").ok().or(along),
+                block,
+                stage,
+                chunk,
+                microbatch,
+                ..Default::default()
+            },
+        }
+        .build(&b, b.named_location(id, op.location()))
     };
     let token = result(e.push(built)?, 0);
     if let Ok(dist_token) = op.result(0) {
@@ -360,11 +460,7 @@ fn shard_bytes(op: OperationRef, ty: melior::ir::Type, meshes: &Meshes) -> Optio
     for extent in &shape {
         elements = elements.checked_mul(u64::try_from((*extent)?).ok()?)?;
     }
-    let factor: u64 = split
-        .iter()
-        .flatten()
-        .map(|axis| mesh.axis_size(axis).and_then(|s| u64::try_from(s).ok()).unwrap_or(1))
-        .product();
+    let factor: u64 = split.iter().flatten().map(|axis| mesh.axis_size(axis).and_then(|s| u64::try_from(s).ok()).unwrap_or(1)).product();
     // At most 2^63 - 1: the size is an i64 fact.
     (elements / factor.max(1)).checked_mul(element_bytes).filter(|b| i64::try_from(*b).is_ok())
 }

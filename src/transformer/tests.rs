@@ -95,11 +95,8 @@ fn digests_are_deterministic_and_ignore_non_workload_attributes() {
     // A network tier handed to a later estimate is not part of any layer.
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
-    let text = training_text(&spec).replacen(
-        "module attributes {",
-        "module attributes {blueprint.system = {network_tier = \"tier-a\"}, ",
-        1,
-    );
+    let text =
+        training_text(&spec).replacen("module attributes {", "module attributes {blueprint.system = {network_tier = \"tier-a\"}, ", 1);
     let mut module = parse_module(&context, &sink, text.as_bytes(), "spec").expect("parses");
     run_pipeline(&context, &mut module, PIPELINE).expect("plans");
     let with_tier = ["model", "dist", "plan"].map(|layer| layer_digest(module.as_operation(), layer));
@@ -174,8 +171,5 @@ fn a_failing_pass_leaves_the_module_unchanged() {
     assert!(run_pipeline(&context, &mut module, PIPELINE).is_err());
     assert_eq!(module.as_operation().to_string(), before);
     let diagnostics = sink.take();
-    assert!(
-        diagnostics.iter().any(|d| d.message.contains("mapping.tp = 7 must divide model.hidden")),
-        "{diagnostics:?}"
-    );
+    assert!(diagnostics.iter().any(|d| d.message.contains("mapping.tp = 7 must divide model.hidden")), "{diagnostics:?}");
 }

@@ -36,7 +36,8 @@ pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
         }
         match kind.sync_form().unwrap_or(kind) {
             OpKind::DistValue | OpKind::DistOutput => {
-                let ty = if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
+                let ty =
+                    if kind == OpKind::DistValue { op.result(0).ok().map(|r| r.r#type()) } else { op.operand(0).ok().map(|v| v.r#type()) };
                 if let (Some(mesh), Some(ty)) = (mesh, ty) {
                     check_sharding(checker, op, mesh, "split_axes", ty);
                     if let Some(owners) = i64_array_attr(op, "owners") {
@@ -50,7 +51,11 @@ pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
                 }
             }
             OpKind::DistReshard => check_reshard(checker, op, mesh),
-            k @ (OpKind::DistAllReduce | OpKind::DistReduceScatter | OpKind::DistAllGather | OpKind::DistAllToAll | OpKind::DistBroadcast) => {
+            k @ (OpKind::DistAllReduce
+            | OpKind::DistReduceScatter
+            | OpKind::DistAllGather
+            | OpKind::DistAllToAll
+            | OpKind::DistBroadcast) => {
                 check_collective(checker, op, k, kind.is_async(), mesh);
             }
             OpKind::DistP2P => check_p2p(checker, op, kind.is_async(), mesh),
@@ -71,7 +76,10 @@ fn check_slice(checker: &mut Checker, op: OperationRef, mesh: &Mesh, slice: &[i6
     }
     for ((axis, size), coordinate) in mesh.axes.iter().zip(&mesh.shape).zip(slice) {
         if *coordinate < -1 || *coordinate >= *size {
-            checker.error(op, format!("'slice' coordinate {coordinate} on axis '{axis}' is outside 0..{} (or -1 for every coordinate)", size - 1));
+            checker.error(
+                op,
+                format!("'slice' coordinate {coordinate} on axis '{axis}' is outside 0..{} (or -1 for every coordinate)", size - 1),
+            );
         }
     }
 }
@@ -82,11 +90,9 @@ fn collect_meshes(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) -> Hash
         if kind != OpKind::DistMesh {
             continue;
         }
-        let (Some(name), Some(axes), Some(shape)) = (
-            str_attr(op, "sym_name"),
-            op.attribute("axes").ok().and_then(crate::ir::string_list),
-            i64_array_attr(op, "shape"),
-        ) else {
+        let (Some(name), Some(axes), Some(shape)) =
+            (str_attr(op, "sym_name"), op.attribute("axes").ok().and_then(crate::ir::string_list), i64_array_attr(op, "shape"))
+        else {
             continue;
         };
         let mut ok = true;
@@ -192,7 +198,10 @@ fn check_sharding(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribut
         }
         if let Some(Some(extent)) = shape.get(dim) {
             if factor > 1 && extent % factor != 0 {
-                checker.error(op, format!("dimension {dim} of size {extent} cannot be split evenly over {factor} ranks ('{attribute}' = {axes:?})"));
+                checker.error(
+                    op,
+                    format!("dimension {dim} of size {extent} cannot be split evenly over {factor} ranks ('{attribute}' = {axes:?})"),
+                );
             }
         }
     }
@@ -201,7 +210,8 @@ fn check_sharding(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribut
 fn check_reshard(checker: &mut Checker, op: OperationRef, mesh: Option<&Mesh>) {
     let (Ok(input), Ok(result)) = (op.operand(0), op.result(0)) else { return };
     if input.r#type() != result.r#type() {
-        checker.error(op, format!("must keep the logical type, but {} becomes {}", type_string(input.r#type()), type_string(result.r#type())));
+        checker
+            .error(op, format!("must keep the logical type, but {} becomes {}", type_string(input.r#type()), type_string(result.r#type())));
     }
     if let Some(mesh) = mesh {
         check_sharding(checker, op, mesh, "from_split_axes", input.r#type());
@@ -260,7 +270,14 @@ fn check_collective(checker: &mut Checker, op: OperationRef, kind: OpKind, async
             }
             let axis = int_attr(op, "axis").unwrap_or(0);
             if axis < 0 || axis as usize >= x.len() || x.len() != y.len() {
-                checker.error(op, format!("axis {axis} is not a dimension of both input ({}) and result ({})", type_string(input_ty), type_string(result_ty)));
+                checker.error(
+                    op,
+                    format!(
+                        "axis {axis} is not a dimension of both input ({}) and result ({})",
+                        type_string(input_ty),
+                        type_string(result_ty)
+                    ),
+                );
                 return;
             }
             let axis = axis as usize;
@@ -290,7 +307,14 @@ fn check_collective(checker: &mut Checker, op: OperationRef, kind: OpKind, async
         }
         (OpKind::DistReduceScatter | OpKind::DistAllGather, _, _) => {
             if input_ty != result_ty && (tensor_shape(input_ty).is_some() || tensor_shape(result_ty).is_some()) {
-                checker.error(op, format!("result type {} must be the gathered or scattered input type {}", type_string(result_ty), type_string(input_ty)));
+                checker.error(
+                    op,
+                    format!(
+                        "result type {} must be the gathered or scattered input type {}",
+                        type_string(result_ty),
+                        type_string(input_ty)
+                    ),
+                );
             }
         }
         _ => {}
@@ -362,7 +386,6 @@ fn check_copy(checker: &mut Checker, op: OperationRef, kind: OpKind, meshes: &Ha
         }
     }
 }
-
 
 /// The handle is used only by waits and waited exactly once; every use of
 /// the data result comes after that wait in the wait's block (so the wait

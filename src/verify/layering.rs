@@ -11,41 +11,96 @@ use crate::ir::{dialect_of, name_of, str_attr, visit_nested, Nested};
 /// Attribute names that state placement or target facts, which ModelIR must
 /// never contain.
 const MODEL_FORBIDDEN: &[&str] = &[
-    "tp", "pp", "dp", "tensor_parallel", "pipeline_parallel", "data_parallel", "placement",
-    "mesh", "rank", "ranks", "sharding", "split_axes", "device", "device_id", "physical_device",
-    "kernel", "kernel_id", "implementation_id", "duration", "latency", "queue", "stream",
-    "address", "memory_address", "start_time", "end_time", "bandwidth",
+    "tp",
+    "pp",
+    "dp",
+    "tensor_parallel",
+    "pipeline_parallel",
+    "data_parallel",
+    "placement",
+    "mesh",
+    "rank",
+    "ranks",
+    "sharding",
+    "split_axes",
+    "device",
+    "device_id",
+    "physical_device",
+    "kernel",
+    "kernel_id",
+    "implementation_id",
+    "duration",
+    "latency",
+    "queue",
+    "stream",
+    "address",
+    "memory_address",
+    "start_time",
+    "end_time",
+    "bandwidth",
 ];
 
 /// The reserved names of the distributed layer (seed 003,
 /// `_DISTRIBUTED_RESERVED`): semantic fields of other layers and target facts.
 const DIST_FORBIDDEN: &[&str] = &[
-    "model_spec", "workload_spec", "mapping_spec", "inference_mapping_spec", "inference_phase",
-    "batch_size", "query_tokens", "context_tokens", "datatype", "invocation", "block_memory",
-    "scope", "physical_device", "device_id", "route", "queue", "stream", "kernel",
-    "implementation_id", "start", "start_time", "end", "end_time", "duration", "latency",
+    "model_spec",
+    "workload_spec",
+    "mapping_spec",
+    "inference_mapping_spec",
+    "inference_phase",
+    "batch_size",
+    "query_tokens",
+    "context_tokens",
+    "datatype",
+    "invocation",
+    "block_memory",
+    "scope",
+    "physical_device",
+    "device_id",
+    "route",
+    "queue",
+    "stream",
+    "kernel",
+    "implementation_id",
+    "start",
+    "start_time",
+    "end",
+    "end_time",
+    "duration",
+    "latency",
     "bandwidth",
 ];
 
 /// Target fields a portable plan must not contain.
 const PLAN_FORBIDDEN: &[&str] = &[
-    "kernel", "kernel_id", "implementation_id", "physical_device", "device_id", "memory_bank",
-    "bank", "queue", "stream", "route", "duration", "latency", "start", "start_time", "end",
-    "end_time", "timestamp", "address",
+    "kernel",
+    "kernel_id",
+    "implementation_id",
+    "physical_device",
+    "device_id",
+    "memory_bank",
+    "bank",
+    "queue",
+    "stream",
+    "route",
+    "duration",
+    "latency",
+    "start",
+    "start_time",
+    "end",
+    "end_time",
+    "timestamp",
+    "address",
 ];
 
 /// Names of target libraries and runtimes; no target-neutral layer may
 /// mention them in any string.
-const TARGET_NAMES: &[&str] = &[
-    "cuda", "rocm", "hip", "nccl", "rccl", "cublas", "cudnn", "cutlass", "miopen", "oneccl",
-    "lpu", "ptx", "sass", "hsaco",
-];
+const TARGET_NAMES: &[&str] =
+    &["cuda", "rocm", "hip", "nccl", "rccl", "cublas", "cudnn", "cutlass", "miopen", "oneccl", "lpu", "ptx", "sass", "hsaco"];
 
 /// Dialects that bind a target; none may appear beside Blueprint IR.
-const TARGET_DIALECTS: &[&str] = &[
-    "gpu", "nvvm", "rocdl", "nvgpu", "amdgpu", "xegpu", "xevm", "spirv", "amx", "x86vector",
-    "arm_neon", "arm_sve", "arm_sme",
-];
+const TARGET_DIALECTS: &[&str] =
+    &["gpu", "nvvm", "rocdl", "nvgpu", "amdgpu", "xegpu", "xevm", "spirv", "amx", "x86vector", "arm_neon", "arm_sve", "arm_sme"];
 
 struct Layer {
     dialect: &'static str,
@@ -90,8 +145,7 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(crate::ods::Op
         }
     }
     for layer in &LAYERS {
-        let layer_ops: Vec<OperationRef> =
-            ops.iter().filter(|(kind, _)| kind.dialect() == layer.dialect).map(|(_, op)| *op).collect();
+        let layer_ops: Vec<OperationRef> = ops.iter().filter(|(kind, _)| kind.dialect() == layer.dialect).map(|(_, op)| *op).collect();
         if layer_ops.is_empty() {
             continue;
         }
@@ -117,9 +171,7 @@ fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
         checker.error(extra, format!("is a second header; the first is at {}", position_of(first)));
     }
     for &header in &headers {
-        let at_module_scope = header
-            .parent_operation()
-            .is_some_and(|parent| name_of(parent) == "builtin.module");
+        let at_module_scope = header.parent_operation().is_some_and(|parent| name_of(parent) == "builtin.module");
         if !at_module_scope {
             checker.error(header, "must be at module scope");
         }
@@ -131,8 +183,8 @@ fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
         if let Some(version) = str_attr(header, "schema_version") {
             let mut parts = version.split('.');
             let major = parts.next().unwrap_or("");
-            let well_formed = parts.next().is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()))
-                && parts.next().is_none();
+            let well_formed =
+                parts.next().is_some_and(|m| !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit())) && parts.next().is_none();
             if major != SCHEMA_MAJOR || !well_formed {
                 checker.error(header, format!("unsupported schema_version '{version}' (this build reads {SCHEMA_MAJOR}.x)"));
             }
@@ -140,7 +192,10 @@ fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
         if let Some(attribute) = layer.digest_attribute {
             if let Some(digest) = str_attr(header, attribute) {
                 if !is_content_digest(digest) {
-                    checker.error(header, format!("attribute '{attribute}' must be 'sha256:' followed by 64 lowercase hex digits, but got '{digest}'"));
+                    checker.error(
+                        header,
+                        format!("attribute '{attribute}' must be 'sha256:' followed by 64 lowercase hex digits, but got '{digest}'"),
+                    );
                 }
             }
         }
@@ -150,9 +205,7 @@ fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
 /// Whether `digest` has the form of a Blueprint content digest.
 #[must_use]
 pub fn is_content_digest(digest: &str) -> bool {
-    digest
-        .strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+    digest.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
 fn check_unique(checker: &mut Checker, ops: &[OperationRef], attribute: &str, what: &str) {
@@ -164,10 +217,7 @@ fn check_unique(checker: &mut Checker, ops: &[OperationRef], attribute: &str, wh
             continue;
         }
         match seen.get(value) {
-            Some(&first) => checker.error(
-                op,
-                format!("redefines {what} '{value}' (first defined at {})", position_of(first)),
-            ),
+            Some(&first) => checker.error(op, format!("redefines {what} '{value}' (first defined at {})", position_of(first))),
             None => {
                 seen.insert(value, op);
             }
@@ -186,12 +236,18 @@ fn check_forbidden(checker: &mut Checker, op: OperationRef, layer: &Layer) {
         visit_nested(value, &mut |nested| match nested {
             Nested::Key(key) => {
                 if names_forbidden(layer.forbidden, key) {
-                    problems.push(format!("attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer", layer.dialect));
+                    problems.push(format!(
+                        "attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer",
+                        layer.dialect
+                    ));
                 }
             }
             Nested::String(text) => {
                 if let Some(target) = target_name_in(text) {
-                    problems.push(format!("attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral", layer.dialect));
+                    problems.push(format!(
+                        "attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
+                        layer.dialect
+                    ));
                 }
             }
         });

@@ -17,7 +17,6 @@ mod step;
 
 use melior::ir::{operation::OperationLike, OperationRef};
 
-
 use crate::{
     diagnostics::{emit_error, source_position},
     ir::{collect_ops, name_of},

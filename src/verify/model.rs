@@ -50,10 +50,7 @@ fn check_operands_are_model_values(checker: &mut Checker, op: OperationRef) {
     for (index, operand) in op.operands().enumerate() {
         let from_model = defining_op(operand).is_some_and(|def| dialect_of(&name_of(def)) == "model");
         if !from_model {
-            checker.error(
-                op,
-                format!("operand #{index} is not defined by a ModelIR op (values enter ModelIR through 'model.value')"),
-            );
+            checker.error(op, format!("operand #{index} is not defined by a ModelIR op (values enter ModelIR through 'model.value')"));
         }
     }
 }
@@ -62,11 +59,9 @@ fn check_operands_are_model_values(checker: &mut Checker, op: OperationRef) {
 const INFERENCE_FIXED_OPERANDS: usize = 11;
 
 fn check_inference(checker: &mut Checker, op: OperationRef) {
-    let (Some(phase), Some(query), Some(context)) = (
-        enum_attr::<InferencePhase>(op, "phase"),
-        int_attr(op, "query_tokens"),
-        int_attr(op, "context_tokens"),
-    ) else {
+    let (Some(phase), Some(query), Some(context)) =
+        (enum_attr::<InferencePhase>(op, "phase"), int_attr(op, "query_tokens"), int_attr(op, "context_tokens"))
+    else {
         return;
     };
     if phase == InferencePhase::Prefill && context != query {
@@ -96,7 +91,11 @@ fn check_fork(checker: &mut Checker, op: OperationRef) {
         if result.r#type() != input.r#type() {
             checker.error(
                 op,
-                format!("result #{index} has type {}, but the input has type {}", type_string(result.r#type()), type_string(input.r#type())),
+                format!(
+                    "result #{index} has type {}, but the input has type {}",
+                    type_string(result.r#type()),
+                    type_string(input.r#type())
+                ),
             );
         }
     }
@@ -105,11 +104,7 @@ fn check_fork(checker: &mut Checker, op: OperationRef) {
 /// `Y[..., K] = X[..., N] x W[N, K]` with static dims checked exactly.
 fn check_matmul(checker: &mut Checker, op: OperationRef) {
     let (Ok(lhs), Ok(rhs), Ok(result)) = (op.operand(0), op.operand(1), op.result(0)) else { return };
-    let (Some(x), Some(w), Some(y)) = (
-        tensor_shape(lhs.r#type()),
-        tensor_shape(rhs.r#type()),
-        tensor_shape(result.r#type()),
-    ) else {
+    let (Some(x), Some(w), Some(y)) = (tensor_shape(lhs.r#type()), tensor_shape(rhs.r#type()), tensor_shape(result.r#type())) else {
         return;
     };
     if x.is_empty() || w.len() != 2 {
@@ -123,8 +118,7 @@ fn check_matmul(checker: &mut Checker, op: OperationRef) {
     }
     let mut expected = x[..x.len() - 1].to_vec();
     expected.push(w[1]);
-    let compatible = expected.len() == y.len()
-        && expected.iter().zip(&y).all(|(e, r)| e.is_none() || r.is_none() || e == r);
+    let compatible = expected.len() == y.len() && expected.iter().zip(&y).all(|(e, r)| e.is_none() || r.is_none() || e == r);
     if !compatible {
         checker.error(op, format!("result type {} does not match input and weight shapes", type_string(result.r#type())));
     }
@@ -162,7 +156,14 @@ fn check_split(checker: &mut Checker, op: OperationRef) {
     expected[dim] = Some(extent / parts);
     for (index, result) in op.results().enumerate() {
         if tensor_shape(result.r#type()).is_some_and(|s| s != expected) {
-            checker.error(op, format!("result #{index} has type {}, but splitting gives dimension {dim} of size {}", type_string(result.r#type()), extent / parts));
+            checker.error(
+                op,
+                format!(
+                    "result #{index} has type {}, but splitting gives dimension {dim} of size {}",
+                    type_string(result.r#type()),
+                    extent / parts
+                ),
+            );
         }
     }
 }

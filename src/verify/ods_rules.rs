@@ -6,10 +6,7 @@
 use melior::ir::{operation::OperationLike, OperationRef};
 
 use super::Checker;
-use crate::{
-    ir::dialect_of,
-    ods::OpKind,
-};
+use crate::{ir::dialect_of, ods::OpKind};
 
 /// Attributes MLIR itself may put on an op with variadic operand groups.
 const STRUCTURAL_ATTRIBUTES: [&str; 2] = ["operandSegmentSizes", "resultSegmentSizes"];

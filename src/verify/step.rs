@@ -108,7 +108,9 @@ fn check_pipeline(checker: &mut Checker, p: &Pipeline, meshes: &Meshes) {
     let op = p.op;
     if let (Some(mesh), Some(along)) = (meshes.of_op(op), str_attr(op, "along")) {
         match mesh.axis_size(along) {
-            None => checker.error(op, format!("'along' axis '{along}' is not an axis of mesh @{}", symbol_attr(op, "mesh").unwrap_or_default())),
+            None => {
+                checker.error(op, format!("'along' axis '{along}' is not an axis of mesh @{}", symbol_attr(op, "mesh").unwrap_or_default()))
+            }
             Some(size) if u64::try_from(size).ok() != Some(p.stages) => {
                 checker.error(op, format!("has {} stages, but mesh axis '{along}' has size {size}", p.stages));
             }
@@ -127,7 +129,13 @@ fn check_pipeline(checker: &mut Checker, p: &Pipeline, meshes: &Meshes) {
             checker.error(op, "schedule 'interleaved_one_f_one_b' needs at least 2 chunks per stage");
         }
         Some(PipelineSchedule::InterleavedOneFOneB) if p.stages > 0 && p.microbatches % p.stages != 0 => {
-            checker.error(op, format!("schedule 'interleaved_one_f_one_b' needs the microbatches ({}) to be a multiple of the stages ({})", p.microbatches, p.stages));
+            checker.error(
+                op,
+                format!(
+                    "schedule 'interleaved_one_f_one_b' needs the microbatches ({}) to be a multiple of the stages ({})",
+                    p.microbatches, p.stages
+                ),
+            );
         }
         _ => {}
     }
@@ -136,7 +144,14 @@ fn check_pipeline(checker: &mut Checker, p: &Pipeline, meshes: &Meshes) {
 fn check_chunk<'c, 'a>(checker: &mut Checker, op: OperationRef<'c, 'a>, p: &mut Pipeline<'c, 'a>, dialect: &str) {
     let (stage, chunk) = (count(op, "stage"), count(op, "chunk"));
     if stage >= p.stages || chunk >= p.chunks {
-        checker.error(op, format!("is stage {stage} chunk {chunk}, but the pipeline has stages 0..{} and chunks 0..{}", p.stages.saturating_sub(1), p.chunks.saturating_sub(1)));
+        checker.error(
+            op,
+            format!(
+                "is stage {stage} chunk {chunk}, but the pipeline has stages 0..{} and chunks 0..{}",
+                p.stages.saturating_sub(1),
+                p.chunks.saturating_sub(1)
+            ),
+        );
         return;
     }
     if let Some(first) = p.chunk_ops.get(&(stage, chunk)) {
@@ -156,9 +171,11 @@ fn check_chunk<'c, 'a>(checker: &mut Checker, op: OperationRef<'c, 'a>, p: &mut 
     }
     let token = format!("!{dialect}.token");
     for (index, name) in ["template", "boundary"].iter().enumerate() {
-        let arguments = op.region(index).ok().and_then(|r| r.first_block()).map(|b| {
-            (0..b.argument_count()).filter_map(|i| b.argument(i).ok()).map(|a| type_string(a.r#type())).collect::<Vec<_>>()
-        });
+        let arguments = op
+            .region(index)
+            .ok()
+            .and_then(|r| r.first_block())
+            .map(|b| (0..b.argument_count()).filter_map(|i| b.argument(i).ok()).map(|a| type_string(a.r#type())).collect::<Vec<_>>());
         if arguments.as_deref() != Some(std::slice::from_ref(&token)) {
             checker.error(op, format!("'{name}' region must take one {token} argument (the entry token)"));
         }
@@ -185,7 +202,15 @@ fn check_schedule<'c, 'a>(checker: &mut Checker, op: OperationRef<'c, 'a>, p: &m
     let pairs = p.microbatches.saturating_mul(p.chunks);
     let expected = usize::try_from(pairs.saturating_mul(2)).unwrap_or(usize::MAX);
     if slots.len() / 3 != expected {
-        checker.error(op, format!("has {} slots, but {} microbatches x {} chunks need {expected} (a forward and a backward each)", slots.len() / 3, p.microbatches, p.chunks));
+        checker.error(
+            op,
+            format!(
+                "has {} slots, but {} microbatches x {} chunks need {expected} (a forward and a backward each)",
+                slots.len() / 3,
+                p.microbatches,
+                p.chunks
+            ),
+        );
         return;
     }
     let mut state = vec![0u8; expected / 2];

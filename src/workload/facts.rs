@@ -12,9 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::spec::TrainingSpec;
-use super::training::{
-    share, BlockDerivation, BlockMemory, CollectiveKind, Phase, PrimitiveInvocation,
-};
+use super::training::{share, BlockDerivation, BlockMemory, CollectiveKind, Phase, PrimitiveInvocation};
 
 /// Relative tolerance for the per-rank shares of sharded state and work,
 /// which are quotients (Calculon computes them in floating point).
@@ -94,11 +92,7 @@ impl BlockFacts {
     /// Facts of a derivation: per-phase sums of its invocations plus memory.
     #[must_use]
     pub fn from_derivation(derivation: &BlockDerivation, spec: &TrainingSpec) -> Self {
-        facts_from_work(
-            derivation.invocations.iter().map(WorkItem::from),
-            &derivation.memory,
-            spec,
-        )
+        facts_from_work(derivation.invocations.iter().map(WorkItem::from), &derivation.memory, spec)
     }
 
     /// Every field with its oracle name, in declaration order.
@@ -198,9 +192,7 @@ impl WorkTotals {
     pub fn add(&mut self, item: WorkItem) {
         let sum = &mut self.sums[item.phase.index()];
         sum.ops = sum.ops.saturating_add(item.ops);
-        sum.bytes = sum
-            .bytes
-            .saturating_add(item.read_bytes.saturating_add(item.write_bytes));
+        sum.bytes = sum.bytes.saturating_add(item.read_bytes.saturating_add(item.write_bytes));
         sum.items = sum.items.saturating_add(1);
         sum.ops_per_rank += share(item.ops, item.shared_by);
         sum.bytes_per_rank += share(item.read_bytes.saturating_add(item.write_bytes), item.shared_by);
@@ -238,23 +230,13 @@ pub fn pipeline_message_bytes(spec: &TrainingSpec) -> u64 {
         return 0;
     }
     let tokens = spec.workload.microbatch.saturating_mul(model.seq_len);
-    let tokens = if map.pipeline_sequence_split() {
-        tokens.checked_div(map.tp).unwrap_or(0)
-    } else {
-        tokens
-    };
-    tokens
-        .saturating_mul(model.hidden)
-        .saturating_mul(spec.workload.datatype.bytes())
+    let tokens = if map.pipeline_sequence_split() { tokens.checked_div(map.tp).unwrap_or(0) } else { tokens };
+    tokens.saturating_mul(model.hidden).saturating_mul(spec.workload.datatype.bytes())
 }
 
 /// Builds the facts from any work items plus the block memory.
 #[must_use]
-pub fn facts_from_work(
-    items: impl IntoIterator<Item = WorkItem>,
-    memory: &BlockMemory,
-    spec: &TrainingSpec,
-) -> BlockFacts {
+pub fn facts_from_work(items: impl IntoIterator<Item = WorkItem>, memory: &BlockMemory, spec: &TrainingSpec) -> BlockFacts {
     let totals: WorkTotals = items.into_iter().collect();
     let fw = totals.phase(Phase::Forward);
     let agrad = totals.phase(Phase::ActivationGradient);
@@ -279,11 +261,7 @@ pub fn facts_from_work(
         block_bw_pp_size: pp,
         // The block's weight gradients are synchronised over DP (Calculon
         // sizes the message as the low-precision weights).
-        block_dp_size: if spec.mapping.dp > 1 {
-            memory.weights
-        } else {
-            0
-        },
+        block_dp_size: if spec.mapping.dp > 1 { memory.weights } else { 0 },
         block_weight_space: memory.weights,
         block_act_working_space: memory.act_working_space,
         block_act_storage_space: memory.act_storage_space,

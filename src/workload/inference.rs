@@ -58,10 +58,7 @@ use serde::{Deserialize, Serialize};
 use super::facts::WorkTotals;
 use super::inference_spec::{InferencePhase, InferenceSpec};
 use super::spec::SpecError;
-use super::training::{
-    BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive,
-    PrimitiveInvocation,
-};
+use super::training::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation};
 
 /// One derived inference pass: the block's invocations plus the KV-cache
 /// and weight traffic that the invocation bytes contain.
@@ -89,12 +86,7 @@ pub struct InferencePass {
 pub fn derive_prefill_pass(spec: &InferenceSpec) -> Result<InferencePass, SpecError> {
     spec.validate()?;
     let prompt = spec.workload.prompt_tokens;
-    Ok(derive_validated(
-        spec,
-        InferencePhase::Prefill,
-        prompt,
-        prompt,
-    ))
+    Ok(derive_validated(spec, InferencePhase::Prefill, prompt, prompt))
 }
 
 /// Derives one decode step of one block per TP rank: a single new token per
@@ -104,26 +96,14 @@ pub fn derive_prefill_pass(spec: &InferenceSpec) -> Result<InferencePass, SpecEr
 /// The first rule of [`InferenceSpec::validate`] that `spec` violates, or
 /// [`SpecError::DecodeContextOutOfRange`] unless
 /// `prompt_tokens < context_tokens ≤ model.seq_len`.
-pub fn derive_decode_pass(
-    spec: &InferenceSpec,
-    context_tokens: u64,
-) -> Result<InferencePass, SpecError> {
+pub fn derive_decode_pass(spec: &InferenceSpec, context_tokens: u64) -> Result<InferencePass, SpecError> {
     spec.validate()?;
     let min = spec.workload.prompt_tokens + 1;
     let max = spec.model.seq_len;
     if !(min..=max).contains(&context_tokens) {
-        return Err(SpecError::DecodeContextOutOfRange {
-            context: context_tokens,
-            min,
-            max,
-        });
+        return Err(SpecError::DecodeContextOutOfRange { context: context_tokens, min, max });
     }
-    Ok(derive_validated(
-        spec,
-        InferencePhase::Decode,
-        1,
-        context_tokens,
-    ))
+    Ok(derive_validated(spec, InferencePhase::Decode, 1, context_tokens))
 }
 
 /// [`derive_prefill_pass`] without the KV / weight traffic summary.
@@ -138,10 +118,7 @@ pub fn derive_prefill_block(spec: &InferenceSpec) -> Result<BlockDerivation, Spe
 ///
 /// # Errors
 /// As [`derive_decode_pass`].
-pub fn derive_decode_block(
-    spec: &InferenceSpec,
-    context_tokens: u64,
-) -> Result<BlockDerivation, SpecError> {
+pub fn derive_decode_block(spec: &InferenceSpec, context_tokens: u64) -> Result<BlockDerivation, SpecError> {
     derive_decode_pass(spec, context_tokens).map(|pass| pass.derivation)
 }
 
@@ -238,25 +215,10 @@ struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     fn new(dims: &'a Dims, phase: Phase) -> Self {
-        Self {
-            dims,
-            phase,
-            invocations: Vec::new(),
-            weights: 0,
-            matmul_weights: 0,
-            act_working: 0,
-            kv_read: 0,
-            kv_write: 0,
-        }
+        Self { dims, phase, invocations: Vec::new(), weights: 0, matmul_weights: 0, act_working: 0, kv_read: 0, kv_write: 0 }
     }
 
-    fn push(
-        &mut self,
-        source: &str,
-        primitive: Primitive,
-        work: Work,
-        collective: Option<CollectiveFacts>,
-    ) {
+    fn push(&mut self, source: &str, primitive: Primitive, work: Work, collective: Option<CollectiveFacts>) {
         self.invocations.push(PrimitiveInvocation {
             name: format!("{source}.{}", self.phase.suffix()),
             primitive,
@@ -280,11 +242,7 @@ impl<'a> Builder<'a> {
     fn layer_norm(&mut self, source: &str, elems: u64) {
         let e = self.dims.elem;
         let params = 2 * self.dims.hidden;
-        let work = Work {
-            ops: 9 * elems,
-            read: (elems + params) * e,
-            write: elems * e,
-        };
+        let work = Work { ops: 9 * elems, read: (elems + params) * e, write: elems * e };
         self.push(source, Primitive::LayerNorm, work, None);
         self.weights += params * e;
     }
@@ -298,11 +256,7 @@ impl<'a> Builder<'a> {
             Output::Activation => m * k * d.elem,
             Output::KvCache => m * k * d.kv_elem,
         };
-        let work = Work {
-            ops: 2 * m * n * k,
-            read: x + w,
-            write: y,
-        };
+        let work = Work { ops: 2 * m * n * k, read: x + w, write: y };
         self.push(source, Primitive::Matmul, work, None);
         self.weights += w;
         self.matmul_weights += w;
@@ -320,11 +274,8 @@ impl<'a> Builder<'a> {
         let d = self.dims;
         let q = d.batch * d.heads_local * d.new * d.head_dim * d.elem;
         let k_cache = d.kv_elems(d.context) * d.kv_elem;
-        let work = Work {
-            ops: 2 * d.batch * d.heads_local * d.new * d.head_dim * d.context,
-            read: q + k_cache,
-            write: d.scores() * d.elem,
-        };
+        let work =
+            Work { ops: 2 * d.batch * d.heads_local * d.new * d.head_dim * d.context, read: q + k_cache, write: d.scores() * d.elem };
         self.push(source, Primitive::BatchMatmul, work, None);
         self.kv_read += k_cache;
         self.act_working += q + d.kv_elems(d.new) * d.kv_elem;
@@ -347,20 +298,9 @@ impl<'a> Builder<'a> {
 
     /// Elementwise primitive reading `inputs` tensors of `elems` elements
     /// and writing one, owning its inputs.
-    fn elementwise(
-        &mut self,
-        source: &str,
-        primitive: Primitive,
-        elems: u64,
-        ops_per_elem: u64,
-        inputs: u64,
-    ) {
+    fn elementwise(&mut self, source: &str, primitive: Primitive, elems: u64, ops_per_elem: u64, inputs: u64) {
         let bytes = elems * self.dims.elem;
-        let work = Work {
-            ops: ops_per_elem * elems,
-            read: inputs * bytes,
-            write: bytes,
-        };
+        let work = Work { ops: ops_per_elem * elems, read: inputs * bytes, write: bytes };
         self.push(source, primitive, work, None);
         self.act_working += inputs * bytes;
     }
@@ -369,11 +309,7 @@ impl<'a> Builder<'a> {
     /// one-byte-per-element mask written and held.
     fn dropout(&mut self, source: &str, elems: u64) {
         let bytes = elems * self.dims.elem;
-        let work = Work {
-            ops: elems,
-            read: bytes,
-            write: bytes + elems,
-        };
+        let work = Work { ops: elems, read: bytes, write: bytes + elems };
         self.push(source, Primitive::Dropout, work, None);
         self.act_working += elems;
     }
@@ -381,11 +317,7 @@ impl<'a> Builder<'a> {
     /// `y = x + r` over tensors owned by the fork.
     fn residual(&mut self, source: &str, elems: u64) {
         let bytes = elems * self.dims.elem;
-        let work = Work {
-            ops: elems,
-            read: 2 * bytes,
-            write: bytes,
-        };
+        let work = Work { ops: elems, read: 2 * bytes, write: bytes };
         self.push(source, Primitive::ResidualAdd, work, None);
     }
 
@@ -399,27 +331,15 @@ impl<'a> Builder<'a> {
         }
         let elems = d.activation();
         let bytes = elems * d.elem;
-        let work = Work {
-            ops: elems / d.tp * (d.tp - 1),
-            read: bytes,
-            write: bytes,
-        };
-        let facts = CollectiveFacts {
-            kind: CollectiveKind::AllReduce,
-            message_bytes: bytes,
-        };
+        let work = Work { ops: elems / d.tp * (d.tp - 1), read: bytes, write: bytes };
+        let facts = CollectiveFacts { kind: CollectiveKind::AllReduce, message_bytes: bytes };
         self.push(source, Primitive::Collective, work, Some(facts));
         self.act_working += bytes;
     }
 }
 
 /// Derivation proper; `spec` must be valid and the lengths in range.
-fn derive_validated(
-    spec: &InferenceSpec,
-    pass: InferencePhase,
-    new: u64,
-    context: u64,
-) -> InferencePass {
+fn derive_validated(spec: &InferenceSpec, pass: InferencePhase, new: u64, context: u64) -> InferencePass {
     let (m, map) = (&spec.model, &spec.mapping);
     let dims = Dims {
         batch: spec.workload.batch,
@@ -447,24 +367,14 @@ fn derive_validated(
     b.fork(act);
     b.layer_norm("attn.ln", act);
     b.fork(act); // the Q/K/V input, shared by the three projections
-    b.linear(
-        "attn.q",
-        (tokens, hidden, q_width),
-        false,
-        Output::Activation,
-    );
+    b.linear("attn.q", (tokens, hidden, q_width), false, Output::Activation);
     b.linear("attn.k", (tokens, hidden, kv_width), false, Output::KvCache);
     b.linear("attn.v", (tokens, hidden, kv_width), false, Output::KvCache);
     b.scores("attn.scores");
     b.elementwise("attn.softmax", Primitive::Softmax, dims.scores(), 5, 1);
     b.dropout("attn.prob_dropout", dims.scores());
     b.context("attn.context");
-    b.linear(
-        "attn.proj",
-        (tokens, q_width, hidden),
-        true,
-        Output::Activation,
-    );
+    b.linear("attn.proj", (tokens, q_width, hidden), true, Output::Activation);
     b.tp_exit("attn.tp_exit");
     b.dropout("attn.dropout", act);
     b.residual("attn.residual", act);
@@ -489,11 +399,7 @@ fn derive_validated(
     InferencePass {
         derivation: BlockDerivation {
             invocations: b.invocations,
-            memory: BlockMemory {
-                weights: b.weights,
-                act_working_space: b.act_working,
-                ..BlockMemory::default()
-            },
+            memory: BlockMemory { weights: b.weights, act_working_space: b.act_working, ..BlockMemory::default() },
         },
         pass,
         new_tokens: new,
@@ -547,12 +453,7 @@ impl InferencePassFacts {
         let totals: WorkTotals = derivation.invocations.iter().map(Into::into).collect();
         let sum = totals.phase(invocation_phase(pass.pass));
         let matmul_ops = |primitive: Primitive| -> u64 {
-            derivation
-                .invocations
-                .iter()
-                .filter(|inv| inv.primitive == primitive)
-                .map(|inv| inv.ops)
-                .sum()
+            derivation.invocations.iter().filter(|inv| inv.primitive == primitive).map(|inv| inv.ops).sum()
         };
         let gemm = matmul_ops(Primitive::Matmul);
         let attn = matmul_ops(Primitive::BatchMatmul);
@@ -591,18 +492,9 @@ impl InferencePassFacts {
         [
             ("per_gpu_layer_flops", self.per_gpu_layer_flops),
             ("per_gpu_layer_flops_gemm", self.per_gpu_layer_flops_gemm),
-            (
-                "per_gpu_layer_flops_attn_bmm",
-                self.per_gpu_layer_flops_attn_bmm,
-            ),
-            (
-                "per_gpu_layer_weight_bytes",
-                self.per_gpu_layer_weight_bytes,
-            ),
-            (
-                "per_gpu_layer_kv_bytes_read",
-                self.per_gpu_layer_kv_bytes_read,
-            ),
+            ("per_gpu_layer_flops_attn_bmm", self.per_gpu_layer_flops_attn_bmm),
+            ("per_gpu_layer_weight_bytes", self.per_gpu_layer_weight_bytes),
+            ("per_gpu_layer_kv_bytes_read", self.per_gpu_layer_kv_bytes_read),
         ]
     }
 }
@@ -637,25 +529,13 @@ impl DecodeRunTotals {
         Self {
             steps,
             flops: series(first.block_fw_flops, last.block_fw_flops),
-            flops_gemm: series(
-                first.per_gpu_layer_flops_gemm,
-                last.per_gpu_layer_flops_gemm,
-            ),
-            flops_attn_bmm: series(
-                first.per_gpu_layer_flops_attn_bmm,
-                last.per_gpu_layer_flops_attn_bmm,
-            ),
+            flops_gemm: series(first.per_gpu_layer_flops_gemm, last.per_gpu_layer_flops_gemm),
+            flops_attn_bmm: series(first.per_gpu_layer_flops_attn_bmm, last.per_gpu_layer_flops_attn_bmm),
             mem_accessed: series(first.block_fw_mem_accessed, last.block_fw_mem_accessed),
             tp_message_bytes: series(first.baseblock_fw_tp_size, last.baseblock_fw_tp_size),
             collectives: series(first.collectives, last.collectives),
-            weight_bytes_read: series(
-                first.per_gpu_layer_weight_bytes,
-                last.per_gpu_layer_weight_bytes,
-            ),
-            kv_bytes_read: series(
-                first.per_gpu_layer_kv_bytes_read,
-                last.per_gpu_layer_kv_bytes_read,
-            ),
+            weight_bytes_read: series(first.per_gpu_layer_weight_bytes, last.per_gpu_layer_weight_bytes),
+            kv_bytes_read: series(first.per_gpu_layer_kv_bytes_read, last.per_gpu_layer_kv_bytes_read),
             kv_bytes_written: series(first.kv_bytes_written, last.kv_bytes_written),
         }
     }
@@ -692,15 +572,10 @@ impl InferenceFacts {
         let (decode_at_final_context, decode_run) = if generated == 0 {
             (None, DecodeRunTotals::default())
         } else {
-            let step = |context| {
-                derive_decode_pass(spec, context).map(|p| InferencePassFacts::from_pass(&p))
-            };
+            let step = |context| derive_decode_pass(spec, context).map(|p| InferencePassFacts::from_pass(&p));
             let first = step(prompt + 1)?;
             let last = step(final_context)?;
-            (
-                Some(last),
-                DecodeRunTotals::arithmetic(generated, &first, &last),
-            )
+            (Some(last), DecodeRunTotals::arithmetic(generated, &first, &last))
         };
         Ok(Self {
             prefill,

@@ -17,10 +17,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::spec::{
-    in_range, parse_json, positive, tp_divides, work_scale, Datatype, ModelSpec, SpecError,
-    MAX_WORK_SCALE, MAX_WORLD_SIZE,
-};
+use super::spec::{in_range, parse_json, positive, tp_divides, work_scale, Datatype, ModelSpec, SpecError, MAX_WORK_SCALE, MAX_WORLD_SIZE};
 
 /// Which phases of a request a spec is about (the Calculon cases say
 /// `"phase": "prefill"`). Absent means the whole request: the prefill, then
@@ -119,21 +116,12 @@ impl TryFrom<RawInferenceSpec> for InferenceSpec {
         if !model.contains_key("seq_len") {
             // Saturating: an overflowing context is reported by `validate`
             // as `TooLarge`, not as a parse error.
-            model.insert(
-                "seq_len".to_owned(),
-                Value::from(raw.workload.final_context()),
-            );
+            model.insert("seq_len".to_owned(), Value::from(raw.workload.final_context()));
         }
         // ModelSpec's own deserializer: unknown / missing / mistyped model
         // fields are rejected exactly as for training.
-        let model: ModelSpec =
-            serde_json::from_value(Value::Object(model)).map_err(|err| format!("model: {err}"))?;
-        Ok(Self {
-            name: raw.name,
-            model,
-            workload: raw.workload,
-            mapping: raw.mapping,
-        })
+        let model: ModelSpec = serde_json::from_value(Value::Object(model)).map_err(|err| format!("model: {err}"))?;
+        Ok(Self { name: raw.name, model, workload: raw.workload, mapping: raw.mapping })
     }
 }
 
@@ -186,16 +174,11 @@ impl InferenceSpec {
             });
         };
         if context > model.seq_len {
-            return Err(SpecError::ContextExceedsSeqLen {
-                context,
-                seq_len: model.seq_len,
-            });
+            return Err(SpecError::ContextExceedsSeqLen { context, seq_len: model.seq_len });
         }
         match work.phase {
             Some(InferencePhase::Prefill) if work.generated_tokens != 0 => {
-                return Err(SpecError::PrefillWithGeneratedTokens {
-                    generated_tokens: work.generated_tokens,
-                });
+                return Err(SpecError::PrefillWithGeneratedTokens { generated_tokens: work.generated_tokens });
             }
             Some(InferencePhase::Decode) if work.generated_tokens == 0 => {
                 return Err(SpecError::DecodeWithoutGeneratedTokens);
@@ -210,26 +193,16 @@ impl InferenceSpec {
         // (GenZ: per-rank KV heads max(kv_heads/TP, 1)).
         let kv_heads = model.kv_heads();
         if !(kv_heads.is_multiple_of(map.tp) || map.tp.is_multiple_of(kv_heads)) {
-            return Err(SpecError::KvHeadsTpMismatch {
-                kv_heads,
-                tp: map.tp,
-            });
+            return Err(SpecError::KvHeadsTpMismatch { kv_heads, tp: map.tp });
         }
         tp_divides("model.ffn_hidden", model.ffn_hidden, map.tp)?;
         if !model.blocks.is_multiple_of(map.pp) {
-            return Err(SpecError::PipelineBlocksNotDivisible {
-                blocks: model.blocks,
-                pp: map.pp,
-            });
+            return Err(SpecError::PipelineBlocksNotDivisible { blocks: model.blocks, pp: map.pp });
         }
 
         let world = u128::from(map.tp) * u128::from(map.pp);
         if world > u128::from(MAX_WORLD_SIZE) {
-            return Err(SpecError::TooLarge {
-                what: "mapping.tp × mapping.pp",
-                value: world,
-                limit: u128::from(MAX_WORLD_SIZE),
-            });
+            return Err(SpecError::TooLarge { what: "mapping.tp × mapping.pp", value: world, limit: u128::from(MAX_WORLD_SIZE) });
         }
         // Same bound as training, with the longest servable context as the
         // sequence: every prefill / decode-step quantity, and every whole-run

@@ -6,18 +6,11 @@ use serde_json::{json, Value};
 
 use super::*;
 
-const CALCULON_ORACLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/oracles/inference/prefill-calculon.json"
-);
-const GENZ_ORACLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/oracles/inference/llama2-genz.json"
-);
+const CALCULON_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/inference/prefill-calculon.json");
+const GENZ_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/inference/llama2-genz.json");
 
 fn oracle_cases(path: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|err| panic!("cannot read oracle {path}: {err}"));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read oracle {path}: {err}"));
     let doc: Value = serde_json::from_str(&text).expect("oracle is JSON");
     doc["cases"].as_array().expect("cases array").clone()
 }
@@ -30,21 +23,13 @@ fn case_spec(case: &Value) -> InferenceSpec {
         "workload": case["workload"],
         "mapping": case["mapping"],
     });
-    InferenceSpec::from_json(&doc.to_string())
-        .unwrap_or_else(|err| panic!("{}: {err}", case["name"]))
+    InferenceSpec::from_json(&doc.to_string()).unwrap_or_else(|err| panic!("{}: {err}", case["name"]))
 }
 
 /// Compares every key of `expected` with the named `fields`; unknown or
 /// missing keys are mismatches too.
-fn compare(
-    label: &str,
-    fields: &[(&'static str, u64)],
-    expected: &Value,
-    report: &mut Vec<String>,
-) {
-    let expected = expected
-        .as_object()
-        .unwrap_or_else(|| panic!("{label}: oracle object"));
+fn compare(label: &str, fields: &[(&'static str, u64)], expected: &Value, report: &mut Vec<String>) {
+    let expected = expected.as_object().unwrap_or_else(|| panic!("{label}: oracle object"));
     let names: HashSet<&str> = fields.iter().map(|(n, _)| *n).collect();
     for key in expected.keys() {
         if !names.contains(key.as_str()) {
@@ -121,18 +106,9 @@ fn calculon_prefill_oracle_matches_exactly() {
         let got = InferenceFacts::from_spec(&spec).expect("facts");
         assert_eq!(got.decode_at_final_context, None);
         let label = case["name"].as_str().expect("name");
-        compare(
-            label,
-            &got.prefill.calculon_fields(),
-            &case["block"],
-            &mut report,
-        );
+        compare(label, &got.prefill.calculon_fields(), &case["block"], &mut report);
     }
-    assert!(
-        report.is_empty(),
-        "oracle mismatches:\n{}",
-        report.join("\n")
-    );
+    assert!(report.is_empty(), "oracle mismatches:\n{}", report.join("\n"));
 }
 
 #[test]
@@ -144,33 +120,16 @@ fn genz_llama2_oracle_matches_exactly() {
         let spec = case_spec(case);
         let got = InferenceFacts::from_spec(&spec).expect("facts");
         let label = case["name"].as_str().expect("name");
-        compare(
-            &format!("{label}.prefill"),
-            &got.prefill.genz_fields(),
-            &case["prefill"],
-            &mut report,
-        );
+        compare(&format!("{label}.prefill"), &got.prefill.genz_fields(), &case["prefill"], &mut report);
         match got.decode_at_final_context {
             Some(step) => {
-                assert_eq!(
-                    step.context_tokens,
-                    spec.workload.prompt_tokens + spec.workload.generated_tokens
-                );
-                compare(
-                    &format!("{label}.decode_at_final_context"),
-                    &step.genz_fields(),
-                    &case["decode_at_final_context"],
-                    &mut report,
-                );
+                assert_eq!(step.context_tokens, spec.workload.prompt_tokens + spec.workload.generated_tokens);
+                compare(&format!("{label}.decode_at_final_context"), &step.genz_fields(), &case["decode_at_final_context"], &mut report);
             }
             None => report.push(format!("{label}: no decode step derived")),
         }
     }
-    assert!(
-        report.is_empty(),
-        "oracle mismatches:\n{}",
-        report.join("\n")
-    );
+    assert!(report.is_empty(), "oracle mismatches:\n{}", report.join("\n"));
 }
 
 #[test]
@@ -182,12 +141,7 @@ fn oracle_case_objects_are_not_whole_specs() {
         for case in oracle_cases(path) {
             match InferenceSpec::from_json(&case.to_string()) {
                 Err(SpecError::InferenceParse(msg)) => {
-                    assert!(
-                        results
-                            .iter()
-                            .any(|key| msg.contains(&format!("unknown field `{key}`"))),
-                        "{msg}"
-                    );
+                    assert!(results.iter().any(|key| msg.contains(&format!("unknown field `{key}`"))), "{msg}");
                 }
                 other => panic!("expected a parse error, got {other:?}"),
             }
@@ -247,10 +201,7 @@ fn ungated_prefill_is_the_training_forward_invocation_by_invocation() {
         let inf: Vec<PrimitiveInvocation> = pass.derivation.invocations.iter().map(strip).collect();
         assert_eq!(inf, fwd, "tp {tp}, b {batch}, s {prompt}");
         assert_eq!(pass.derivation.memory.weights, train.memory.weights);
-        assert_eq!(
-            pass.derivation.memory.act_working_space,
-            train.memory.act_working_space
-        );
+        assert_eq!(pass.derivation.memory.act_working_space, train.memory.act_working_space);
     }
 }
 
@@ -258,12 +209,7 @@ fn ungated_prefill_is_the_training_forward_invocation_by_invocation() {
 
 #[test]
 fn invocations_are_well_formed() {
-    for spec in [
-        llama(),
-        with(|s| s.model.gated_mlp = false),
-        with(|s| s.mapping.tp = 1),
-        with(|s| s.model.kv_heads = Some(2)),
-    ] {
+    for spec in [llama(), with(|s| s.model.gated_mlp = false), with(|s| s.mapping.tp = 1), with(|s| s.model.kv_heads = Some(2))] {
         for pass in [prefill(&spec), decode(&spec, 530)] {
             let mut names = HashSet::new();
             for inv in &pass.derivation.invocations {
@@ -271,27 +217,12 @@ fn invocations_are_well_formed() {
                 assert_eq!(inv.phase, invocation_phase(pass.pass));
                 assert_eq!(inv.name, format!("{}.{}", inv.source, inv.phase.suffix()));
                 assert_eq!(inv.engine, inv.primitive.engine());
-                assert_eq!(
-                    inv.collective.is_some(),
-                    inv.primitive == Primitive::Collective
-                );
-                assert!(
-                    inv.ops > 0 && inv.read_bytes > 0 && inv.write_bytes > 0,
-                    "{}",
-                    inv.name
-                );
+                assert_eq!(inv.collective.is_some(), inv.primitive == Primitive::Collective);
+                assert!(inv.ops > 0 && inv.read_bytes > 0 && inv.write_bytes > 0, "{}", inv.name);
             }
             // Inference has no backward or optimizer state.
             let memory = pass.derivation.memory;
-            assert_eq!(
-                (
-                    memory.act_storage_space,
-                    memory.weight_grads,
-                    memory.optimizer,
-                    memory.act_grads
-                ),
-                (0, 0, 0, 0)
-            );
+            assert_eq!((memory.act_storage_space, memory.weight_grads, memory.optimizer, memory.act_grads), (0, 0, 0, 0));
         }
     }
 }
@@ -300,26 +231,9 @@ fn invocations_are_well_formed() {
 fn gated_mlp_is_gate_up_down_plus_swiglu() {
     let spec = llama();
     let pass = prefill(&spec);
-    let sources: Vec<&str> = pass
-        .derivation
-        .invocations
-        .iter()
-        .filter(|i| i.source.starts_with("mlp."))
-        .map(|i| i.source.as_str())
-        .collect();
-    assert_eq!(
-        sources,
-        [
-            "mlp.ln",
-            "mlp.gate",
-            "mlp.up",
-            "mlp.swiglu",
-            "mlp.down",
-            "mlp.tp_exit",
-            "mlp.dropout",
-            "mlp.residual"
-        ]
-    );
+    let sources: Vec<&str> =
+        pass.derivation.invocations.iter().filter(|i| i.source.starts_with("mlp.")).map(|i| i.source.as_str()).collect();
+    assert_eq!(sources, ["mlp.ln", "mlp.gate", "mlp.up", "mlp.swiglu", "mlp.down", "mlp.tp_exit", "mlp.dropout", "mlp.residual"]);
     let (m, h, f) = (8 * 512u64, 4096u64, 11008u64 / 4);
     for source in ["mlp.gate", "mlp.up", "mlp.down"] {
         let inv = one(&pass, source);
@@ -330,10 +244,7 @@ fn gated_mlp_is_gate_up_down_plus_swiglu() {
     assert_eq!(gating.primitive, GATED_ACTIVATION);
     assert_eq!(gating.engine, Engine::Vector);
     assert_eq!(gating.ops, 6 * m * f);
-    assert_eq!(
-        (gating.read_bytes, gating.write_bytes),
-        (2 * 2 * m * f, 2 * m * f)
-    );
+    assert_eq!((gating.read_bytes, gating.write_bytes), (2 * 2 * m * f, 2 * m * f));
     // Ungated: two matmuls and GeLU.
     let plain = prefill(&with(|s| s.model.gated_mlp = false));
     assert!(plain.derivation.from_source("mlp.gate").next().is_none());
@@ -344,23 +255,13 @@ fn gated_mlp_is_gate_up_down_plus_swiglu() {
 fn tp_all_reduces_two_per_block_whole_tensor() {
     let spec = llama();
     for (pass, tokens) in [(prefill(&spec), 8 * 512u64), (decode(&spec, 570), 8)] {
-        let collectives: Vec<&PrimitiveInvocation> = pass
-            .derivation
-            .invocations
-            .iter()
-            .filter(|i| i.primitive == Primitive::Collective)
-            .collect();
+        let collectives: Vec<&PrimitiveInvocation> =
+            pass.derivation.invocations.iter().filter(|i| i.primitive == Primitive::Collective).collect();
         let sources: Vec<&str> = collectives.iter().map(|i| i.source.as_str()).collect();
         assert_eq!(sources, ["attn.tp_exit", "mlp.tp_exit"]);
         for inv in collectives {
             let bytes = tokens * 4096 * 2;
-            assert_eq!(
-                inv.collective,
-                Some(CollectiveFacts {
-                    kind: CollectiveKind::AllReduce,
-                    message_bytes: bytes
-                })
-            );
+            assert_eq!(inv.collective, Some(CollectiveFacts { kind: CollectiveKind::AllReduce, message_bytes: bytes }));
             assert_eq!(inv.ops, tokens * 4096 / 4 * 3);
         }
         assert_eq!(facts(&pass).collectives, 2);
@@ -390,8 +291,7 @@ fn gqa_and_mqa_shard_or_replicate_kv_heads() {
             s.model.kv_heads = Some(kv_heads);
             s.mapping.tp = tp;
         });
-        spec.validate()
-            .unwrap_or_else(|e| panic!("kv {kv_heads} tp {tp}: {e}"));
+        spec.validate().unwrap_or_else(|e| panic!("kv {kv_heads} tp {tp}: {e}"));
         assert_eq!(spec.kv_heads_per_rank(), local, "kv {kv_heads} tp {tp}");
         let (b, s, h, d, e) = (8u64, 512u64, 4096u64, 128u64, 2u64);
         let pass = prefill(&spec);
@@ -409,17 +309,11 @@ fn gqa_and_mqa_shard_or_replicate_kv_heads() {
         assert_eq!(f.per_gpu_layer_kv_bytes_read, capacity);
         assert_eq!(f.kv_bytes_written, capacity);
         let step = facts(&decode(&spec, 576));
-        assert_eq!(
-            step.per_gpu_layer_kv_bytes_read,
-            2 * b * 576 * d * local * e
-        );
+        assert_eq!(step.per_gpu_layer_kv_bytes_read, 2 * b * 576 * d * local * e);
         assert_eq!(step.kv_bytes_written, 2 * b * d * local * e);
         let all = InferenceFacts::from_spec(&spec).expect("facts");
         assert_eq!(all.kv_cache_bytes_after_prefill, capacity);
-        assert_eq!(
-            all.kv_cache_bytes_end_of_generation,
-            2 * b * 576 * d * local * e
-        );
+        assert_eq!(all.kv_cache_bytes_end_of_generation, 2 * b * 576 * d * local * e);
     }
 }
 
@@ -430,10 +324,7 @@ fn kv_reads_and_writes_are_inside_the_invocation_bytes() {
         s.workload.kv_datatype = Some(Datatype::Float8);
     });
     let (b, h, d, local, heads) = (8u64, 4096u64, 128u64, 2u64, 8u64);
-    for (pass, new, ctx) in [
-        (prefill(&spec), 512u64, 512u64),
-        (decode(&spec, 570), 1, 570),
-    ] {
+    for (pass, new, ctx) in [(prefill(&spec), 512u64, 512u64), (decode(&spec, 570), 1, 570)] {
         let f = facts(&pass);
         // K/V projections write their outputs, in fp8, into the cache.
         let k = one(&pass, "attn.k");
@@ -461,40 +352,24 @@ fn kv_datatype_defaults_to_datatype() {
     // Only KV traffic changes, not the work.
     let (a, b) = (facts(&prefill(&spec)), facts(&prefill(&fp8)));
     assert_eq!(a.block_fw_flops, b.block_fw_flops);
-    assert_eq!(
-        a.per_gpu_layer_kv_bytes_read,
-        2 * b.per_gpu_layer_kv_bytes_read
-    );
+    assert_eq!(a.per_gpu_layer_kv_bytes_read, 2 * b.per_gpu_layer_kv_bytes_read);
 }
 
 // ------------------------------------------------------------------ decode
 
 #[test]
 fn decode_work_grows_linearly_with_context() {
-    for spec in [
-        llama(),
-        with(|s| s.model.kv_heads = Some(4)),
-        with(|s| s.mapping.tp = 1),
-    ] {
+    for spec in [llama(), with(|s| s.model.kv_heads = Some(4)), with(|s| s.mapping.tp = 1)] {
         let (b, heads, local, d) = (8u64, 32 / spec.mapping.tp, spec.kv_heads_per_rank(), 128u64);
         let at = |ctx| facts(&decode(&spec, ctx));
         let base = at(513);
         let next = at(514);
         // Constant per-token increments: attention FLOPs 2·2·b·(a/t)·d, KV
         // read 2·b·kv_local·d elements; projections and weights do not move.
-        assert_eq!(
-            next.per_gpu_layer_flops_attn_bmm - base.per_gpu_layer_flops_attn_bmm,
-            4 * b * heads * d
-        );
-        assert_eq!(
-            next.per_gpu_layer_kv_bytes_read - base.per_gpu_layer_kv_bytes_read,
-            2 * b * local * d * 2
-        );
+        assert_eq!(next.per_gpu_layer_flops_attn_bmm - base.per_gpu_layer_flops_attn_bmm, 4 * b * heads * d);
+        assert_eq!(next.per_gpu_layer_kv_bytes_read - base.per_gpu_layer_kv_bytes_read, 2 * b * local * d * 2);
         assert_eq!(next.per_gpu_layer_flops_gemm, base.per_gpu_layer_flops_gemm);
-        assert_eq!(
-            next.per_gpu_layer_weight_bytes,
-            base.per_gpu_layer_weight_bytes
-        );
+        assert_eq!(next.per_gpu_layer_weight_bytes, base.per_gpu_layer_weight_bytes);
         assert_eq!(next.baseblock_fw_tp_size, base.baseblock_fw_tp_size);
         assert_eq!(next.kv_bytes_written, base.kv_bytes_written);
         let slope_flops = next.block_fw_flops - base.block_fw_flops;
@@ -506,15 +381,8 @@ fn decode_work_grows_linearly_with_context() {
             });
             let f = facts(&decode(&spec, ctx));
             let steps = ctx - 513;
-            assert_eq!(
-                f.block_fw_flops,
-                base.block_fw_flops + steps * slope_flops,
-                "ctx {ctx}"
-            );
-            assert_eq!(
-                f.block_fw_mem_accessed,
-                base.block_fw_mem_accessed + steps * slope_bytes
-            );
+            assert_eq!(f.block_fw_flops, base.block_fw_flops + steps * slope_flops, "ctx {ctx}");
+            assert_eq!(f.block_fw_mem_accessed, base.block_fw_mem_accessed + steps * slope_bytes);
             assert_eq!(f.per_gpu_layer_flops_attn_bmm, 4 * b * heads * d * ctx);
             assert_eq!(f.per_gpu_layer_kv_bytes_read, 2 * b * local * d * 2 * ctx);
         }
@@ -537,10 +405,7 @@ fn decode_run_totals_sum_every_step() {
         }),
     ] {
         let (prompt, generated) = (spec.workload.prompt_tokens, spec.workload.generated_tokens);
-        let mut want = DecodeRunTotals {
-            steps: generated,
-            ..DecodeRunTotals::default()
-        };
+        let mut want = DecodeRunTotals { steps: generated, ..DecodeRunTotals::default() };
         for ctx in prompt + 1..=prompt + generated {
             let f = facts(&decode(&spec, ctx));
             want.flops += f.block_fw_flops;
@@ -556,14 +421,8 @@ fn decode_run_totals_sum_every_step() {
         let all = InferenceFacts::from_spec(&spec).expect("facts");
         assert_eq!(all.decode_run, want);
         // Prefill writes the prompt's K/V, each step appends one token's.
-        assert_eq!(
-            all.prefill.kv_bytes_written + all.decode_run.kv_bytes_written,
-            all.kv_cache_bytes_end_of_generation
-        );
-        assert_eq!(
-            all.prefill.kv_bytes_written,
-            all.kv_cache_bytes_after_prefill
-        );
+        assert_eq!(all.prefill.kv_bytes_written + all.decode_run.kv_bytes_written, all.kv_cache_bytes_end_of_generation);
+        assert_eq!(all.prefill.kv_bytes_written, all.kv_cache_bytes_after_prefill);
         assert_eq!(all.blocks_per_rank, spec.model.blocks / spec.mapping.pp);
     }
     let none = with(|s| {
@@ -573,24 +432,14 @@ fn decode_run_totals_sum_every_step() {
     let all = InferenceFacts::from_spec(&none).expect("facts");
     assert_eq!(all.decode_run, DecodeRunTotals::default());
     assert_eq!(all.decode_at_final_context, None);
-    assert_eq!(
-        all.kv_cache_bytes_after_prefill,
-        all.kv_cache_bytes_end_of_generation
-    );
+    assert_eq!(all.kv_cache_bytes_after_prefill, all.kv_cache_bytes_end_of_generation);
 }
 
 #[test]
 fn decode_context_must_follow_the_prompt_and_fit_the_model() {
     let spec = llama();
     for context in [0, 1, 512, 577] {
-        assert_eq!(
-            derive_decode_block(&spec, context),
-            Err(SpecError::DecodeContextOutOfRange {
-                context,
-                min: 513,
-                max: 576
-            })
-        );
+        assert_eq!(derive_decode_block(&spec, context), Err(SpecError::DecodeContextOutOfRange { context, min: 513, max: 576 }));
     }
     assert!(derive_decode_block(&spec, 513).is_ok());
     assert!(derive_decode_block(&spec, 576).is_ok());
@@ -606,10 +455,7 @@ fn decode_context_must_follow_the_prompt_and_fit_the_model() {
 #[test]
 fn json_defaults_and_round_trip() {
     let spec = llama();
-    assert_eq!(
-        spec.model.seq_len, 576,
-        "seq_len defaults to the final context"
-    );
+    assert_eq!(spec.model.seq_len, 576, "seq_len defaults to the final context");
     assert_eq!(spec.mapping.pp, 1);
     assert_eq!(spec.workload.phase, None);
     let tweaked = with(|s| {
@@ -636,10 +482,7 @@ fn parse_error(doc: &Value) -> String {
 
 fn llama_json() -> Value {
     let mut doc = serde_json::to_value(llama()).expect("serialize");
-    doc["model"]
-        .as_object_mut()
-        .expect("model")
-        .remove("seq_len");
+    doc["model"].as_object_mut().expect("model").remove("seq_len");
     doc
 }
 
@@ -652,20 +495,14 @@ fn parse_rejects_unknown_missing_and_mistyped_fields() {
     let mut doc = llama_json();
     doc["model"]["n_layers"] = 2.into();
     let msg = parse_error(&doc);
-    assert!(
-        msg.contains("model") && msg.contains("unknown field `n_layers`"),
-        "{msg}"
-    );
+    assert!(msg.contains("model") && msg.contains("unknown field `n_layers`"), "{msg}");
 
     let mut doc = llama_json();
     doc["model"].as_object_mut().expect("model").remove("heads");
     assert!(parse_error(&doc).contains("missing field `heads`"));
 
     let mut doc = llama_json();
-    doc["workload"]
-        .as_object_mut()
-        .expect("workload")
-        .remove("prompt_tokens");
+    doc["workload"].as_object_mut().expect("workload").remove("prompt_tokens");
     assert!(parse_error(&doc).contains("missing field `prompt_tokens`"));
 
     let mut doc = llama_json();
@@ -721,42 +558,17 @@ fn attention_width_may_differ_from_hidden() {
 #[test]
 fn rule_kv_heads_divide_heads() {
     let err = error_of(|s| s.model.kv_heads = Some(5));
-    assert_eq!(
-        err,
-        SpecError::KvHeadsNotDivisor {
-            kv_heads: 5,
-            heads: 32
-        }
-    );
-    assert!(err
-        .to_string()
-        .contains("model.kv_heads must divide model.heads"));
+    assert_eq!(err, SpecError::KvHeadsNotDivisor { kv_heads: 5, heads: 32 });
+    assert!(err.to_string().contains("model.kv_heads must divide model.heads"));
 }
 
 #[test]
 fn rule_tp_divides_heads() {
     let err = error_of(|s| s.mapping.tp = 3);
-    assert_eq!(
-        err,
-        SpecError::TpNotDivisor {
-            field: "model.hidden",
-            value: 4096,
-            tp: 3
-        }
-    );
+    assert_eq!(err, SpecError::TpNotDivisor { field: "model.hidden", value: 4096, tp: 3 });
     let err = error_of(|s| s.mapping.tp = 64);
-    assert_eq!(
-        err,
-        SpecError::TpNotDivisor {
-            field: "model.heads",
-            value: 32,
-            tp: 64
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "mapping.tp = 64 must divide model.heads = 32"
-    );
+    assert_eq!(err, SpecError::TpNotDivisor { field: "model.heads", value: 32, tp: 64 });
+    assert_eq!(err.to_string(), "mapping.tp = 64 must divide model.heads = 32");
 }
 
 #[test]
@@ -770,18 +582,9 @@ fn rule_tp_and_kv_heads_divide_one_another() {
         s.model.kv_heads = Some(16);
         s.mapping.tp = 6;
     });
-    assert_eq!(
-        err,
-        SpecError::KvHeadsTpMismatch {
-            kv_heads: 16,
-            tp: 6
-        }
-    );
+    assert_eq!(err, SpecError::KvHeadsTpMismatch { kv_heads: 16, tp: 6 });
     let msg = err.to_string();
-    assert!(
-        msg.contains("mapping.tp = 6") && msg.contains("model.kv_heads = 16"),
-        "{msg}"
-    );
+    assert!(msg.contains("mapping.tp = 6") && msg.contains("model.kv_heads = 16"), "{msg}");
     // Either direction of divisibility is fine.
     for (kv, tp, local) in [(16, 8, 2), (16, 16, 1), (4, 16, 1), (3, 48, 1)] {
         let spec = with(|s| {
@@ -806,27 +609,14 @@ fn rule_tp_and_kv_heads_divide_one_another() {
 #[test]
 fn rule_tp_divides_ffn_hidden() {
     let err = error_of(|s| s.model.ffn_hidden = 11010);
-    assert_eq!(
-        err,
-        SpecError::TpNotDivisor {
-            field: "model.ffn_hidden",
-            value: 11010,
-            tp: 4
-        }
-    );
+    assert_eq!(err, SpecError::TpNotDivisor { field: "model.ffn_hidden", value: 11010, tp: 4 });
 }
 
 #[test]
 fn rule_blocks_divisible_by_pp() {
     let err = error_of(|s| s.mapping.pp = 5);
-    assert_eq!(
-        err,
-        SpecError::PipelineBlocksNotDivisible { blocks: 32, pp: 5 }
-    );
-    assert_eq!(
-        err.to_string(),
-        "model.blocks = 32 must be divisible by mapping.pp = 5"
-    );
+    assert_eq!(err, SpecError::PipelineBlocksNotDivisible { blocks: 32, pp: 5 });
+    assert_eq!(err.to_string(), "model.blocks = 32 must be divisible by mapping.pp = 5");
     let spec = with(|s| s.mapping.pp = 8);
     assert_eq!((spec.blocks_per_rank(), spec.world_size()), (4, 32));
 }
@@ -834,13 +624,7 @@ fn rule_blocks_divisible_by_pp() {
 #[test]
 fn rule_context_fits_seq_len() {
     let err = error_of(|s| s.model.seq_len = 575);
-    assert_eq!(
-        err,
-        SpecError::ContextExceedsSeqLen {
-            context: 576,
-            seq_len: 575
-        }
-    );
+    assert_eq!(err, SpecError::ContextExceedsSeqLen { context: 576, seq_len: 575 });
     assert!(err.to_string().contains("model.seq_len"));
     let err = error_of(|s| {
         s.workload.prompt_tokens = u64::MAX;
@@ -852,12 +636,7 @@ fn rule_context_fits_seq_len() {
 #[test]
 fn rule_phase_matches_generated_tokens() {
     let err = error_of(|s| s.workload.phase = Some(InferencePhase::Prefill));
-    assert_eq!(
-        err,
-        SpecError::PrefillWithGeneratedTokens {
-            generated_tokens: 64
-        }
-    );
+    assert_eq!(err, SpecError::PrefillWithGeneratedTokens { generated_tokens: 64 });
     assert!(err.to_string().contains("workload.phase = prefill"));
     let err = error_of(|s| {
         s.workload.phase = Some(InferencePhase::Decode);
@@ -901,9 +680,7 @@ fn largest_valid_spec_does_not_overflow() {
 #[test]
 fn derive_rejects_invalid_spec() {
     let spec = with(|s| s.mapping.tp = 0);
-    let err = SpecError::NonPositive {
-        field: "mapping.tp",
-    };
+    let err = SpecError::NonPositive { field: "mapping.tp" };
     assert_eq!(derive_prefill_block(&spec), Err(err.clone()));
     assert_eq!(derive_decode_block(&spec, 600), Err(err.clone()));
     assert_eq!(InferenceFacts::from_spec(&spec), Err(err));
@@ -921,20 +698,11 @@ fn passes_carry_their_own_phase() {
     }
     let spec = llama();
     for pass in [prefill(&spec), decode(&spec, 576)] {
-        let expected = if pass.new_tokens == 1 {
-            InferencePhase::Decode
-        } else {
-            InferencePhase::Prefill
-        };
+        let expected = if pass.new_tokens == 1 { InferencePhase::Decode } else { InferencePhase::Prefill };
         assert_eq!(pass.pass, expected);
         // The training facts machinery sums the pass under its own phase.
         let own = invocation_phase(pass.pass);
-        let totals: WorkTotals = pass
-            .derivation
-            .invocations
-            .iter()
-            .map(WorkItem::from)
-            .collect();
+        let totals: WorkTotals = pass.derivation.invocations.iter().map(WorkItem::from).collect();
         let f = facts(&pass);
         assert_eq!(totals.phase(own).ops, f.block_fw_flops);
         assert_eq!(totals.phase(own).bytes, f.block_fw_mem_accessed);
@@ -948,12 +716,7 @@ fn passes_carry_their_own_phase() {
 fn inference_facts_serialize_with_oracle_names() {
     let all = InferenceFacts::from_spec(&llama()).expect("facts");
     let value = serde_json::to_value(all).expect("serialize");
-    for (name, got) in all
-        .prefill
-        .calculon_fields()
-        .iter()
-        .chain(&all.prefill.genz_fields())
-    {
+    for (name, got) in all.prefill.calculon_fields().iter().chain(&all.prefill.genz_fields()) {
         assert_eq!(value["prefill"][name].as_u64(), Some(*got), "{name}");
     }
     let back: InferenceFacts = serde_json::from_value(value).expect("deserialize");

@@ -31,24 +31,17 @@ mod inference_tests;
 #[cfg(test)]
 mod tests;
 
-pub use facts::{
-    facts_from_work, pipeline_message_bytes, BlockFacts, FactValue, PhaseSum, WorkItem,
-    WorkTotals, SHARE_TOLERANCE,
-};
+pub use facts::{facts_from_work, pipeline_message_bytes, BlockFacts, FactValue, PhaseSum, WorkItem, WorkTotals, SHARE_TOLERANCE};
 pub use inference::{
-    derive_decode_block, derive_decode_pass, derive_prefill_block, derive_prefill_pass,
-    invocation_phase, kv_cache_bytes, DecodeRunTotals, InferenceFacts, InferencePass,
-    InferencePassFacts, GATED_ACTIVATION,
+    derive_decode_block, derive_decode_pass, derive_prefill_block, derive_prefill_pass, invocation_phase, kv_cache_bytes, DecodeRunTotals,
+    InferenceFacts, InferencePass, InferencePassFacts, GATED_ACTIVATION,
 };
-pub use inference_spec::{
-    InferenceMappingSpec, InferencePhase, InferenceSpec, InferenceWorkloadSpec,
-};
+pub use inference_spec::{InferenceMappingSpec, InferencePhase, InferenceSpec, InferenceWorkloadSpec};
 pub use spec::{
-    Datatype, ModelSpec, PipelineSchedule, Recompute, ScheduleKind, SpecError, TpComm, TrainingMappingSpec,
-    MAX_SPEC_INTEGER, MAX_WORLD_SIZE,
-    TrainingSpec, TrainingWorkloadSpec,
+    Datatype, ModelSpec, PipelineSchedule, Recompute, ScheduleKind, SpecError, TpComm, TrainingMappingSpec, TrainingSpec,
+    TrainingWorkloadSpec, MAX_SPEC_INTEGER, MAX_WORLD_SIZE,
 };
 pub use training::{
-    derive_training_block, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine,
-    share, Phase, Primitive, PrimitiveInvocation,
+    derive_training_block, share, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine, Phase, Primitive,
+    PrimitiveInvocation,
 };

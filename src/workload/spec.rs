@@ -206,12 +206,9 @@ impl TpComm {
 /// `batch·seq·hidden·max(hidden, ffn_hidden, seq, heads·head_dim)`, the
 /// quantity [`MAX_WORK_SCALE`] bounds (saturating in `u128`).
 pub(super) fn work_scale(batch: u64, model: &ModelSpec) -> u128 {
-    let widest = u128::from(model.hidden.max(model.ffn_hidden).max(model.seq_len))
-        .max(u128::from(model.heads) * u128::from(model.head_dim));
-    u128::from(batch)
-        .saturating_mul(u128::from(model.seq_len))
-        .saturating_mul(u128::from(model.hidden))
-        .saturating_mul(widest)
+    let widest =
+        u128::from(model.hidden.max(model.ffn_hidden).max(model.seq_len)).max(u128::from(model.heads) * u128::from(model.head_dim));
+    u128::from(batch).saturating_mul(u128::from(model.seq_len)).saturating_mul(u128::from(model.hidden)).saturating_mul(widest)
 }
 
 impl TrainingMappingSpec {
@@ -272,11 +269,7 @@ pub enum SpecError {
     #[error("{field} must be positive, got 0")]
     NonPositive { field: &'static str },
     #[error("{field} = {value} exceeds the largest accepted integer 2^53 = {limit}")]
-    IntegerOutOfRange {
-        field: &'static str,
-        value: u64,
-        limit: u64,
-    },
+    IntegerOutOfRange { field: &'static str, value: u64, limit: u64 },
     #[error("model.kv_heads must divide model.heads, got kv_heads = {kv_heads}, heads = {heads}")]
     KvHeadsNotDivisor { kv_heads: u64, heads: u64 },
     #[error("model.kv_heads = {kv_heads} ≠ model.heads = {heads}: grouped-query attention is not supported by the training derivation")]
@@ -284,29 +277,13 @@ pub enum SpecError {
     #[error("model.gated_mlp = true is not supported by the training derivation")]
     GatedMlpTraining,
     #[error("mapping.tp = {tp} must divide {field} = {value}")]
-    TpNotDivisor {
-        field: &'static str,
-        value: u64,
-        tp: u64,
-    },
+    TpNotDivisor { field: &'static str, value: u64, tp: u64 },
     #[error("workload.microbatch × model.seq_len = {tokens} must be divisible by mapping.tp = {tp} under mapping.tp_comm = {tp_comm} (the tokens of a microbatch are split over the TP ranks)")]
-    SequenceNotSplittable {
-        tokens: u128,
-        tp: u64,
-        tp_comm: &'static str,
-    },
+    SequenceNotSplittable { tokens: u128, tp: u64, tp_comm: &'static str },
     #[error("workload.global_batch = {global_batch} must be divisible by mapping.dp × workload.microbatch = {dp} × {microbatch}")]
-    BatchNotDivisible {
-        global_batch: u64,
-        dp: u64,
-        microbatch: u64,
-    },
+    BatchNotDivisible { global_batch: u64, dp: u64, microbatch: u64 },
     #[error("model.blocks = {blocks} must be divisible by mapping.pp × mapping.pipeline_interleaving = {pp} × {interleaving}")]
-    BlocksNotDivisible {
-        blocks: u64,
-        pp: u64,
-        interleaving: u64,
-    },
+    BlocksNotDivisible { blocks: u64, pp: u64, interleaving: u64 },
     #[error("mapping.pipeline_interleaving = {interleaving} requires mapping.pp > 1")]
     InterleavingWithoutPipeline { interleaving: u64 },
     #[error("mapping.pipeline_schedule = {schedule} runs one model chunk per stage, but mapping.pipeline_interleaving = {interleaving} (use interleaved_1f1b)")]
@@ -322,11 +299,7 @@ pub enum SpecError {
     #[error("mapping.optimizer_sharding = true requires mapping.dp > 1")]
     ShardingWithoutDataParallel,
     #[error("{what} = {value} exceeds the supported limit {limit}")]
-    TooLarge {
-        what: &'static str,
-        value: u128,
-        limit: u128,
-    },
+    TooLarge { what: &'static str, value: u128, limit: u128 },
     // ------------------------------------------------ inference-only rules
     /// Like [`SpecError::Parse`], for an inference spec.
     #[error("invalid inference spec JSON: {0}")]
@@ -337,9 +310,7 @@ pub enum SpecError {
     PipelineBlocksNotDivisible { blocks: u64, pp: u64 },
     #[error("workload.prompt_tokens + workload.generated_tokens = {context} must not exceed model.seq_len = {seq_len}")]
     ContextExceedsSeqLen { context: u64, seq_len: u64 },
-    #[error(
-        "workload.phase = prefill requires workload.generated_tokens = 0, got {generated_tokens}"
-    )]
+    #[error("workload.phase = prefill requires workload.generated_tokens = 0, got {generated_tokens}")]
     PrefillWithGeneratedTokens { generated_tokens: u64 },
     #[error("workload.phase = decode requires workload.generated_tokens > 0")]
     DecodeWithoutGeneratedTokens,
@@ -364,11 +335,7 @@ pub(super) fn positive(field: &'static str, value: u64) -> Result<(), SpecError>
 /// The one range rule every integer field of every spec obeys.
 pub(super) fn in_range(field: &'static str, value: u64) -> Result<(), SpecError> {
     if value > MAX_SPEC_INTEGER {
-        Err(SpecError::IntegerOutOfRange {
-            field,
-            value,
-            limit: MAX_SPEC_INTEGER,
-        })
+        Err(SpecError::IntegerOutOfRange { field, value, limit: MAX_SPEC_INTEGER })
     } else {
         Ok(())
     }
@@ -415,10 +382,7 @@ impl ModelSpec {
         if let Some(kv_heads) = self.kv_heads {
             positive("model.kv_heads", kv_heads)?;
             if !self.heads.is_multiple_of(kv_heads) {
-                return Err(SpecError::KvHeadsNotDivisor {
-                    kv_heads,
-                    heads: self.heads,
-                });
+                return Err(SpecError::KvHeadsNotDivisor { kv_heads, heads: self.heads });
             }
         }
         Ok(())
@@ -478,10 +442,7 @@ impl TrainingSpec {
         // block; the inference-only model features must stay at their
         // defaults so they cannot silently change training numbers.
         if model.kv_heads() != model.heads {
-            return Err(SpecError::GroupedQueryTraining {
-                kv_heads: model.kv_heads(),
-                heads: model.heads,
-            });
+            return Err(SpecError::GroupedQueryTraining { kv_heads: model.kv_heads(), heads: model.heads });
         }
         if model.gated_mlp {
             return Err(SpecError::GatedMlpTraining);
@@ -494,50 +455,30 @@ impl TrainingSpec {
         let tokens = u128::from(work.microbatch) * u128::from(model.seq_len);
         if map.pipeline_sequence_split() && !tokens.is_multiple_of(u128::from(map.tp)) {
             // Calculon needs the microbatch's b·s tokens to split over TP.
-            return Err(SpecError::SequenceNotSplittable {
-                tokens,
-                tp: map.tp,
-                tp_comm: map.tp_comm.name(),
-            });
+            return Err(SpecError::SequenceNotSplittable { tokens, tp: map.tp, tp_comm: map.tp_comm.name() });
         }
 
         let replica_batch = u128::from(map.dp) * u128::from(work.microbatch);
         if !u128::from(work.global_batch).is_multiple_of(replica_batch) {
-            return Err(SpecError::BatchNotDivisible {
-                global_batch: work.global_batch,
-                dp: map.dp,
-                microbatch: work.microbatch,
-            });
+            return Err(SpecError::BatchNotDivisible { global_batch: work.global_batch, dp: map.dp, microbatch: work.microbatch });
         }
         if map.pp == 1 && map.pipeline_interleaving > 1 {
-            return Err(SpecError::InterleavingWithoutPipeline {
-                interleaving: map.pipeline_interleaving,
-            });
+            return Err(SpecError::InterleavingWithoutPipeline { interleaving: map.pipeline_interleaving });
         }
         let chunks = u128::from(map.pp) * u128::from(map.pipeline_interleaving);
         if !u128::from(model.blocks).is_multiple_of(chunks) {
-            return Err(SpecError::BlocksNotDivisible {
-                blocks: model.blocks,
-                pp: map.pp,
-                interleaving: map.pipeline_interleaving,
-            });
+            return Err(SpecError::BlocksNotDivisible { blocks: model.blocks, pp: map.pp, interleaving: map.pipeline_interleaving });
         }
 
         match map.schedule_kind() {
             kind @ (ScheduleKind::OneFOneB | ScheduleKind::GPipe) if map.pipeline_interleaving > 1 => {
-                return Err(SpecError::ScheduleWithoutChunks {
-                    schedule: kind.name(),
-                    interleaving: map.pipeline_interleaving,
-                });
+                return Err(SpecError::ScheduleWithoutChunks { schedule: kind.name(), interleaving: map.pipeline_interleaving });
             }
             ScheduleKind::Interleaved1F1B if map.pipeline_interleaving == 1 => {
                 return Err(SpecError::InterleavedWithoutChunks);
             }
             ScheduleKind::Interleaved1F1B if !self.microbatch_count().is_multiple_of(map.pp) => {
-                return Err(SpecError::InterleavedMicrobatches {
-                    microbatches: self.microbatch_count(),
-                    pp: map.pp,
-                });
+                return Err(SpecError::InterleavedMicrobatches { microbatches: self.microbatch_count(), pp: map.pp });
             }
             _ => {}
         }
@@ -581,37 +522,26 @@ impl TrainingSpec {
     /// `tp × pp × dp`. Saturates instead of overflowing on an unvalidated spec.
     #[must_use]
     pub fn world_size(&self) -> u64 {
-        self.mapping
-            .tp
-            .saturating_mul(self.mapping.pp)
-            .saturating_mul(self.mapping.dp)
+        self.mapping.tp.saturating_mul(self.mapping.pp).saturating_mul(self.mapping.dp)
     }
 
     /// Sequences per data-parallel replica: `global_batch / dp`
     /// (0 on an unvalidated spec with `dp = 0`).
     #[must_use]
     pub fn local_batch(&self) -> u64 {
-        self.workload
-            .global_batch
-            .checked_div(self.mapping.dp)
-            .unwrap_or(0)
+        self.workload.global_batch.checked_div(self.mapping.dp).unwrap_or(0)
     }
 
     /// Microbatches per step per pipeline: `global_batch / (dp × microbatch)`.
     #[must_use]
     pub fn microbatch_count(&self) -> u64 {
-        self.local_batch()
-            .checked_div(self.workload.microbatch)
-            .unwrap_or(0)
+        self.local_batch().checked_div(self.workload.microbatch).unwrap_or(0)
     }
 
     /// Blocks in one virtual pipeline chunk: `blocks / (pp × interleaving)`.
     #[must_use]
     pub fn blocks_per_virtual_chunk(&self) -> u64 {
-        let chunks = self
-            .mapping
-            .pp
-            .saturating_mul(self.mapping.pipeline_interleaving);
+        let chunks = self.mapping.pp.saturating_mul(self.mapping.pipeline_interleaving);
         self.model.blocks.checked_div(chunks).unwrap_or(0)
     }
 

@@ -6,21 +6,12 @@ use serde_json::Value;
 
 use super::*;
 
-const ORACLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/oracles/calculon/seqsel-table5.json"
-);
+const ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json");
 /// Cases recorded from Calculon for this project (see the README beside it).
-const RECORDED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/test/Inputs/calculon/recorded-cases.json"
-);
+const RECORDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/recorded-cases.json");
 /// The 24 random whole-step cases (DP > 1, optimizer sharding,
 /// interleaving, attention width ≠ hidden, `seq_par_ag_redo` at TP = 1).
-const RANDOM_ORACLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/oracles/calculon/fullmodel-random.json"
-);
+const RANDOM_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json");
 
 struct OracleCase {
     name: String,
@@ -42,8 +33,7 @@ fn all_oracle_cases() -> Vec<OracleCase> {
 }
 
 fn cases_of(path: &str) -> Vec<OracleCase> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|err| panic!("cannot read oracle {path}: {err}"));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read oracle {path}: {err}"));
     let doc: Value = serde_json::from_str(&text).expect("oracle is JSON");
     let cases = doc["cases"].as_array().expect("oracle has a cases array");
     cases
@@ -84,11 +74,7 @@ fn base_spec() -> TrainingSpec {
             kv_heads: None,
             gated_mlp: false,
         },
-        workload: TrainingWorkloadSpec {
-            global_batch: 4,
-            microbatch: 4,
-            datatype: Datatype::Float16,
-        },
+        workload: TrainingWorkloadSpec { global_batch: 4, microbatch: 4, datatype: Datatype::Float16 },
         mapping: TrainingMappingSpec {
             tp: 8,
             pp: 1,
@@ -158,39 +144,21 @@ fn oracle_block_facts_match_exactly() {
         let facts = BlockFacts::from_derivation(&derivation, &case.spec);
         let wrong = facts.mismatches(&case.block);
         if !wrong.is_empty() {
-            let fields: Vec<String> = wrong
-                .iter()
-                .map(|(field, got, want)| format!("{field}: derived {got}, oracle {want}"))
-                .collect();
+            let fields: Vec<String> = wrong.iter().map(|(field, got, want)| format!("{field}: derived {got}, oracle {want}")).collect();
             report.push(format!("{}:\n  {}", case.name, fields.join("\n  ")));
         }
     }
-    assert!(
-        report.is_empty(),
-        "oracle mismatches:\n{}",
-        report.join("\n")
-    );
+    assert!(report.is_empty(), "oracle mismatches:\n{}", report.join("\n"));
 }
 
 #[test]
 fn oracle_specs_validate_and_compose() {
     for case in all_oracle_cases() {
-        case.spec
-            .validate()
-            .unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        case.spec.validate().unwrap_or_else(|e| panic!("{}: {e}", case.name));
         let spec = &case.spec;
-        assert_eq!(
-            spec.world_size(),
-            spec.mapping.tp * spec.mapping.pp * spec.mapping.dp
-        );
-        assert_eq!(
-            spec.microbatch_count() * spec.workload.microbatch * spec.mapping.dp,
-            spec.workload.global_batch
-        );
-        assert_eq!(
-            spec.blocks_per_virtual_chunk() * spec.mapping.pp * spec.mapping.pipeline_interleaving,
-            spec.model.blocks
-        );
+        assert_eq!(spec.world_size(), spec.mapping.tp * spec.mapping.pp * spec.mapping.dp);
+        assert_eq!(spec.microbatch_count() * spec.workload.microbatch * spec.mapping.dp, spec.workload.global_batch);
+        assert_eq!(spec.blocks_per_virtual_chunk() * spec.mapping.pp * spec.mapping.pipeline_interleaving, spec.model.blocks);
     }
 }
 
@@ -216,12 +184,8 @@ fn per_phase_sums_of_invocations_equal_facts() {
     for spec in &specs {
         let d = derive(spec);
         let facts = BlockFacts::from_derivation(&d, spec);
-        let sum = |phase: Phase, f: fn(&PrimitiveInvocation) -> u64| -> u64 {
-            d.phase(phase).map(f).sum()
-        };
-        let per_rank = |phase: Phase, f: fn(&PrimitiveInvocation) -> u64| -> f64 {
-            d.phase(phase).map(|i| i.per_rank(f(i))).sum()
-        };
+        let sum = |phase: Phase, f: fn(&PrimitiveInvocation) -> u64| -> u64 { d.phase(phase).map(f).sum() };
+        let per_rank = |phase: Phase, f: fn(&PrimitiveInvocation) -> u64| -> f64 { d.phase(phase).map(|i| i.per_rank(f(i))).sum() };
         let ops = |i: &PrimitiveInvocation| i.ops;
         let bytes = |i: &PrimitiveInvocation| i.read_bytes + i.write_bytes;
         let msg = |i: &PrimitiveInvocation| i.message_bytes();
@@ -230,24 +194,12 @@ fn per_phase_sums_of_invocations_equal_facts() {
         assert_eq!(facts.block_wgrad_flops, sum(Phase::WeightGradient, ops));
         assert_eq!(facts.block_optim_flops, per_rank(Phase::Optimizer, ops));
         assert_eq!(facts.block_fw_mem_accessed, sum(Phase::Forward, bytes));
-        assert_eq!(
-            facts.block_agrad_mem_accessed,
-            sum(Phase::ActivationGradient, bytes)
-        );
-        assert_eq!(
-            facts.block_wgrad_mem_accessed,
-            sum(Phase::WeightGradient, bytes)
-        );
+        assert_eq!(facts.block_agrad_mem_accessed, sum(Phase::ActivationGradient, bytes));
+        assert_eq!(facts.block_wgrad_mem_accessed, sum(Phase::WeightGradient, bytes));
         assert_eq!(facts.block_optim_mem_accessed, per_rank(Phase::Optimizer, bytes));
         assert_eq!(facts.baseblock_fw_tp_size, sum(Phase::Forward, msg));
-        assert_eq!(
-            facts.baseblock_bw_tp_size,
-            sum(Phase::ActivationGradient, msg)
-        );
-        assert_eq!(
-            facts.baseblock_recomm_size,
-            sum(Phase::Recommunication, msg)
-        );
+        assert_eq!(facts.baseblock_bw_tp_size, sum(Phase::ActivationGradient, msg));
+        assert_eq!(facts.baseblock_recomm_size, sum(Phase::Recommunication, msg));
         // Collectives only carry messages in phases that have TP traffic.
         assert_eq!(sum(Phase::WeightGradient, msg), 0);
         assert_eq!(sum(Phase::Optimizer, msg), 0);
@@ -273,12 +225,7 @@ fn facts_from_foreign_work_items_match_derivation() {
 fn recompute_and_recommunication_are_excluded_from_facts() {
     let spec = base_spec();
     let d = derive(&spec);
-    let kept: Vec<WorkItem> = d
-        .invocations
-        .iter()
-        .filter(|i| i.phase != Phase::Recompute)
-        .map(WorkItem::from)
-        .collect();
+    let kept: Vec<WorkItem> = d.invocations.iter().filter(|i| i.phase != Phase::Recompute).map(WorkItem::from).collect();
     let facts = BlockFacts::from_derivation(&d, &spec);
     let without = facts_from_work(kept, &d.memory, &spec);
     assert_eq!(facts, without);
@@ -290,23 +237,13 @@ fn recompute_and_recommunication_are_excluded_from_facts() {
 
 #[test]
 fn recompute_clone_counts() {
-    let forward_compute = |d: &BlockDerivation| {
-        d.phase(Phase::Forward)
-            .filter(|i| i.primitive != Primitive::Collective)
-            .count()
-    };
+    let forward_compute = |d: &BlockDerivation| d.phase(Phase::Forward).filter(|i| i.primitive != Primitive::Collective).count();
     let none = derive(&with(|s| s.mapping.recompute = Recompute::None));
     assert_eq!(none.phase(Phase::Recompute).count(), 0);
 
     let attn = derive(&with(|s| s.mapping.recompute = Recompute::AttnOnly));
-    let sources: Vec<&str> = attn
-        .phase(Phase::Recompute)
-        .map(|i| i.source.as_str())
-        .collect();
-    assert_eq!(
-        sources,
-        ["attn.scores", "attn.softmax", "attn.prob_dropout"]
-    );
+    let sources: Vec<&str> = attn.phase(Phase::Recompute).map(|i| i.source.as_str()).collect();
+    assert_eq!(sources, ["attn.scores", "attn.softmax", "attn.prob_dropout"]);
 
     let full = derive(&base_spec());
     assert_eq!(forward_compute(&full), 17);
@@ -315,23 +252,10 @@ fn recompute_clone_counts() {
     // A clone repeats its forward invocation's work exactly.
     for d in [&attn, &full] {
         for clone in d.phase(Phase::Recompute) {
-            let original = d
-                .phase(Phase::Forward)
-                .find(|i| i.source == clone.source)
-                .expect("clone has a forward original");
+            let original = d.phase(Phase::Forward).find(|i| i.source == clone.source).expect("clone has a forward original");
             assert_eq!(
-                (
-                    clone.primitive,
-                    clone.ops,
-                    clone.read_bytes,
-                    clone.write_bytes
-                ),
-                (
-                    original.primitive,
-                    original.ops,
-                    original.read_bytes,
-                    original.write_bytes
-                )
+                (clone.primitive, clone.ops, clone.read_bytes, clone.write_bytes),
+                (original.primitive, original.ops, original.read_bytes, original.write_bytes)
             );
         }
     }
@@ -347,18 +271,12 @@ fn tp_one_has_no_collectives() {
                 s.mapping.recompute = recompute;
             });
             let d = derive(&spec);
-            assert!(d.invocations.iter().all(|i| i.collective.is_none()
-                && i.primitive != Primitive::Collective
-                && i.engine != Engine::Collective));
+            assert!(d
+                .invocations
+                .iter()
+                .all(|i| i.collective.is_none() && i.primitive != Primitive::Collective && i.engine != Engine::Collective));
             let f = BlockFacts::from_derivation(&d, &spec);
-            assert_eq!(
-                (
-                    f.baseblock_fw_tp_size,
-                    f.baseblock_bw_tp_size,
-                    f.baseblock_recomm_size
-                ),
-                (0, 0, 0)
-            );
+            assert_eq!((f.baseblock_fw_tp_size, f.baseblock_bw_tp_size, f.baseblock_recomm_size), (0, 0, 0));
         }
     }
 }
@@ -379,21 +297,15 @@ fn rs_ag_and_ar_are_identical_at_tp_one() {
         });
         let (a, b) = (derive(&ar), derive(&rs_ag));
         assert_eq!(a, b, "{recompute:?}");
-        assert_eq!(
-            BlockFacts::from_derivation(&a, &ar),
-            BlockFacts::from_derivation(&b, &rs_ag)
-        );
+        assert_eq!(BlockFacts::from_derivation(&a, &ar), BlockFacts::from_derivation(&b, &rs_ag));
     }
 }
 
 #[test]
 fn tp_collectives_per_direction() {
     use CollectiveKind::{AllGather as Ag, AllReduce as Ar, ReduceScatter as Rs};
-    let kinds = |d: &BlockDerivation, phase| -> Vec<CollectiveKind> {
-        d.phase(phase)
-            .filter_map(|i| i.collective.map(|c| c.kind))
-            .collect()
-    };
+    let kinds =
+        |d: &BlockDerivation, phase| -> Vec<CollectiveKind> { d.phase(phase).filter_map(|i| i.collective.map(|c| c.kind)).collect() };
     let ar = derive(&with(|s| s.mapping.recompute = Recompute::None));
     assert_eq!(kinds(&ar, Phase::Forward), [Ar, Ar]);
     assert_eq!(kinds(&ar, Phase::ActivationGradient), [Ar, Ar]);
@@ -420,10 +332,7 @@ fn tp_collectives_per_direction() {
         s.mapping.tp_comm = TpComm::RsAg;
         s.mapping.seq_par_ag_redo = true;
     }));
-    let sources: Vec<&str> = redo
-        .phase(Phase::Recommunication)
-        .map(|i| i.source.as_str())
-        .collect();
+    let sources: Vec<&str> = redo.phase(Phase::Recommunication).map(|i| i.source.as_str()).collect();
     assert_eq!(sources, ["attn.tp_entry", "mlp.tp_entry"]);
     assert_eq!(kinds(&redo, Phase::Recommunication), [Ag, Ag]);
 }
@@ -434,24 +343,11 @@ fn invocations_are_well_formed() {
         let d = derive(&spec);
         let mut names = HashSet::new();
         for inv in &d.invocations {
-            assert!(
-                names.insert(inv.name.clone()),
-                "duplicate name {}",
-                inv.name
-            );
+            assert!(names.insert(inv.name.clone()), "duplicate name {}", inv.name);
             assert_eq!(inv.name, format!("{}.{}", inv.source, inv.phase.suffix()));
             assert_eq!(inv.engine, inv.primitive.engine());
-            assert_eq!(
-                inv.collective.is_some(),
-                inv.primitive == Primitive::Collective,
-                "{}",
-                inv.name
-            );
-            assert!(
-                inv.ops > 0 || inv.read_bytes + inv.write_bytes > 0,
-                "{} is empty",
-                inv.name
-            );
+            assert_eq!(inv.collective.is_some(), inv.primitive == Primitive::Collective, "{}", inv.name);
+            assert!(inv.ops > 0 || inv.read_bytes + inv.write_bytes > 0, "{} is empty", inv.name);
         }
         // Stage order: forward, recompute, recommunication, backward, optimizer.
         let rank = |p: Phase| match p {
@@ -462,10 +358,7 @@ fn invocations_are_well_formed() {
             Phase::Optimizer => 4,
             Phase::Prefill | Phase::Decode => unreachable!("training derives no inference phase"),
         };
-        assert!(d
-            .invocations
-            .windows(2)
-            .all(|w| rank(w[0].phase) <= rank(w[1].phase)));
+        assert!(d.invocations.windows(2).all(|w| rank(w[0].phase) <= rank(w[1].phase)));
     }
 }
 
@@ -474,19 +367,10 @@ fn linear_layers_are_three_matmuls_split_by_tp() {
     let spec = base_spec();
     let d = derive(&spec);
     let (m, n, k, t) = (4 * 2048u64, 6144u64, 24576u64, 8u64);
-    let fc1: Vec<&PrimitiveInvocation> = d
-        .from_source("mlp.fc1")
-        .filter(|i| i.phase != Phase::Recompute && i.phase != Phase::Optimizer)
-        .collect();
+    let fc1: Vec<&PrimitiveInvocation> =
+        d.from_source("mlp.fc1").filter(|i| i.phase != Phase::Recompute && i.phase != Phase::Optimizer).collect();
     let phases: Vec<Phase> = fc1.iter().map(|i| i.phase).collect();
-    assert_eq!(
-        phases,
-        [
-            Phase::Forward,
-            Phase::ActivationGradient,
-            Phase::WeightGradient
-        ]
-    );
+    assert_eq!(phases, [Phase::Forward, Phase::ActivationGradient, Phase::WeightGradient]);
     for inv in fc1 {
         assert_eq!(inv.primitive, Primitive::Matmul);
         assert_eq!(inv.ops, 2 * m * n * k / t);
@@ -503,10 +387,7 @@ fn fused_activation_changes_memory_not_work() {
     let (a, b) = (derive(&plain), derive(&fused));
     assert_eq!(a.invocations, b.invocations);
     let gelu = 4 * 2048 * 24576 / 8 * 2;
-    assert_eq!(
-        a.memory.act_working_space - b.memory.act_working_space,
-        gelu
-    );
+    assert_eq!(a.memory.act_working_space - b.memory.act_working_space, gelu);
     assert_eq!(a.memory.act_grads - b.memory.act_grads, gelu);
 }
 
@@ -522,17 +403,11 @@ fn optimizer_sharding_divides_state_by_dp() {
         s.mapping.optimizer_sharding = true;
     });
     let (a, b) = (derive(&plain), derive(&sharded));
-    let (fa, fb) = (
-        BlockFacts::from_derivation(&a, &plain),
-        BlockFacts::from_derivation(&b, &sharded),
-    );
+    let (fa, fb) = (BlockFacts::from_derivation(&a, &plain), BlockFacts::from_derivation(&b, &sharded));
     assert_eq!(fa.block_optimizer_space, 4.0 * fb.block_optimizer_space);
     assert_eq!(fa.block_optim_flops, 4.0 * fb.block_optim_flops);
     assert_eq!(fa.block_weight_grad_space, 4.0 * fb.block_weight_grad_space);
-    assert_eq!(
-        fa.block_weight_grad_space_no_sharding,
-        fb.block_weight_grad_space_no_sharding
-    );
+    assert_eq!(fa.block_weight_grad_space_no_sharding, fb.block_weight_grad_space_no_sharding);
     assert_eq!(fa.block_dp_size, fa.block_weight_space);
     assert_eq!(fb.block_dp_size, fb.block_weight_space);
 }
@@ -588,10 +463,7 @@ fn schedule_and_composition() {
         s.workload.global_batch = 64;
         s.workload.microbatch = 2;
     });
-    assert_eq!(
-        spec.mapping.schedule(),
-        PipelineSchedule::Interleaved { virtual_stages: 3 }
-    );
+    assert_eq!(spec.mapping.schedule(), PipelineSchedule::Interleaved { virtual_stages: 3 });
     assert_eq!(spec.world_size(), 128);
     assert_eq!(spec.local_batch(), 32);
     assert_eq!(spec.microbatch_count(), 16);
@@ -608,11 +480,7 @@ fn json_round_trip() {
         s.workload.datatype = Datatype::Bfloat16;
     });
     let json = serde_json::to_string_pretty(&spec).expect("serialize");
-    assert!(
-        json.contains("\"rs_ag\"")
-            && json.contains("\"attn_only\"")
-            && json.contains("\"bfloat16\"")
-    );
+    assert!(json.contains("\"rs_ag\"") && json.contains("\"attn_only\"") && json.contains("\"bfloat16\""));
     assert_eq!(TrainingSpec::from_json(&json), Ok(spec));
 }
 
@@ -620,12 +488,7 @@ fn json_round_trip() {
 fn block_facts_use_oracle_field_names() {
     let facts = BlockFacts::default();
     let value = serde_json::to_value(facts).expect("serialize");
-    let keys: Vec<&str> = value
-        .as_object()
-        .expect("object")
-        .keys()
-        .map(String::as_str)
-        .collect();
+    let keys: Vec<&str> = value.as_object().expect("object").keys().map(String::as_str).collect();
     let names: HashSet<&str> = facts.fields().iter().map(|(n, _)| *n).collect();
     assert_eq!(keys.len(), 22);
     assert!(keys.iter().all(|k| names.contains(k)));
@@ -660,16 +523,10 @@ fn parse_rejects_unknown_missing_and_mistyped_fields() {
     let mut extra = base_json();
     extra["mapping"]["tensor_par"] = 8.into();
     let msg = parse_error(&serde_json::to_string_pretty(&extra).expect("json"));
-    assert!(
-        msg.contains("unknown field `tensor_par`") && msg.contains("line"),
-        "{msg}"
-    );
+    assert!(msg.contains("unknown field `tensor_par`") && msg.contains("line"), "{msg}");
 
     let mut missing = base_json();
-    missing["workload"]
-        .as_object_mut()
-        .expect("object")
-        .remove("microbatch");
+    missing["workload"].as_object_mut().expect("object").remove("microbatch");
     let msg = parse_error(&missing.to_string());
     assert!(msg.contains("missing field `microbatch`"), "{msg}");
 
@@ -740,14 +597,7 @@ fn attention_width_may_differ_from_hidden() {
 #[test]
 fn rule_integer_fields_are_in_range() {
     let err = error_of(|s| s.model.blocks = 1 << 63);
-    assert_eq!(
-        err,
-        SpecError::IntegerOutOfRange {
-            field: "model.blocks",
-            value: 1 << 63,
-            limit: MAX_SPEC_INTEGER
-        }
-    );
+    assert_eq!(err, SpecError::IntegerOutOfRange { field: "model.blocks", value: 1 << 63, limit: MAX_SPEC_INTEGER });
     assert!(err.to_string().contains("model.blocks"));
     let err = error_of(|s| s.workload.global_batch = (1 << 53) + 1);
     assert!(matches!(err, SpecError::IntegerOutOfRange { field: "workload.global_batch", .. }));
@@ -764,28 +614,14 @@ fn rule_tp_divides_hidden() {
 #[test]
 fn rule_kv_heads_divide_heads() {
     let err = error_of(|s| s.model.kv_heads = Some(5));
-    assert_eq!(
-        err,
-        SpecError::KvHeadsNotDivisor {
-            kv_heads: 5,
-            heads: 64
-        }
-    );
-    assert!(err
-        .to_string()
-        .contains("model.kv_heads must divide model.heads"));
+    assert_eq!(err, SpecError::KvHeadsNotDivisor { kv_heads: 5, heads: 64 });
+    assert!(err.to_string().contains("model.kv_heads must divide model.heads"));
 }
 
 #[test]
 fn rule_training_rejects_grouped_query_attention() {
     let err = error_of(|s| s.model.kv_heads = Some(8));
-    assert_eq!(
-        err,
-        SpecError::GroupedQueryTraining {
-            kv_heads: 8,
-            heads: 64
-        }
-    );
+    assert_eq!(err, SpecError::GroupedQueryTraining { kv_heads: 8, heads: 64 });
     assert!(err.to_string().contains("model.kv_heads"));
 }
 
@@ -799,31 +635,14 @@ fn rule_training_rejects_gated_mlp() {
 #[test]
 fn rule_tp_divides_heads() {
     let err = error_of(|s| s.mapping.tp = 3);
-    assert_eq!(
-        err,
-        SpecError::TpNotDivisor {
-            field: "model.heads",
-            value: 64,
-            tp: 3
-        }
-    );
-    assert_eq!(
-        err.to_string(),
-        "mapping.tp = 3 must divide model.heads = 64"
-    );
+    assert_eq!(err, SpecError::TpNotDivisor { field: "model.heads", value: 64, tp: 3 });
+    assert_eq!(err.to_string(), "mapping.tp = 3 must divide model.heads = 64");
 }
 
 #[test]
 fn rule_tp_divides_ffn_hidden() {
     let err = error_of(|s| s.model.ffn_hidden = 24580);
-    assert_eq!(
-        err,
-        SpecError::TpNotDivisor {
-            field: "model.ffn_hidden",
-            value: 24580,
-            tp: 8
-        }
-    );
+    assert_eq!(err, SpecError::TpNotDivisor { field: "model.ffn_hidden", value: 24580, tp: 8 });
 }
 
 #[test]
@@ -832,14 +651,7 @@ fn rule_sequence_splits_under_rs_ag() {
         s.mapping.tp_comm = TpComm::RsAg;
         s.model.seq_len = 2045;
     });
-    assert_eq!(
-        err,
-        SpecError::SequenceNotSplittable {
-            tokens: 4 * 2045,
-            tp: 8,
-            tp_comm: "rs_ag"
-        }
-    );
+    assert_eq!(err, SpecError::SequenceNotSplittable { tokens: 4 * 2045, tp: 8, tp_comm: "rs_ag" });
     assert!(err.to_string().contains("workload.microbatch × model.seq_len"));
     // p2p_rs_ag splits the pipeline transfers the same way.
     let err = error_of(|s| {
@@ -866,14 +678,7 @@ fn rule_global_batch_divisible() {
         s.workload.global_batch = 8;
         s.workload.microbatch = 2;
     });
-    assert_eq!(
-        err,
-        SpecError::BatchNotDivisible {
-            global_batch: 8,
-            dp: 3,
-            microbatch: 2
-        }
-    );
+    assert_eq!(err, SpecError::BatchNotDivisible { global_batch: 8, dp: 3, microbatch: 2 });
     assert!(err.to_string().contains("workload.global_batch"));
 }
 
@@ -882,35 +687,19 @@ fn rule_blocks_divisible() {
     let err = error_of(|s| {
         s.mapping.pp = 5;
     });
-    assert_eq!(
-        err,
-        SpecError::BlocksNotDivisible {
-            blocks: 48,
-            pp: 5,
-            interleaving: 1
-        }
-    );
+    assert_eq!(err, SpecError::BlocksNotDivisible { blocks: 48, pp: 5, interleaving: 1 });
     let err = error_of(|s| {
         s.mapping.pp = 4;
         s.mapping.pipeline_interleaving = 5;
     });
-    assert!(matches!(
-        err,
-        SpecError::BlocksNotDivisible {
-            interleaving: 5,
-            ..
-        }
-    ));
+    assert!(matches!(err, SpecError::BlocksNotDivisible { interleaving: 5, .. }));
     assert!(err.to_string().contains("model.blocks"));
 }
 
 #[test]
 fn rule_interleaving_needs_pipeline() {
     let err = error_of(|s| s.mapping.pipeline_interleaving = 2);
-    assert_eq!(
-        err,
-        SpecError::InterleavingWithoutPipeline { interleaving: 2 }
-    );
+    assert_eq!(err, SpecError::InterleavingWithoutPipeline { interleaving: 2 });
     assert!(err.to_string().contains("mapping.pipeline_interleaving"));
 }
 
@@ -997,10 +786,5 @@ fn rule_work_scale_fits() {
 #[test]
 fn derive_rejects_invalid_spec() {
     let spec = with(|s| s.mapping.tp = 0);
-    assert_eq!(
-        derive_training_block(&spec),
-        Err(SpecError::NonPositive {
-            field: "mapping.tp"
-        })
-    );
+    assert_eq!(derive_training_block(&spec), Err(SpecError::NonPositive { field: "mapping.tp" }));
 }

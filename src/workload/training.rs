@@ -257,19 +257,12 @@ pub struct BlockDerivation {
 impl BlockDerivation {
     /// Invocations of one phase, in order.
     pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &PrimitiveInvocation> + '_ {
-        self.invocations
-            .iter()
-            .filter(move |inv| inv.phase == phase)
+        self.invocations.iter().filter(move |inv| inv.phase == phase)
     }
 
     /// Invocations coming from one model-level operation.
-    pub fn from_source<'a>(
-        &'a self,
-        source: &'a str,
-    ) -> impl Iterator<Item = &'a PrimitiveInvocation> + 'a {
-        self.invocations
-            .iter()
-            .filter(move |inv| inv.source == source)
+    pub fn from_source<'a>(&'a self, source: &'a str) -> impl Iterator<Item = &'a PrimitiveInvocation> + 'a {
+        self.invocations.iter().filter(move |inv| inv.source == source)
     }
 }
 
@@ -364,10 +357,7 @@ struct Residency {
     stored: bool,
 }
 
-const OWNED_STORED: Residency = Residency {
-    shared: false,
-    stored: true,
-};
+const OWNED_STORED: Residency = Residency { shared: false, stored: true };
 
 /// Accumulates memory terms; stored and released activations are summed
 /// separately so no intermediate goes negative.
@@ -416,13 +406,7 @@ struct Work {
     write: u64,
 }
 
-fn invocation(
-    source: &str,
-    primitive: Primitive,
-    phase: Phase,
-    work: Work,
-    collective: Option<CollectiveFacts>,
-) -> PrimitiveInvocation {
+fn invocation(source: &str, primitive: Primitive, phase: Phase, work: Work, collective: Option<CollectiveFacts>) -> PrimitiveInvocation {
     PrimitiveInvocation {
         name: format!("{source}.{}", phase.suffix()),
         primitive,
@@ -454,29 +438,15 @@ impl<'a> Builder<'a> {
     /// is recomputed before the backward pass.
     fn forward(&mut self, source: &str, primitive: Primitive, work: Work, recompute: bool) {
         if recompute {
-            self.recompute
-                .push(invocation(source, primitive, Phase::Recompute, work, None));
+            self.recompute.push(invocation(source, primitive, Phase::Recompute, work, None));
         }
-        self.forward
-            .push(invocation(source, primitive, Phase::Forward, work, None));
+        self.forward.push(invocation(source, primitive, Phase::Forward, work, None));
     }
 
     fn backward(&mut self, source: &str, primitive: Primitive, agrad: Work, wgrad: Option<Work>) {
-        let mut group = vec![invocation(
-            source,
-            primitive,
-            Phase::ActivationGradient,
-            agrad,
-            None,
-        )];
+        let mut group = vec![invocation(source, primitive, Phase::ActivationGradient, agrad, None)];
         if let Some(wgrad) = wgrad {
-            group.push(invocation(
-                source,
-                primitive,
-                Phase::WeightGradient,
-                wgrad,
-                None,
-            ));
+            group.push(invocation(source, primitive, Phase::WeightGradient, wgrad, None));
         }
         self.backward.push(group);
     }
@@ -496,11 +466,7 @@ impl<'a> Builder<'a> {
         // once; the in-place write-back is not counted separately, so the
         // whole state is recorded as read. Under optimizer sharding the DP
         // group splits the step evenly.
-        let step = Work {
-            ops: 11 * count,
-            read: state,
-            write: 0,
-        };
+        let step = Work { ops: 11 * count, read: state, write: 0 };
         let mut step = invocation(source, Primitive::Adam, Phase::Optimizer, step, None);
         step.shared_by = d.optim_shards;
         self.optimizer.push(step);
@@ -509,21 +475,11 @@ impl<'a> Builder<'a> {
     /// A branch point: no forward work; its backward sums `users` gradients.
     fn fork(&mut self, source: &str, elems: u64, users: u64, stored: bool) {
         let e = self.dims.elem;
-        let agrad = Work {
-            ops: users * elems,
-            read: users * elems * e,
-            write: elems * e,
-        };
+        let agrad = Work { ops: users * elems, read: users * elems * e, write: elems * e };
         self.backward(source, Primitive::GradientSum, agrad, None);
         // The fork owns the branched tensor; its gradient buffer is counted
         // by the users (Calculon sets the fork's activation_grads to 0).
-        self.memory.activation(
-            elems * e,
-            Residency {
-                shared: false,
-                stored,
-            },
-        );
+        self.memory.activation(elems * e, Residency { shared: false, stored });
     }
 
     /// Layer-norm over `elems` with replicated `2h` parameters; its input is
@@ -531,61 +487,25 @@ impl<'a> Builder<'a> {
     fn layer_norm(&mut self, source: &str, elems: u64, recompute: bool) {
         let e = self.dims.elem;
         let params = 2 * self.dims.hidden;
-        let fwd = Work {
-            ops: 9 * elems,
-            read: (elems + params) * e,
-            write: elems * e,
-        };
-        let agrad = Work {
-            ops: 14 * elems,
-            read: (params + elems) * e,
-            write: elems * e,
-        };
-        let wgrad = Work {
-            ops: 7 * elems,
-            read: 2 * elems * e,
-            write: params * e,
-        };
+        let fwd = Work { ops: 9 * elems, read: (elems + params) * e, write: elems * e };
+        let agrad = Work { ops: 14 * elems, read: (params + elems) * e, write: elems * e };
+        let wgrad = Work { ops: 7 * elems, read: 2 * elems * e, write: params * e };
         self.forward(source, Primitive::LayerNorm, fwd, recompute);
         self.backward(source, Primitive::LayerNorm, agrad, Some(wgrad));
         self.parameters(source, params);
-        self.memory.activation(
-            elems * e,
-            Residency {
-                shared: true,
-                stored: false,
-            },
-        );
+        self.memory.activation(elems * e, Residency { shared: true, stored: false });
         self.memory.act_grads += elems * e;
     }
 
     /// `Y[m,k] = X[m,n]·W[n,k]` (already TP-local): three matmuls of `2mnk`.
-    fn linear(
-        &mut self,
-        source: &str,
-        (m, n, k): (u64, u64, u64),
-        recompute: bool,
-        input: Residency,
-    ) {
+    fn linear(&mut self, source: &str, (m, n, k): (u64, u64, u64), recompute: bool, input: Residency) {
         let e = self.dims.elem;
         let ops = 2 * m * n * k;
         let (x, w, y) = (m * n * e, n * k * e, m * k * e);
-        let fwd = Work {
-            ops,
-            read: x + w,
-            write: y,
-        };
+        let fwd = Work { ops, read: x + w, write: y };
         // dX = dY·Wᵀ reads W and dY, writes dX; dW = Xᵀ·dY reads X and dY.
-        let agrad = Work {
-            ops,
-            read: w + y,
-            write: x,
-        };
-        let wgrad = Work {
-            ops,
-            read: x + y,
-            write: w,
-        };
+        let agrad = Work { ops, read: w + y, write: x };
+        let wgrad = Work { ops, read: x + y, write: w };
         self.forward(source, Primitive::Matmul, fwd, recompute);
         self.backward(source, Primitive::Matmul, agrad, Some(wgrad));
         self.parameters(source, n * k);
@@ -595,27 +515,13 @@ impl<'a> Builder<'a> {
 
     /// `batch` products `[m,n]·[n,k]` of two activations; backward produces
     /// both operand gradients (twice the forward FLOPs).
-    fn batch_matmul(
-        &mut self,
-        source: &str,
-        (batch, m, n, k): (u64, u64, u64, u64),
-        recompute: bool,
-        output_kept: bool,
-    ) {
+    fn batch_matmul(&mut self, source: &str, (batch, m, n, k): (u64, u64, u64, u64), recompute: bool, output_kept: bool) {
         let e = self.dims.elem;
         let ops = batch * 2 * m * n * k;
         let inputs = batch * (m * n + n * k) * e;
         let output = batch * m * k * e;
-        let fwd = Work {
-            ops,
-            read: inputs,
-            write: output,
-        };
-        let agrad = Work {
-            ops: 2 * ops,
-            read: output,
-            write: inputs,
-        };
+        let fwd = Work { ops, read: inputs, write: output };
+        let agrad = Work { ops: 2 * ops, read: output, write: inputs };
         self.forward(source, Primitive::BatchMatmul, fwd, recompute);
         self.backward(source, Primitive::BatchMatmul, agrad, None);
         self.memory.activation(inputs, OWNED_STORED);
@@ -627,16 +533,8 @@ impl<'a> Builder<'a> {
 
     fn softmax(&mut self, source: &str, elems: u64, recompute: bool, output_kept: bool) {
         let bytes = elems * self.dims.elem;
-        let fwd = Work {
-            ops: 5 * elems,
-            read: bytes,
-            write: bytes,
-        };
-        let agrad = Work {
-            ops: 8 * elems,
-            read: bytes,
-            write: bytes,
-        };
+        let fwd = Work { ops: 5 * elems, read: bytes, write: bytes };
+        let agrad = Work { ops: 8 * elems, read: bytes, write: bytes };
         self.forward(source, Primitive::Softmax, fwd, recompute);
         self.backward(source, Primitive::Softmax, agrad, None);
         self.memory.activation(bytes, OWNED_STORED);
@@ -650,25 +548,11 @@ impl<'a> Builder<'a> {
     fn dropout(&mut self, source: &str, elems: u64, recompute: bool, mask_kept: bool) {
         let bytes = elems * self.dims.elem;
         let mask = elems;
-        let fwd = Work {
-            ops: elems,
-            read: bytes,
-            write: bytes + mask,
-        };
-        let agrad = Work {
-            ops: elems,
-            read: bytes + mask,
-            write: bytes,
-        };
+        let fwd = Work { ops: elems, read: bytes, write: bytes + mask };
+        let agrad = Work { ops: elems, read: bytes + mask, write: bytes };
         self.forward(source, Primitive::Dropout, fwd, recompute);
         self.backward(source, Primitive::Dropout, agrad, None);
-        self.memory.activation(
-            mask,
-            Residency {
-                shared: false,
-                stored: mask_kept,
-            },
-        );
+        self.memory.activation(mask, Residency { shared: false, stored: mask_kept });
         // Calculon sizes the dropout gradient buffer like the mask (one byte
         // per element, `DropOut.get_activation_grad`); kept for agreement.
         self.memory.act_grads += mask;
@@ -678,16 +562,8 @@ impl<'a> Builder<'a> {
     /// gradient buffer of its own but still does the same work.
     fn gelu(&mut self, source: &str, elems: u64, recompute: bool, fused: bool) {
         let bytes = elems * self.dims.elem;
-        let fwd = Work {
-            ops: 8 * elems,
-            read: bytes,
-            write: bytes,
-        };
-        let agrad = Work {
-            ops: 13 * elems,
-            read: bytes,
-            write: bytes,
-        };
+        let fwd = Work { ops: 8 * elems, read: bytes, write: bytes };
+        let agrad = Work { ops: 13 * elems, read: bytes, write: bytes };
         self.forward(source, Primitive::Gelu, fwd, recompute);
         self.backward(source, Primitive::Gelu, agrad, None);
         if !fused {
@@ -699,25 +575,11 @@ impl<'a> Builder<'a> {
     /// `y = x + r`; both operands are tensors owned elsewhere (the fork).
     fn residual(&mut self, source: &str, elems: u64, recompute: bool) {
         let bytes = elems * self.dims.elem;
-        let fwd = Work {
-            ops: elems,
-            read: 2 * bytes,
-            write: bytes,
-        };
-        let agrad = Work {
-            ops: 2 * elems,
-            read: bytes,
-            write: 2 * bytes,
-        };
+        let fwd = Work { ops: elems, read: 2 * bytes, write: bytes };
+        let agrad = Work { ops: 2 * elems, read: bytes, write: 2 * bytes };
         self.forward(source, Primitive::ResidualAdd, fwd, recompute);
         self.backward(source, Primitive::ResidualAdd, agrad, None);
-        self.memory.activation(
-            2 * bytes,
-            Residency {
-                shared: true,
-                stored: false,
-            },
-        );
+        self.memory.activation(2 * bytes, Residency { shared: true, stored: false });
         self.memory.act_grads += bytes;
     }
 
@@ -732,15 +594,8 @@ impl<'a> Builder<'a> {
             // t | h (validated), so this is exact.
             CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => elems / d.tp * (d.tp - 1),
         };
-        let work = Work {
-            ops,
-            read: bytes,
-            write: bytes,
-        };
-        let facts = CollectiveFacts {
-            kind,
-            message_bytes: bytes,
-        };
+        let work = Work { ops, read: bytes, write: bytes };
+        let facts = CollectiveFacts { kind, message_bytes: bytes };
         (work, facts)
     }
 
@@ -769,11 +624,7 @@ impl<'a> Builder<'a> {
             if recommunicate {
                 self.collective(source, Phase::Recommunication, CollectiveKind::AllGather);
             }
-            self.collective(
-                source,
-                Phase::ActivationGradient,
-                CollectiveKind::ReduceScatter,
-            );
+            self.collective(source, Phase::ActivationGradient, CollectiveKind::ReduceScatter);
             // Only the sequence shard is held (Calculon TPComm.get_activation).
             self.memory.activation(full / d.tp, OWNED_STORED);
             self.memory.act_grads += full / d.tp;
@@ -794,15 +645,8 @@ impl<'a> Builder<'a> {
             return;
         }
         let full = d.activation() * d.elem;
-        let not_stored = Residency {
-            shared: false,
-            stored: false,
-        };
-        let forward_kind = if d.sequence_parallel {
-            CollectiveKind::ReduceScatter
-        } else {
-            CollectiveKind::AllReduce
-        };
+        let not_stored = Residency { shared: false, stored: false };
+        let forward_kind = if d.sequence_parallel { CollectiveKind::ReduceScatter } else { CollectiveKind::AllReduce };
         self.collective(source, Phase::Forward, forward_kind);
         if recommunicate {
             self.collective(source, Phase::Recommunication, forward_kind);
@@ -827,17 +671,9 @@ impl<'a> Builder<'a> {
             // Otherwise released outputs are always among the stored inputs
             // (the score / probability tensors are also inputs of the next
             // primitive), so the difference never saturates.
-            act_storage_space: if full_recompute {
-                0
-            } else {
-                ledger.act_stored.saturating_sub(ledger.act_released)
-            },
+            act_storage_space: if full_recompute { 0 } else { ledger.act_stored.saturating_sub(ledger.act_released) },
             // The full (not sequence-split) block input, as Calculon counts it.
-            act_checkpoint: if full_recompute {
-                d.activation() * d.elem
-            } else {
-                0
-            },
+            act_checkpoint: if full_recompute { d.activation() * d.elem } else { 0 },
             weight_grads: ledger.weight_grads,
             weight_grads_unsharded: ledger.weight_grads_unsharded,
             act_grads: ledger.act_grads,
@@ -849,10 +685,7 @@ impl<'a> Builder<'a> {
         invocations.extend(self.recomm);
         invocations.extend(self.backward.into_iter().rev().flatten());
         invocations.extend(self.optimizer);
-        BlockDerivation {
-            invocations,
-            memory,
-        }
+        BlockDerivation { invocations, memory }
     }
 }
 
@@ -872,10 +705,7 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     let boundary = dims.boundary_activation();
     let hidden = dims.hidden;
     let attn_width = dims.local_attn_width();
-    let shared_unstored = Residency {
-        shared: true,
-        stored: false,
-    };
+    let shared_unstored = Residency { shared: true, stored: false };
 
     let mut b = Builder::new(&dims);
 
@@ -892,12 +722,7 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     b.softmax("attn.softmax", dims.scores(), attn_core, !attn_core);
     b.dropout("attn.prob_dropout", dims.scores(), attn_core, !attn_core);
     b.batch_matmul("attn.context", (head_batch, s, s, hd), full, true);
-    b.linear(
-        "attn.proj",
-        (tokens, attn_width, hidden),
-        full,
-        OWNED_STORED,
-    );
+    b.linear("attn.proj", (tokens, attn_width, hidden), full, OWNED_STORED);
     b.tp_exit("attn.tp_exit", full);
     b.dropout("attn.dropout", boundary, full, true);
     b.residual("attn.residual", boundary, full);
@@ -907,10 +732,7 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     b.layer_norm("mlp.ln", boundary, full);
     b.tp_entry("mlp.tp_entry", drop_mlp_input);
     let ffn_local = dims.ffn / dims.tp;
-    let fc1_input = Residency {
-        shared: false,
-        stored: !drop_mlp_input,
-    };
+    let fc1_input = Residency { shared: false, stored: !drop_mlp_input };
     b.linear("mlp.fc1", (tokens, hidden, ffn_local), full, fc1_input);
     b.gelu("mlp.gelu", tokens * ffn_local, full, map.fused_activation);
     b.linear("mlp.fc2", (tokens, ffn_local, hidden), full, OWNED_STORED);

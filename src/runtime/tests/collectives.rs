@@ -27,11 +27,7 @@ fn nprocs_prank_and_results_in_rank_order() {
 #[test]
 fn all_reduce_f64_all_four_ops() {
     let shape = [2i64, 3];
-    let input = |r: usize| {
-        iota(&shape, |i| {
-            (r as f64 + 1.0) * 0.5 + i as f64 * [1.0, -1.0][r % 2]
-        })
-    };
+    let input = |r: usize| iota(&shape, |i| (r as f64 + 1.0) * 0.5 + i as f64 * [1.0, -1.0][r % 2]);
     let inputs: Vec<Vec<f64>> = (0..4).map(input).collect();
     let order = [0, 1, 2, 3];
     let expected = [
@@ -137,29 +133,15 @@ fn reduce_scatter_f32_along_axis_0_and_1() {
             _ => ([3, 1], 1),
         };
         let maxed = fold(&inputs, &order, f32::max);
-        assert_eq!(
-            cols,
-            slice_axis(&maxed, &shape, 1, k * 3, 3),
-            "rank {r} axis 1"
-        );
+        assert_eq!(cols, slice_axis(&maxed, &shape, 1, k * 3, 3), "rank {r} axis 1");
     }
 }
 
 #[test]
 fn all_gather_i64_and_index_along_axis_0_and_1_with_uneven_blocks() {
     let world = World::new(4);
-    let in0 = |r: usize| {
-        (
-            vec![r as i64 + 1, 3],
-            iota(&[r as i64 + 1, 3], |i| (r * 100 + i) as i64),
-        )
-    };
-    let in1 = |r: usize| {
-        (
-            vec![2, r as i64 + 1],
-            iota(&[2, r as i64 + 1], |i| (r * 10 + i) as i64),
-        )
-    };
+    let in0 = |r: usize| (vec![r as i64 + 1, 3], iota(&[r as i64 + 1, 3], |i| (r * 100 + i) as i64));
+    let in1 = |r: usize| (vec![2, r as i64 + 1], iota(&[2, r as i64 + 1], |i| (r * 10 + i) as i64));
     let results = world.run(|r| {
         let (s0, d0) = in0(r);
         let a0 = collective(
@@ -220,16 +202,10 @@ fn all_to_all_i32_along_axis_0_and_1() {
     for (r, (a0, a1)) in results.into_iter().enumerate() {
         let k = parts.iter().position(|&p| p == r).unwrap();
         // Output slice j comes from participant j's slice k.
-        let exp0: Vec<Vec<i32>> = parts
-            .iter()
-            .map(|&p| slice_axis(&input0(p), &[4, 3], 0, k, 1))
-            .collect();
+        let exp0: Vec<Vec<i32>> = parts.iter().map(|&p| slice_axis(&input0(p), &[4, 3], 0, k, 1)).collect();
         let exp0 = concat_axis(&exp0, &vec![vec![1, 3]; 4], 0);
         assert_eq!(a0, exp0, "rank {r} axis 0");
-        let exp1: Vec<Vec<i32>> = parts
-            .iter()
-            .map(|&p| slice_axis(&input1(p), &[2, 8], 1, 2 * k, 2))
-            .collect();
+        let exp1: Vec<Vec<i32>> = parts.iter().map(|&p| slice_axis(&input1(p), &[2, 8], 1, 2 * k, 2)).collect();
         let exp1 = concat_axis(&exp1, &vec![vec![2, 2]; 4], 1);
         assert_eq!(a1, exp1, "rank {r} axis 1");
     }
@@ -241,11 +217,7 @@ fn broadcast_f16_from_a_non_zero_root() {
     let root_data = iota(&[3, 2], |i| f16::from_f32(i as f32 * 0.25 - 1.0));
     let results = world.run(|r| {
         // Only the root's input is read: the others pass a dummy.
-        let input = if r == 2 {
-            OwnedMemRef::new(&[3, 2], root_data.clone())
-        } else {
-            OwnedMemRef::filled(&[1], f16::from_f32(9.0))
-        };
+        let input = if r == 2 { OwnedMemRef::new(&[3, 2], root_data.clone()) } else { OwnedMemRef::filled(&[1], f16::from_f32(9.0)) };
         collective(
             &[0, 1, 2, 3],
             input,
@@ -265,10 +237,7 @@ fn send_recv_bf16_and_idle_ranks_complete_immediately() {
     let world = World::new(4);
     let data = iota(&[2, 2], |i| bf16::from_f32(i as f32 + 0.5));
     let results = world.run(|r| {
-        let mut input = OwnedMemRef::new(
-            &[2, 2],
-            data.iter().map(|x| *x * bf16::from_f32(r as f32)).collect(),
-        );
+        let mut input = OwnedMemRef::new(&[2, 2], data.iter().map(|x| *x * bf16::from_f32(r as f32)).collect());
         let mut output = OwnedMemRef::filled(&[2, 2], bf16::from_f32(-7.0));
         let (i, o) = (input.arg(), output.arg());
         // SAFETY: the descriptors live until the wait below.
@@ -280,11 +249,7 @@ fn send_recv_bf16_and_idle_ranks_complete_immediately() {
     let sent: Vec<bf16> = data.iter().map(|x| *x * bf16::from_f32(1.0)).collect();
     assert_eq!(results[3], sent);
     for r in [0, 1, 2] {
-        assert_eq!(
-            results[r],
-            vec![bf16::from_f32(-7.0); 4],
-            "rank {r} output untouched"
-        );
+        assert_eq!(results[r], vec![bf16::from_f32(-7.0); 4], "rank {r} output untouched");
     }
     assert_eq!(world.open_exchanges(), 0);
 }
@@ -313,9 +278,7 @@ fn i1_reductions_treat_non_zero_as_true() {
             })
             .collect::<Vec<_>>()
     });
-    let bits: Vec<Vec<bool>> = (0..3)
-        .map(|r| input(r).iter().map(|&b| b != 0).collect())
-        .collect();
+    let bits: Vec<Vec<bool>> = (0..3).map(|r| input(r).iter().map(|&b| b != 0).collect()).collect();
     let to_u8 = |v: Vec<bool>| v.into_iter().map(u8::from).collect::<Vec<_>>();
     let expected = [
         to_u8(fold(&bits, &[0, 1, 2], |a, b| a ^ b)),
@@ -347,15 +310,9 @@ fn strided_input_and_output() {
     });
     let logical = |r: usize| -> Vec<f32> {
         let s = storage(r);
-        (0..4)
-            .flat_map(|row| [s[row * 5 + 1], s[row * 5 + 3]])
-            .collect()
+        (0..4).flat_map(|row| [s[row * 5 + 1], s[row * 5 + 3]]).collect()
     };
-    let expected: Vec<f32> = logical(0)
-        .iter()
-        .zip(logical(1))
-        .map(|(a, b)| a + b)
-        .collect();
+    let expected: Vec<f32> = logical(0).iter().zip(logical(1)).map(|(a, b)| a + b).collect();
     for (got, storage) in results {
         assert_eq!(got, expected);
         assert_eq!(&storage[..2], &[-1.0, -1.0]);
@@ -427,19 +384,14 @@ fn all_reduce_integers_all_ops_wrap_on_overflow() {
                     OwnedMemRef::new(&[5], input(r).into_iter().map(i64::from).collect()),
                     OwnedMemRef::filled(&[5], 0i64),
                     // SAFETY: the descriptors live until the wait in `collective`.
-                    |p, i, o| unsafe {
-                        _bprt_all_reduce_index(0, p.0, p.1, i.0, i.1, o.0, o.1, op)
-                    },
+                    |p, i, o| unsafe { _bprt_all_reduce_index(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
                 )
                 .unwrap();
                 (small, wide)
             })
             .collect::<Vec<_>>()
     });
-    let wide_inputs: Vec<Vec<i64>> = inputs
-        .iter()
-        .map(|v| v.iter().map(|&x| i64::from(x)).collect())
-        .collect();
+    let wide_inputs: Vec<Vec<i64>> = inputs.iter().map(|v| v.iter().map(|&x| i64::from(x)).collect()).collect();
     let wide_expected = [
         fold(&wide_inputs, &order, |a, b| a + b),
         fold(&wide_inputs, &order, std::cmp::max),

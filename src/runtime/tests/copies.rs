@@ -13,10 +13,7 @@ pub(super) struct Block {
 }
 
 fn block(offsets: &[i64], shape: &[i64]) -> Block {
-    Block {
-        offsets: offsets.to_vec(),
-        shape: shape.to_vec(),
-    }
+    Block { offsets: offsets.to_vec(), shape: shape.to_vec() }
 }
 
 /// The elements of `b` in a row-major global array `global` of `g_shape`.
@@ -26,12 +23,7 @@ pub(super) fn extract<T: Copy>(global: &[T], g_shape: &[i64], b: &Block) -> Vec<
     let mut out = Vec::with_capacity(n as usize);
     let mut idx = vec![0i64; b.shape.len()];
     for _ in 0..n {
-        let lin: i64 = idx
-            .iter()
-            .zip(&b.offsets)
-            .zip(&strides)
-            .map(|((i, o), s)| (i + o) * s)
-            .sum();
+        let lin: i64 = idx.iter().zip(&b.offsets).zip(&strides).map(|((i, o), s)| (i + o) * s).sum();
         out.push(global[lin as usize]);
         for d in (0..idx.len()).rev() {
             idx[d] += 1;
@@ -58,15 +50,7 @@ pub(super) fn reshape_call<T: Copy>(
     let (mut g, mut lo, mut ng) = (ints(g_shape), ints(l_offsets), ints(ng_shape));
     let (mut nlo, mut nls) = (ints(&new.offsets), ints(&new.shape));
     let mut output = OwnedMemRef::filled(&new.shape, fill);
-    let h = start([
-        input.arg(),
-        g.arg(),
-        lo.arg(),
-        ng.arg(),
-        nlo.arg(),
-        nls.arg(),
-        output.arg(),
-    ]);
+    let h = start([input.arg(), g.arg(), lo.arg(), ng.arg(), nlo.arg(), nls.arg(), output.arg()]);
     wait(h)?;
     Ok(output.to_vec())
 }
@@ -84,15 +68,7 @@ fn permute_call<T: Copy>(
     let (mut g, mut lo, mut ax) = (ints(g_shape), ints(l_offsets), ints(axes));
     let (mut nlo, mut nls) = (ints(&new.offsets), ints(&new.shape));
     let mut output = OwnedMemRef::filled(&new.shape, fill);
-    let h = start([
-        input.arg(),
-        g.arg(),
-        lo.arg(),
-        nlo.arg(),
-        nls.arg(),
-        ax.arg(),
-        output.arg(),
-    ]);
+    let h = start([input.arg(), g.arg(), lo.arg(), nlo.arg(), nls.arg(), ax.arg(), output.arg()]);
     wait(h)?;
     Ok(output.to_vec())
 }
@@ -102,8 +78,7 @@ pub(super) fn reshape_index(a: [U; 7]) -> i64 {
     // SAFETY: the descriptors live until the wait in `reshape_call`.
     unsafe {
         _bprt_copy_reshape_index(
-            3, a[0].0, a[0].1, a[1].0, a[1].1, a[2].0, a[2].1, a[3].0, a[3].1, a[4].0, a[4].1,
-            a[5].0, a[5].1, a[6].0, a[6].1,
+            3, a[0].0, a[0].1, a[1].0, a[1].1, a[2].0, a[2].1, a[3].0, a[3].1, a[4].0, a[4].1, a[5].0, a[5].1, a[6].0, a[6].1,
         )
     }
 }
@@ -112,8 +87,7 @@ fn permute_f32(a: [U; 7]) -> i64 {
     // SAFETY: the descriptors live until the wait in `permute_call`.
     unsafe {
         _bprt_copy_permute_f32(
-            3, a[0].0, a[0].1, a[1].0, a[1].1, a[2].0, a[2].1, a[3].0, a[3].1, a[4].0, a[4].1,
-            a[5].0, a[5].1, a[6].0, a[6].1,
+            3, a[0].0, a[0].1, a[1].0, a[1].1, a[2].0, a[2].1, a[3].0, a[3].1, a[4].0, a[4].1, a[5].0, a[5].1, a[6].0, a[6].1,
         )
     }
 }
@@ -123,38 +97,14 @@ fn copy_reshape_2d_rows_to_uneven_1d_and_back() {
     let g_shape = [4i64, 6];
     let global: Vec<i64> = iota(&g_shape, |i| i as i64 * 3 - 5);
     // Uneven row blocks, rank 3 empty.
-    let old = [
-        block(&[0, 0], &[2, 6]),
-        block(&[2, 0], &[1, 6]),
-        block(&[3, 0], &[1, 6]),
-        block(&[4, 0], &[0, 6]),
-    ];
-    let flat = [
-        block(&[0], &[7]),
-        block(&[7], &[5]),
-        block(&[12], &[6]),
-        block(&[18], &[6]),
-    ];
-    let back = [
-        block(&[0, 0], &[1, 6]),
-        block(&[1, 0], &[1, 6]),
-        block(&[2, 0], &[2, 6]),
-        block(&[4, 0], &[0, 6]),
-    ];
+    let old = [block(&[0, 0], &[2, 6]), block(&[2, 0], &[1, 6]), block(&[3, 0], &[1, 6]), block(&[4, 0], &[0, 6])];
+    let flat = [block(&[0], &[7]), block(&[7], &[5]), block(&[12], &[6]), block(&[18], &[6])];
+    let back = [block(&[0, 0], &[1, 6]), block(&[1, 0], &[1, 6]), block(&[2, 0], &[2, 6]), block(&[4, 0], &[0, 6])];
     let world = World::new(4);
     let results = world.run(|r| {
         let local = extract(&global, &g_shape, &old[r]);
         let mine = OwnedMemRef::new(&old[r].shape, local);
-        let flat_local = reshape_call(
-            mine,
-            &g_shape,
-            &old[r].offsets,
-            &[24],
-            &flat[r],
-            -1,
-            reshape_index,
-        )
-        .unwrap();
+        let flat_local = reshape_call(mine, &g_shape, &old[r].offsets, &[24], &flat[r], -1, reshape_index).unwrap();
         let again = reshape_call(
             OwnedMemRef::new(&flat[r].shape, flat_local.clone()),
             &[24],
@@ -168,16 +118,8 @@ fn copy_reshape_2d_rows_to_uneven_1d_and_back() {
         (flat_local, again)
     });
     for (r, (flat_local, again)) in results.into_iter().enumerate() {
-        assert_eq!(
-            flat_local,
-            extract(&global, &[24], &flat[r]),
-            "rank {r} 1-D block"
-        );
-        assert_eq!(
-            again,
-            extract(&global, &g_shape, &back[r]),
-            "rank {r} 2-D block"
-        );
+        assert_eq!(flat_local, extract(&global, &[24], &flat[r]), "rank {r} 1-D block");
+        assert_eq!(again, extract(&global, &g_shape, &back[r]), "rank {r} 2-D block");
     }
     assert!(world.errors().is_empty());
 }
@@ -193,23 +135,11 @@ fn copy_reshape_row_blocks_to_column_blocks() {
         let old = block(&[r as i64, 0], &[1, 6]);
         let new = block(&[0, 2 * r as i64], &[3, 2]);
         let input = OwnedMemRef::new(&old.shape, extract(&global, &g_shape, &old));
-        reshape_call(
-            input,
-            &g_shape,
-            &old.offsets,
-            &ng_shape,
-            &new,
-            0,
-            reshape_index,
-        )
-        .unwrap()
+        reshape_call(input, &g_shape, &old.offsets, &ng_shape, &new, 0, reshape_index).unwrap()
     });
     for (r, got) in results.into_iter().enumerate() {
         // Linear order is preserved: the new array is the same buffer.
-        assert_eq!(
-            got,
-            extract(&global, &ng_shape, &block(&[0, 2 * r as i64], &[3, 2]))
-        );
+        assert_eq!(got, extract(&global, &ng_shape, &block(&[0, 2 * r as i64], &[3, 2])));
     }
 }
 
@@ -217,35 +147,17 @@ fn copy_reshape_row_blocks_to_column_blocks() {
 fn copy_permute_transpose_2d_with_axes_1_0() {
     let g_shape = [4i64, 6];
     let global: Vec<f32> = iota(&g_shape, |i| i as f32 + 0.5);
-    let new_blocks = [
-        block(&[0, 0], &[2, 4]),
-        block(&[2, 0], &[2, 4]),
-        block(&[4, 0], &[1, 4]),
-        block(&[5, 0], &[1, 4]),
-    ];
+    let new_blocks = [block(&[0, 0], &[2, 4]), block(&[2, 0], &[2, 4]), block(&[4, 0], &[1, 4]), block(&[5, 0], &[1, 4])];
     let world = World::new(4);
     let results = world.run(|r| {
         let old = block(&[r as i64, 0], &[1, 6]);
         let input = OwnedMemRef::new(&old.shape, extract(&global, &g_shape, &old));
-        permute_call(
-            input,
-            &g_shape,
-            &old.offsets,
-            &new_blocks[r],
-            &[1, 0],
-            f32::NAN,
-            permute_f32,
-        )
-        .unwrap()
+        permute_call(input, &g_shape, &old.offsets, &new_blocks[r], &[1, 0], f32::NAN, permute_f32).unwrap()
     });
     // Transposed global: T[j0, j1] = G[j1, j0].
     let transposed: Vec<f32> = iota(&[6, 4], |i| global[(i % 4) * 6 + i / 4]);
     for (r, got) in results.into_iter().enumerate() {
-        assert_eq!(
-            got,
-            extract(&transposed, &[6, 4], &new_blocks[r]),
-            "rank {r}"
-        );
+        assert_eq!(got, extract(&transposed, &[6, 4], &new_blocks[r]), "rank {r}");
     }
 }
 
@@ -255,11 +167,7 @@ fn copy_permute_3d_with_strided_input() {
     // split along dim 0 as [2, 1, 1]. Each rank's input is a strided view.
     let g_shape = [2i64, 3, 4];
     let global: Vec<f32> = iota(&g_shape, |i| i as f32);
-    let new_blocks = [
-        block(&[0, 0, 0], &[2, 2, 3]),
-        block(&[2, 0, 0], &[1, 2, 3]),
-        block(&[3, 0, 0], &[1, 2, 3]),
-    ];
+    let new_blocks = [block(&[0, 0, 0], &[2, 2, 3]), block(&[2, 0, 0], &[1, 2, 3]), block(&[3, 0, 0], &[1, 2, 3])];
     let world = World::new(3);
     let results = world.run(|r| {
         let old = block(&[0, r as i64, 0], &[2, 1, 4]);
@@ -272,16 +180,7 @@ fn copy_permute_3d_with_strided_input() {
         }
         let input = OwnedMemRef::strided(storage, 3, &[2, 1, 4], &[12, 4, 1]);
         assert_eq!(input.to_vec(), local);
-        permute_call(
-            input,
-            &g_shape,
-            &old.offsets,
-            &new_blocks[r],
-            &[2, 0, 1],
-            f32::NAN,
-            permute_f32,
-        )
-        .unwrap()
+        permute_call(input, &g_shape, &old.offsets, &new_blocks[r], &[2, 0, 1], f32::NAN, permute_f32).unwrap()
     });
     // N[j0, j1, j2] = G[j1, j2, j0].
     let permuted: Vec<f32> = iota(&[4, 2, 3], |i| {
@@ -289,11 +188,7 @@ fn copy_permute_3d_with_strided_input() {
         global[j1 * 12 + j2 * 4 + j0]
     });
     for (r, got) in results.into_iter().enumerate() {
-        assert_eq!(
-            got,
-            extract(&permuted, &[4, 2, 3], &new_blocks[r]),
-            "rank {r}"
-        );
+        assert_eq!(got, extract(&permuted, &[4, 2, 3], &new_blocks[r]), "rank {r}");
     }
 }
 
@@ -307,16 +202,7 @@ fn copy_reshape_from_replicated_blocks() {
     let world = World::new(3);
     let results = world.run(|r| {
         let input = OwnedMemRef::new(&g_shape, global.clone());
-        reshape_call(
-            input,
-            &g_shape,
-            &[0, 0],
-            &[8],
-            &new_blocks[r],
-            -1,
-            reshape_index,
-        )
-        .unwrap()
+        reshape_call(input, &g_shape, &[0, 0], &[8], &new_blocks[r], -1, reshape_index).unwrap()
     });
     for (r, got) in results.into_iter().enumerate() {
         assert_eq!(got, extract(&global, &[8], &new_blocks[r]), "rank {r}");

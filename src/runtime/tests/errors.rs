@@ -59,20 +59,14 @@ fn mismatched_sizes_fail_on_every_rank_and_later_calls_still_match() {
     for (bad, kind, good) in results {
         let (c, msg) = bad.unwrap_err();
         assert_eq!(c, MISMATCH);
-        assert!(
-            msg.contains("input shape [4]") || msg.contains("input shape [3]"),
-            "{msg}"
-        );
+        assert!(msg.contains("input shape [4]") || msg.contains("input shape [3]"), "{msg}");
         assert!(matches!(kind, Some(RtError::Mismatch(_))), "{kind:?}");
         assert_eq!(good.unwrap(), vec![1.0, 1.0]);
     }
     let errors = w.errors();
     assert_eq!(errors.len(), 2);
     assert!(errors.iter().all(|e| e.error.code() == ErrorCode::Mismatch));
-    assert_eq!(
-        errors.iter().map(|e| e.rank).collect::<HashSet<_>>(),
-        HashSet::from([0, 1])
-    );
+    assert_eq!(errors.iter().map(|e| e.rank).collect::<HashSet<_>>(), HashSet::from([0, 1]));
     assert_eq!(w.open_exchanges(), 0);
 }
 
@@ -103,11 +97,7 @@ fn mismatched_kinds_types_and_ops_fail_on_every_rank() {
             ))
         };
         let op = code(all_reduce_f32(&[0, 1], vec![1.0; 2], r as i32));
-        let order = code(all_reduce_f32(
-            if r == 0 { &[0, 1] } else { &[1, 0] },
-            vec![1.0; 2],
-            0,
-        ));
+        let order = code(all_reduce_f32(if r == 0 { &[0, 1] } else { &[1, 0] }, vec![1.0; 2], 0));
         (code(kind), dtype, op, order)
     });
     for got in results {
@@ -175,24 +165,12 @@ fn invalid_descriptors_fail_locally_and_peers_fail_fast() {
         let first = wait(h).unwrap_err();
         // A null descriptor, then a null data pointer with elements.
         // SAFETY: null descriptors are rejected before any read.
-        let null_desc =
-            unsafe { _bprt_all_reduce_f32(0, pp.0, pp.1, 1, std::ptr::null_mut(), oo.0, oo.1, 0) };
+        let null_desc = unsafe { _bprt_all_reduce_f32(0, pp.0, pp.1, 1, std::ptr::null_mut(), oo.0, oo.1, 0) };
         let null_desc = (null_desc, last_message());
         let mut words = [0u64, 0, 0, 2, 1];
         // SAFETY: `words` is a rank-1 descriptor with null data pointers,
         // rejected before any data access.
-        let null_data = unsafe {
-            _bprt_all_reduce_f32(
-                0,
-                pp.0,
-                pp.1,
-                ii.0,
-                words.as_mut_ptr().cast::<c_void>(),
-                oo.0,
-                oo.1,
-                0,
-            )
-        };
+        let null_data = unsafe { _bprt_all_reduce_f32(0, pp.0, pp.1, ii.0, words.as_mut_ptr().cast::<c_void>(), oo.0, oo.1, 0) };
         // Negative memref rank of the participants list.
         // SAFETY: rank -1 is rejected before the descriptor is read.
         let bad_parts = unsafe { _bprt_all_reduce_f32(0, -1, pp.1, ii.0, ii.1, oo.0, oo.1, 0) };
@@ -203,20 +181,13 @@ fn invalid_descriptors_fail_locally_and_peers_fail_fast() {
     assert!(first0.1.contains("negative rank -1"), "{}", first0.1);
     let (first1, ..) = &results[1];
     assert_eq!(first1.0, PEER_FAILED);
-    assert!(
-        first1.1.contains("rank 0") && first1.1.contains("negative rank"),
-        "{}",
-        first1.1
-    );
+    assert!(first1.1.contains("rank 0") && first1.1.contains("negative rank"), "{}", first1.1);
     for (_, null_desc, null_data, bad_parts, elapsed) in &results {
         assert_eq!(null_desc.0, INVALID_MEMREF);
         assert!(null_desc.1.contains("null descriptor"), "{}", null_desc.1);
         assert_eq!(*null_data, INVALID_MEMREF);
         assert_eq!(*bad_parts, INVALID_MEMREF);
-        assert!(
-            *elapsed < Duration::from_secs(4),
-            "no waiting for a timeout"
-        );
+        assert!(*elapsed < Duration::from_secs(4), "no waiting for a timeout");
     }
     // The failed starts freed their slots once the peers consumed them.
     assert_eq!(w.open_exchanges(), 0);
@@ -238,9 +209,7 @@ fn ranks_outside_the_world_and_non_participants() {
         let bad_source = unsafe { _bprt_send_recv_i8(0, ii.0, ii.1, oo.0, oo.1, -1, 1) };
         // SAFETY: as above.
         let bad_dest = unsafe { _bprt_send_recv_i8(0, ii.0, ii.1, oo.0, oo.1, 0, 2) };
-        (
-            r, outside, negative, duplicate, not_in, bad_source, bad_dest,
-        )
+        (r, outside, negative, duplicate, not_in, bad_source, bad_dest)
     });
     for (r, outside, negative, duplicate, not_in, bad_source, bad_dest) in results {
         assert_eq!(outside, INVALID_RANK);
@@ -276,12 +245,7 @@ fn local_argument_and_shape_errors() {
     let w = world(2);
     let results = w.run(|r| {
         let run = |input: OwnedMemRef<f64>, out: &[i64], start: &dyn Fn(U, U, U) -> i64| {
-            code(collective(
-                &[0, 1],
-                input,
-                OwnedMemRef::filled(out, 0.0f64),
-                start,
-            ))
+            code(collective(&[0, 1], input, OwnedMemRef::filled(out, 0.0f64), start))
         };
         let m = |shape: &[i64]| OwnedMemRef::new(shape, iota(shape, |i| i as f64));
         let bad_op = run(m(&[2]), &[2], &|p, i, o| {
@@ -314,16 +278,7 @@ fn local_argument_and_shape_errors() {
             // SAFETY: the descriptors live until the wait in `collective`.
             unsafe { _bprt_all_reduce_f64(0, p.0, p.1, i.0, i.1, o.0, o.1, 0) }
         });
-        (
-            r,
-            bad_op,
-            bad_out,
-            bad_axis,
-            indivisible,
-            bad_root,
-            negative_axis,
-            one_bad,
-        )
+        (r, bad_op, bad_out, bad_axis, indivisible, bad_root, negative_axis, one_bad)
     });
     for (r, bad_op, bad_out, bad_axis, indivisible, bad_root, negative_axis, one_bad) in results {
         assert_eq!(bad_op, INVALID_ARGUMENT);
@@ -377,80 +332,28 @@ fn copy_errors_holes_disagreements_and_bad_axes() {
     let global: Vec<i64> = iota(&g_shape, |i| i as i64);
     let w = world(2);
     let results = w.run(|r| {
-        let old = Block {
-            offsets: vec![r as i64, 0],
-            shape: vec![1, 4],
-        };
+        let old = Block { offsets: vec![r as i64, 0], shape: vec![1, 4] };
         let input = || OwnedMemRef::new(&old.shape, extract(&global, &g_shape, &old));
         // Rank 1 claims to hold nothing: rank 0's new block has a hole...
         // but here both new blocks need rank 1's data.
-        let hole_old = if r == 1 {
-            Block {
-                offsets: vec![2, 0],
-                shape: vec![0, 4],
-            }
-        } else {
-            old.clone()
-        };
+        let hole_old = if r == 1 { Block { offsets: vec![2, 0], shape: vec![0, 4] } } else { old.clone() };
         let hole_in = OwnedMemRef::new(&hole_old.shape, extract(&global, &g_shape, &hole_old));
-        let new = Block {
-            offsets: vec![0, 2 * r as i64],
-            shape: vec![2, 2],
-        };
-        let hole = code(reshape_call(
-            hole_in,
-            &g_shape,
-            &hole_old.offsets,
-            &g_shape,
-            &new,
-            0,
-            reshape_index,
-        ));
+        let new = Block { offsets: vec![0, 2 * r as i64], shape: vec![2, 2] };
+        let hole = code(reshape_call(hole_in, &g_shape, &hole_old.offsets, &g_shape, &new, 0, reshape_index));
         // The ranks disagree on the new global shape.
         let ng: &[i64] = if r == 0 { &[8] } else { &[4, 2] };
-        let nb = if r == 0 {
-            Block {
-                offsets: vec![0],
-                shape: vec![4],
-            }
-        } else {
-            Block {
-                offsets: vec![2, 0],
-                shape: vec![2, 2],
-            }
-        };
-        let disagree = code(reshape_call(
-            input(),
-            &g_shape,
-            &old.offsets,
-            ng,
-            &nb,
-            0,
-            reshape_index,
-        ));
+        let nb = if r == 0 { Block { offsets: vec![0], shape: vec![4] } } else { Block { offsets: vec![2, 0], shape: vec![2, 2] } };
+        let disagree = code(reshape_call(input(), &g_shape, &old.offsets, ng, &nb, 0, reshape_index));
         // Element counts differ.
-        let count = code(reshape_call(
-            input(),
-            &g_shape,
-            &old.offsets,
-            &[9],
-            &Block {
-                offsets: vec![0],
-                shape: vec![1],
-            },
-            0,
-            reshape_index,
-        ));
+        let count =
+            code(reshape_call(input(), &g_shape, &old.offsets, &[9], &Block { offsets: vec![0], shape: vec![1] }, 0, reshape_index));
         // A block outside the global array.
         let outside = code(reshape_call(
             input(),
             &g_shape,
             &[r as i64, r as i64],
             &[8],
-            &Block {
-                offsets: vec![4 * r as i64],
-                shape: vec![4],
-            },
+            &Block { offsets: vec![4 * r as i64], shape: vec![4] },
             0,
             reshape_index,
         ));
@@ -458,20 +361,11 @@ fn copy_errors_holes_disagreements_and_bad_axes() {
         let (mut i, mut g, mut lo) = (input(), ints(&g_shape), ints(&old.offsets));
         let (mut nlo, mut nls, mut ax) = (ints(&[0, 0]), ints(&[4, 1]), ints(&[0, 0]));
         let mut out = OwnedMemRef::filled(&[4, 1], 0i64);
-        let a = [
-            i.arg(),
-            g.arg(),
-            lo.arg(),
-            nlo.arg(),
-            nls.arg(),
-            ax.arg(),
-            out.arg(),
-        ];
+        let a = [i.arg(), g.arg(), lo.arg(), nlo.arg(), nls.arg(), ax.arg(), out.arg()];
         // SAFETY: the descriptors live until the wait below.
         let h = unsafe {
             _bprt_copy_permute_i64(
-                0, a[0].0, a[0].1, a[1].0, a[1].1, a[2].0, a[2].1, a[3].0, a[3].1, a[4].0, a[4].1,
-                a[5].0, a[5].1, a[6].0, a[6].1,
+                0, a[0].0, a[0].1, a[1].0, a[1].1, a[2].0, a[2].1, a[3].0, a[3].1, a[4].0, a[4].1, a[5].0, a[5].1, a[6].0, a[6].1,
             )
         };
         let axes = code(wait(h));
@@ -534,23 +428,9 @@ fn symbol_table_lists_every_entry_point_once() {
     assert_eq!(table.len(), 4 + 8 * 10);
     let names: HashSet<&str> = table.iter().map(|(n, _)| *n).collect();
     assert_eq!(names.len(), table.len());
-    for suffix in [
-        "f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "i1", "index",
-    ] {
-        for op in [
-            "all_reduce",
-            "reduce_scatter",
-            "all_gather",
-            "all_to_all",
-            "broadcast",
-            "send_recv",
-            "copy_reshape",
-            "copy_permute",
-        ] {
-            assert!(
-                names.contains(format!("_bprt_{op}_{suffix}").as_str()),
-                "{op}_{suffix}"
-            );
+    for suffix in ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "i1", "index"] {
+        for op in ["all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "send_recv", "copy_reshape", "copy_permute"] {
+            assert!(names.contains(format!("_bprt_{op}_{suffix}").as_str()), "{op}_{suffix}");
         }
     }
     assert!(table.iter().all(|(_, p)| !p.is_null()));

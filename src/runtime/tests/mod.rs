@@ -68,13 +68,7 @@ pub(super) fn iota<T>(shape: &[i64], f: impl Fn(usize) -> T) -> Vec<T> {
 }
 
 /// The `[start, start + len)` slice along `axis` of a row-major array.
-pub(super) fn slice_axis<T: Copy>(
-    data: &[T],
-    shape: &[i64],
-    axis: usize,
-    start: usize,
-    len: usize,
-) -> Vec<T> {
+pub(super) fn slice_axis<T: Copy>(data: &[T], shape: &[i64], axis: usize, start: usize, len: usize) -> Vec<T> {
     let outer: i64 = shape[..axis].iter().product();
     let dim = shape[axis] as usize;
     let inner: i64 = shape[axis + 1..].iter().product();
