@@ -8,10 +8,7 @@
 use std::marker::PhantomData;
 
 use melior::{
-    ir::{
-        operation::{OperationBuilder, OperationLike},
-        Attribute, AttributeLike, Identifier, Location, Operation, OperationRef, Type, TypeLike, Value,
-    },
+    ir::{operation::OperationBuilder, Attribute, AttributeLike, Identifier, Location, Operation, OperationRef, Type, TypeLike, Value},
     Context,
 };
 use thiserror::Error;

@@ -8,13 +8,10 @@
 
 mod diagnostics_check;
 
-use std::{
-    ffi::c_void,
-    io::{Read, Write},
-};
+use std::io::{Read, Write};
 
 use melior::{
-    ir::{operation::OperationLike, operation::OperationPrintingFlags, BlockLike, Location, Module},
+    ir::operation::OperationPrintingFlags,
     pass::{PassIrPrintingOptions, PassManager},
     Context,
 };

@@ -53,8 +53,8 @@ use crate::{
     ods::{self, MemoryKind, OpKind, Reduction},
     schedule::{Direction, Schedule},
     workload::{
-        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, PipelineSchedule, Primitive,
-        PrimitiveInvocation, Recompute, TrainingSpec,
+        derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, PipelineSchedule, PrimitiveInvocation,
+        Recompute, TrainingSpec,
     },
 };
 

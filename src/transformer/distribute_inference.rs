@@ -15,7 +15,7 @@
 use std::collections::HashSet;
 
 use melior::{
-    ir::{block::BlockLike, operation::OperationLike, Location, Module, OperationRef, RegionLike, Type, Value},
+    ir::{operation::OperationLike, Location, Module, OperationRef, RegionLike, Type, Value},
     pass::ExternalPass,
 };
 

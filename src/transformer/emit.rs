@@ -50,21 +50,6 @@ pub fn phase_case(phase: Phase) -> ods::Phase {
     }
 }
 
-/// The workload phase of an ODS phase.
-#[must_use]
-pub fn workload_phase(phase: ods::Phase) -> Phase {
-    match phase {
-        ods::Phase::Forward => Phase::Forward,
-        ods::Phase::Recompute => Phase::Recompute,
-        ods::Phase::ActivationGradient => Phase::ActivationGradient,
-        ods::Phase::WeightGradient => Phase::WeightGradient,
-        ods::Phase::Optimizer => Phase::Optimizer,
-        ods::Phase::Recommunication => Phase::Recommunication,
-        ods::Phase::Prefill => Phase::Prefill,
-        ods::Phase::Decode => Phase::Decode,
-    }
-}
-
 /// The ODS primitive of a compute invocation (collectives are their own ops).
 #[must_use]
 pub fn primitive_case(primitive: Primitive) -> ods::Primitive {
