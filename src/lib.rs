@@ -16,6 +16,7 @@ pub mod dialects;
 pub mod digest;
 pub mod error;
 pub mod estimate;
+pub mod estimate_cli;
 pub mod execution;
 pub mod ir;
 pub mod lineage;

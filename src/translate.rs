@@ -31,6 +31,7 @@ enum Mode {
     ImportInference,
     InferenceFacts,
     ExportWorkSummary,
+    Estimate,
 }
 
 const HELP: &str = "OVERVIEW: Blueprint translation tool\n\n\
@@ -62,8 +63,12 @@ fn run(args: &[String]) -> Result<(), String> {
     let mut input: Option<String> = None;
     let mut output: Option<String> = None;
     let mut generic = false;
+    let mut estimate = crate::estimate_cli::EstimateArgs::default();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
+        if estimate.take(arg, &mut iter.by_ref().cloned())? {
+            continue;
+        }
         let set = |m: Mode, mode: &mut Option<Mode>| -> Result<(), String> {
             if mode.is_some() {
                 return Err("blueprint-translate: give exactly one mode".into());
@@ -81,6 +86,7 @@ fn run(args: &[String]) -> Result<(), String> {
             "--import-transformer-inference" => set(Mode::ImportInference, &mut mode)?,
             "--transformer-inference-facts" => set(Mode::InferenceFacts, &mut mode)?,
             "--export-work-summary" => set(Mode::ExportWorkSummary, &mut mode)?,
+            "--estimate" => set(Mode::Estimate, &mut mode)?,
             "--mlir-print-op-generic" => generic = true,
             "-o" => output = Some(iter.next().ok_or("blueprint-translate: -o needs a file name")?.clone()),
             other if other.starts_with('-') && other != "-" => {
@@ -116,6 +122,13 @@ fn run(args: &[String]) -> Result<(), String> {
             serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
         }
         Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
+        Mode::Estimate => {
+            let (json, refusal) = estimate_plan(&name, &bytes, &estimate)?;
+            if let Some(message) = refusal {
+                return Err(message);
+            }
+            json
+        }
     };
     write_output(output.as_deref(), &text)
 }
@@ -173,6 +186,32 @@ fn print_imported(
         flags = flags.print_generic_operation_form();
     }
     Ok(String::from_utf8_lossy(&crate::ir::op_bytes(module.as_operation(), &flags)).into_owned() + "\n")
+}
+
+/// The estimate of the plan (or dist program) in `bytes`, bound to a
+/// training strategy.
+fn estimate_plan(name: &str, bytes: &[u8], args: &crate::estimate_cli::EstimateArgs) -> Result<(String, Option<String>), String> {
+    use crate::transformer::binding::{read_spec, TRAINING_SPEC};
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let module = parse_module(&context, &sink, bytes, name);
+    let ok = module.as_ref().is_some_and(|m| m.as_operation().verify() && verify_blueprint(m.as_operation()));
+    let Some(module) = module.filter(|_| ok) else {
+        return Err(sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
+    };
+    let op = module.as_operation();
+    let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string())).map_err(|e| format!("{name}: error: {e}"))?;
+    let ops = crate::ir::collect_ops(op);
+    let has = |dialect: &str| ops.iter().any(|o| crate::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
+    let layer = if has("plan") {
+        "plan"
+    } else if has("dist") {
+        "dist"
+    } else {
+        return Err(format!("{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"));
+    };
+    let work = summary::layer_work(op, layer);
+    crate::estimate_cli::run(args, &work, &spec)
 }
 
 fn export_summary(name: &str, bytes: &[u8]) -> Result<String, String> {

@@ -1,0 +1,174 @@
+//! `blueprint-translate --estimate`: a portable plan (or dist program) on a
+//! system profile. The system and the network binding are read here, after
+//! the plan, and never enter any IR: they cannot change a digest.
+
+use serde::Serialize;
+
+use crate::{
+    estimate::{estimate, Capability, EstimateOptions, TaskClass as EstimateClass, TaskFacts, TimingSeconds, TpOverlap},
+    schedule::ProcessorMemory,
+    summary::{LayerWork, TaskClass},
+    system::{NetworkBinding, SystemProfile},
+    workload::TrainingSpec,
+};
+
+/// What `--estimate` is given besides the plan.
+#[derive(Debug, Clone, Default)]
+pub struct EstimateArgs {
+    pub system: Option<String>,
+    pub tp_net: Option<usize>,
+    pub pp_net: Option<usize>,
+    pub dp_net: Option<usize>,
+    pub dp_overlap: bool,
+    pub tp_overlap: TpOverlap,
+    pub allow_over_capacity: bool,
+}
+
+impl EstimateArgs {
+    /// Consumes one option of the mode; `Ok(false)` if `arg` is not one.
+    ///
+    /// # Errors
+    /// A missing or malformed value.
+    pub fn take(&mut self, arg: &str, next: &mut dyn Iterator<Item = String>) -> Result<bool, String> {
+        let mut value = |name: &str| next.next().ok_or_else(|| format!("blueprint-translate: {name} needs a value"));
+        let index = |name: &str, text: String| text.parse::<usize>().map_err(|_| format!("blueprint-translate: {name} takes a network tier index, got '{text}'"));
+        match arg {
+            "--system" => self.system = Some(value("--system")?),
+            "--tp-net" => self.tp_net = Some(index("--tp-net", value("--tp-net")?)?),
+            "--pp-net" => self.pp_net = Some(index("--pp-net", value("--pp-net")?)?),
+            "--dp-net" => self.dp_net = Some(index("--dp-net", value("--dp-net")?)?),
+            "--dp-overlap" => self.dp_overlap = true,
+            "--allow-over-capacity" => self.allow_over_capacity = true,
+            "--tp-overlap" => {
+                self.tp_overlap = match value("--tp-overlap")?.as_str() {
+                    "none" => TpOverlap::None,
+                    "ring" => TpOverlap::Ring,
+                    "pipe" => TpOverlap::Pipe,
+                    other => return Err(format!("blueprint-translate: --tp-overlap takes none, ring or pipe, got '{other}'")),
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// One stage's time and memory.
+#[derive(Debug, Serialize)]
+struct StageReport {
+    stage: u64,
+    busy_seconds: f64,
+    idle_seconds: f64,
+    memory: ProcessorMemory,
+    fits: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    system: &'a str,
+    networks: Networks,
+    timing_seconds: TimingSeconds,
+    sample_rate: f64,
+    /// Calculon's stage-0 convention.
+    per_processor: ProcessorMemory,
+    capacity_bytes: f64,
+    fits: bool,
+    stages: Vec<StageReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dp_overlap_calculon_total_time: Option<f64>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Networks {
+    tp: usize,
+    pp: usize,
+    dp: usize,
+}
+
+/// The representative block's tasks as the estimate reads them.
+#[must_use]
+pub fn estimate_tasks(work: &LayerWork) -> Vec<TaskFacts> {
+    work.tasks
+        .iter()
+        .filter(|t| t.representative && matches!(t.class, TaskClass::Compute | TaskClass::TensorParallel))
+        .filter_map(|t| {
+            Some(TaskFacts {
+                id: crate::lineage::base_id(&t.id).to_string(),
+                phase: crate::estimate::phase_from_name(&t.phase)?,
+                capability: Capability::from_name(&t.engine)?,
+                class: if t.class == TaskClass::Compute { EstimateClass::Compute } else { EstimateClass::TensorParallel },
+                ops: t.ops,
+                read_bytes: t.read_bytes,
+                write_bytes: t.write_bytes,
+                message_bytes: t.message_bytes,
+                shared_by: t.shared_by,
+                group_size: None,
+            })
+        })
+        .collect()
+}
+
+/// The estimate of `work` (a layer of a module bound to `spec`) as JSON,
+/// and whether every stage fits.
+///
+/// # Errors
+/// A missing option, an unreadable or invalid system file, a binding that
+/// does not fit, or a plan the estimate cannot price.
+pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result<(String, Option<String>), String> {
+    let path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
+    let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
+    let need = |v: Option<usize>, name: &str| v.ok_or_else(|| format!("blueprint-translate: --estimate needs {name} (a network tier index of {path})"));
+    let binding = NetworkBinding { tp: need(args.tp_net, "--tp-net")?, pp: need(args.pp_net, "--pp-net")?, dp: need(args.dp_net, "--dp-net")? };
+    let options = EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false, tensor_par_overlap: args.tp_overlap };
+    let tasks = estimate_tasks(work);
+    let block = work.block_facts();
+    let estimate = estimate(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
+    let capacity = estimate.memory.capacity_bytes;
+    let stages: Vec<StageReport> = work
+        .stages()
+        .into_iter()
+        .enumerate()
+        .map(|(stage, memory)| {
+            let time = estimate.stage_time(stage as u64).unwrap_or(estimate.stage);
+            StageReport { stage: stage as u64, busy_seconds: time.busy, idle_seconds: time.idle, fits: memory.proc_mem_tier1_cap_req <= capacity, memory }
+        })
+        .collect();
+    let mut notes = Vec::new();
+    let dp_overlap_calculon_total_time = estimate.dp_overlap.as_ref().and_then(|f| {
+        let calculon = f.calculon?;
+        (calculon != f.blueprint).then(|| {
+            notes.push(format!(
+                "DP overlap: Calculon's exposed DP time would be {calculon} s (it adds a running prefix of the recompute times); Blueprint's is {} s",
+                f.blueprint
+            ));
+            estimate.timing_seconds.total_time - f.blueprint + calculon
+        })
+    });
+    let over = stages.iter().filter(|s| !s.fits).max_by(|a, b| a.memory.proc_mem_tier1_cap_req.total_cmp(&b.memory.proc_mem_tier1_cap_req));
+    let refusal = match over {
+        Some(stage) if !args.allow_over_capacity => Some(format!(
+            "blueprint-translate: error: stage {} needs {} bytes per processor, {} bytes more than the {} bytes of the first memory tier of {path} (--allow-over-capacity prints the estimate anyway)",
+            stage.stage,
+            stage.memory.proc_mem_tier1_cap_req,
+            stage.memory.proc_mem_tier1_cap_req - capacity,
+            capacity
+        )),
+        _ => None,
+    };
+    let report = Report {
+        system: path,
+        networks: Networks { tp: binding.tp, pp: binding.pp, dp: binding.dp },
+        timing_seconds: estimate.timing_seconds,
+        sample_rate: estimate.sample_rate,
+        per_processor: estimate.memory.per_processor,
+        capacity_bytes: capacity,
+        fits: estimate.memory.fits && over.is_none(),
+        stages,
+        dp_overlap_calculon_total_time,
+        notes,
+    };
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+    Ok((json, refusal))
+}
