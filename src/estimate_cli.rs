@@ -31,7 +31,9 @@ impl EstimateArgs {
     /// A missing or malformed value.
     pub fn take(&mut self, arg: &str, next: &mut dyn Iterator<Item = String>) -> Result<bool, String> {
         let mut value = |name: &str| next.next().ok_or_else(|| format!("blueprint-translate: {name} needs a value"));
-        let index = |name: &str, text: String| text.parse::<usize>().map_err(|_| format!("blueprint-translate: {name} takes a network tier index, got '{text}'"));
+        let index = |name: &str, text: String| {
+            text.parse::<usize>().map_err(|_| format!("blueprint-translate: {name} takes a network tier index, got '{text}'"))
+        };
         match arg {
             "--system" => self.system = Some(value("--system")?),
             "--tp-net" => self.tp_net = Some(index("--tp-net", value("--tp-net")?)?),
@@ -119,9 +121,13 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     let path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
     let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
-    let need = |v: Option<usize>, name: &str| v.ok_or_else(|| format!("blueprint-translate: --estimate needs {name} (a network tier index of {path})"));
-    let binding = NetworkBinding { tp: need(args.tp_net, "--tp-net")?, pp: need(args.pp_net, "--pp-net")?, dp: need(args.dp_net, "--dp-net")? };
-    let options = EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false, tensor_par_overlap: args.tp_overlap };
+    let need = |v: Option<usize>, name: &str| {
+        v.ok_or_else(|| format!("blueprint-translate: --estimate needs {name} (a network tier index of {path})"))
+    };
+    let binding =
+        NetworkBinding { tp: need(args.tp_net, "--tp-net")?, pp: need(args.pp_net, "--pp-net")?, dp: need(args.dp_net, "--dp-net")? };
+    let options =
+        EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false, tensor_par_overlap: args.tp_overlap };
     let tasks = estimate_tasks(work);
     let block = work.block_facts();
     let estimate = estimate(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
@@ -132,7 +138,13 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         .enumerate()
         .map(|(stage, memory)| {
             let time = estimate.stage_time(stage as u64).unwrap_or(estimate.stage);
-            StageReport { stage: stage as u64, busy_seconds: time.busy, idle_seconds: time.idle, fits: memory.proc_mem_tier1_cap_req <= capacity, memory }
+            StageReport {
+                stage: stage as u64,
+                busy_seconds: time.busy,
+                idle_seconds: time.idle,
+                fits: memory.proc_mem_tier1_cap_req <= capacity,
+                memory,
+            }
         })
         .collect();
     let mut notes = Vec::new();
@@ -146,10 +158,16 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
             estimate.timing_seconds.total_time - f.blueprint + calculon
         })
     });
-    let over = stages.iter().filter(|s| !s.fits).max_by(|a, b| a.memory.proc_mem_tier1_cap_req.total_cmp(&b.memory.proc_mem_tier1_cap_req));
+    // The first of the stages that need the most.
+    let over = stages.iter().filter(|s| !s.fits).fold(None::<&StageReport>, |worst, s| match worst {
+        Some(w) if w.memory.proc_mem_tier1_cap_req >= s.memory.proc_mem_tier1_cap_req => Some(w),
+        _ => Some(s),
+    });
+    let over_count = stages.iter().filter(|s| !s.fits).count();
     let refusal = match over {
         Some(stage) if !args.allow_over_capacity => Some(format!(
-            "blueprint-translate: error: stage {} needs {} bytes per processor, {} bytes more than the {} bytes of the first memory tier of {path} (--allow-over-capacity prints the estimate anyway)",
+            "blueprint-translate: error: {over_count} of {} stages do not fit: stage {} needs {} bytes per processor, {} bytes more than the {} bytes of the first memory tier of {path} (--allow-over-capacity prints the estimate anyway)",
+            stages.len(),
             stage.stage,
             stage.memory.proc_mem_tier1_cap_req,
             stage.memory.proc_mem_tier1_cap_req - capacity,

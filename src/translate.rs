@@ -200,7 +200,8 @@ fn estimate_plan(name: &str, bytes: &[u8], args: &crate::estimate_cli::EstimateA
         return Err(sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
     };
     let op = module.as_operation();
-    let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string())).map_err(|e| format!("{name}: error: {e}"))?;
+    let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
+        .map_err(|e| format!("{name}: error: {e}"))?;
     let ops = crate::ir::collect_ops(op);
     let has = |dialect: &str| ops.iter().any(|o| crate::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
     let layer = if has("plan") {
@@ -208,7 +209,9 @@ fn estimate_plan(name: &str, bytes: &[u8], args: &crate::estimate_cli::EstimateA
     } else if has("dist") {
         "dist"
     } else {
-        return Err(format!("{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"));
+        return Err(format!(
+            "{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"
+        ));
     };
     let work = summary::layer_work(op, layer);
     crate::estimate_cli::run(args, &work, &spec)
