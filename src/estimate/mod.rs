@@ -25,7 +25,7 @@
 
 pub mod edge;
 mod layer_time;
-mod step;
+pub mod step;
 #[cfg(test)]
 mod tests;
 

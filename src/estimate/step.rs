@@ -162,24 +162,7 @@ pub(super) fn compose(
     let recomm_exposed_time = mv * (base * t.baseblock_recomm_time + t.edgeblock_recomm_time);
     let pp_comm_exposed_time = if p > 1 { mv * t.block_fw_pp_time + mv * t.block_bw_pp_time } else { 0.0 };
 
-    // Block times with TP and PP exposure; nothing is offloaded, so the
-    // offload overheads are max(0, memory time − block time) = 0 in practice.
-    let bfw_plain = t.block_fw_time + t.baseblock_fw_tp_time;
-    let efw_plain = t.block_fw_time + t.edgeblock_fw_tp_time + t.block_fw_pp_time;
-    let bfw_over = positive_part(t.block_fw_mem_time - bfw_plain);
-    let efw_over = positive_part(t.block_fw_mem_time - efw_plain);
-    let (bfw, efw) = (bfw_plain + bfw_over, efw_plain + efw_over);
-    let bbw_plain = t.block_re_time + t.baseblock_recomm_time + t.block_agrad_time + t.block_wgrad_time + t.baseblock_agrad_tp_time;
-    let ebw_plain = t.block_re_time
-        + t.edgeblock_recomm_time
-        + t.block_agrad_time
-        + t.block_wgrad_time
-        + t.edgeblock_agrad_tp_time
-        + t.block_bw_pp_time;
-    let bw_mem = t.block_agrad_mem_time + t.block_wgrad_mem_time;
-    let bbw_over = positive_part(bw_mem - bbw_plain);
-    let ebw_over = positive_part(bw_mem - ebw_plain);
-    let (bbw, ebw) = (bbw_plain + bbw_over, ebw_plain + ebw_over);
+    let BlockSlots { bfw, efw, bbw, ebw, bfw_over, efw_over, bbw_over, ebw_over } = BlockSlots::of(&t);
     let fw_offload_overhead = mv * (base * bfw_over + efw_over);
     let bw_offload_overhead = mv * (base * bbw_over + ebw_over);
 
@@ -269,6 +252,54 @@ pub(super) fn compose(
         block: t,
         stage: StageTime { busy, idle: bubble_time },
         dp_overlap,
+    }
+}
+
+/// The time of one base and one edge block of a chunk slot, forward and
+/// backward, with their TP (and, at the edge, PP) exposure: Calculon's
+/// `bfw`, `efw`, `bbw`, `ebw`, and the offload overheads inside them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockSlots {
+    pub bfw: f64,
+    pub efw: f64,
+    pub bbw: f64,
+    pub ebw: f64,
+    pub bfw_over: f64,
+    pub efw_over: f64,
+    pub bbw_over: f64,
+    pub ebw_over: f64,
+}
+
+impl BlockSlots {
+    /// From the block times (with the pipeline transfer times set).
+    #[must_use]
+    pub fn of(t: &BlockTimes) -> Self {
+        // Nothing is offloaded, so the offload overheads are
+        // max(0, memory time − block time) = 0 in practice.
+        let bfw_plain = t.block_fw_time + t.baseblock_fw_tp_time;
+        let efw_plain = t.block_fw_time + t.edgeblock_fw_tp_time + t.block_fw_pp_time;
+        let bfw_over = positive_part(t.block_fw_mem_time - bfw_plain);
+        let efw_over = positive_part(t.block_fw_mem_time - efw_plain);
+        let bbw_plain = t.block_re_time + t.baseblock_recomm_time + t.block_agrad_time + t.block_wgrad_time + t.baseblock_agrad_tp_time;
+        let ebw_plain = t.block_re_time
+            + t.edgeblock_recomm_time
+            + t.block_agrad_time
+            + t.block_wgrad_time
+            + t.edgeblock_agrad_tp_time
+            + t.block_bw_pp_time;
+        let bw_mem = t.block_agrad_mem_time + t.block_wgrad_mem_time;
+        let bbw_over = positive_part(bw_mem - bbw_plain);
+        let ebw_over = positive_part(bw_mem - ebw_plain);
+        Self {
+            bfw: bfw_plain + bfw_over,
+            efw: efw_plain + efw_over,
+            bbw: bbw_plain + bbw_over,
+            ebw: ebw_plain + ebw_over,
+            bfw_over,
+            efw_over,
+            bbw_over,
+            ebw_over,
+        }
     }
 }
 
