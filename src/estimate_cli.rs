@@ -6,7 +6,9 @@ use serde::Serialize;
 
 use crate::{
     estimate::{estimate, Capability, EstimateOptions, TaskClass as EstimateClass, TaskFacts, TimingSeconds, TpOverlap},
-    schedule::ProcessorMemory,
+    pictures::{memory::memory_svg, timeline::timeline_svg, timeline::TimelineLabels},
+    schedule::{ProcessorMemory, Schedule, Slot},
+    simulate::{simulate, slots_from_triples, ChunkDurations, Communication, Simulation, StepInput},
     summary::{LayerWork, TaskClass},
     system::{NetworkBinding, SystemProfile},
     workload::TrainingSpec,
@@ -22,6 +24,20 @@ pub struct EstimateArgs {
     pub dp_overlap: bool,
     pub tp_overlap: TpOverlap,
     pub allow_over_capacity: bool,
+    /// Where to draw the simulated step and the per-stage memory.
+    pub timeline: Option<String>,
+    pub memory: Option<String>,
+    /// The simulation the timeline draws.
+    pub simulate: Option<Communication>,
+}
+
+/// What `--estimate` produces: the report, a refusal (a stage that does
+/// not fit), and the pictures to write with their paths.
+#[derive(Debug)]
+pub struct EstimateOutput {
+    pub json: String,
+    pub refusal: Option<String>,
+    pub pictures: Vec<(String, String)>,
 }
 
 impl EstimateArgs {
@@ -41,6 +57,15 @@ impl EstimateArgs {
             "--dp-net" => self.dp_net = Some(index("--dp-net", value("--dp-net")?)?),
             "--dp-overlap" => self.dp_overlap = true,
             "--allow-over-capacity" => self.allow_over_capacity = true,
+            "--timeline" => self.timeline = Some(value("--timeline")?),
+            "--memory" => self.memory = Some(value("--memory")?),
+            "--simulate" => {
+                self.simulate = Some(match value("--simulate")?.as_str() {
+                    "overlapped" => Communication::Overlapped,
+                    "serialized" => Communication::Serialized,
+                    other => return Err(format!("blueprint-translate: --simulate takes overlapped or serialized, got '{other}'")),
+                })
+            }
             "--tp-overlap" => {
                 self.tp_overlap = match value("--tp-overlap")?.as_str() {
                     "none" => TpOverlap::None,
@@ -78,7 +103,18 @@ struct Report<'a> {
     stages: Vec<StageReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dp_overlap_calculon_total_time: Option<f64>,
+    simulation: SimulationReport,
     notes: Vec<String>,
+}
+
+/// The simulated step both ways, beside the closed form.
+#[derive(Debug, Serialize)]
+struct SimulationReport {
+    /// `plan.schedule` / `dist.schedule` of the input, or `strategy` when
+    /// the step is unrolled (the schedule the strategy names).
+    schedule_source: &'static str,
+    serialized: Simulation,
+    overlapped: Simulation,
 }
 
 #[derive(Debug, Serialize)]
@@ -117,7 +153,7 @@ pub fn estimate_tasks(work: &LayerWork) -> Vec<TaskFacts> {
 /// # Errors
 /// A missing option, an unreadable or invalid system file, a binding that
 /// does not fit, or a plan the estimate cannot price.
-pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result<(String, Option<String>), String> {
+pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result<EstimateOutput, String> {
     let path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
     let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
@@ -148,6 +184,21 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         })
         .collect();
     let mut notes = Vec::new();
+    let schedule = Schedule::of(spec);
+    let (slots, schedule_source) = stage_slots(work, &schedule)?;
+    let input = StepInput {
+        stages: schedule.stages,
+        chunks: schedule.chunks,
+        microbatches: schedule.microbatches,
+        slots: &slots,
+        durations: ChunkDurations::of(&estimate.block, spec.blocks_per_virtual_chunk()),
+    };
+    let simulated = |mode| simulate(&input, mode).map_err(|e| format!("blueprint-translate: error: cannot simulate the step: {e}"));
+    let simulation = SimulationReport {
+        schedule_source,
+        serialized: simulated(Communication::Serialized)?,
+        overlapped: simulated(Communication::Overlapped)?,
+    };
     let dp_overlap_calculon_total_time = estimate.dp_overlap.as_ref().and_then(|f| {
         let calculon = f.calculon?;
         (calculon != f.blueprint).then(|| {
@@ -185,8 +236,61 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         fits: estimate.memory.fits && over.is_none(),
         stages,
         dp_overlap_calculon_total_time,
+        simulation,
         notes,
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
-    Ok((json, refusal))
+    let mut pictures = Vec::new();
+    let strategy = format!(
+        "{} · TP {} · PP {} · DP {} · {} chunk(s) per stage · {} microbatches · {}",
+        spec.model.name.as_deref().or(spec.name.as_deref()).unwrap_or("model"),
+        spec.mapping.tp,
+        spec.mapping.pp,
+        spec.mapping.dp,
+        schedule.chunks,
+        schedule.microbatches,
+        step_name(work)
+    );
+    if let Some(path) = &args.timeline {
+        let drawn = match args.simulate.unwrap_or(Communication::Overlapped) {
+            Communication::Serialized => &report.simulation.serialized,
+            Communication::Overlapped => &report.simulation.overlapped,
+        };
+        let labels =
+            TimelineLabels { title: strategy.clone(), closed_form_seconds: report.timing_seconds.total_time, chunks: schedule.chunks };
+        pictures.push((path.clone(), timeline_svg(drawn, &labels)));
+    }
+    if let Some(path) = &args.memory {
+        let memory: Vec<ProcessorMemory> = report.stages.iter().map(|s| s.memory).collect();
+        pictures.push((path.clone(), memory_svg(&memory, capacity, &format!("Memory per stage: {strategy}"))));
+    }
+    Ok(EstimateOutput { json, refusal, pictures })
+}
+
+fn step_name(work: &LayerWork) -> String {
+    let name = work.step.as_ref().map_or("", |s| s.schedule.as_str());
+    match name {
+        "one_f_one_b" => "1F1B",
+        "interleaved_one_f_one_b" => "interleaved 1F1B",
+        "gpipe" => "GPipe",
+        "" => "no pipeline",
+        other => other,
+    }
+    .to_string()
+}
+
+/// Each stage's slots: the input's schedule ops, or the strategy's
+/// schedule when the step is unrolled.
+fn stage_slots(work: &LayerWork, schedule: &Schedule) -> Result<(Vec<Vec<Slot>>, &'static str), String> {
+    if work.schedules.is_empty() {
+        return Ok(((0..schedule.stages).map(|s| schedule.slots(s)).collect(), "strategy"));
+    }
+    let slots = work
+        .schedules
+        .iter()
+        .map(|(stage, triples)| {
+            slots_from_triples(triples).map_err(|e| format!("blueprint-translate: error: schedule of stage {stage}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((slots, "schedule ops"))
 }

@@ -194,6 +194,9 @@ pub struct LayerWork {
     /// Memory of each pipeline stage's processors.
     pub stage_memory: BTreeMap<u64, MemoryFacts>,
     pub step: Option<StepShape>,
+    /// Each stage's slot triples from its `dist.schedule` / `plan.schedule`
+    /// (none once the step is unrolled).
+    pub schedules: BTreeMap<u64, Vec<i64>>,
 }
 
 fn count(op: OperationRef, name: &str) -> u64 {
@@ -268,6 +271,7 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
     let mut tasks = Vec::new();
     let mut memory = MemoryFacts::new();
     let mut stage_memory: BTreeMap<u64, MemoryFacts> = BTreeMap::new();
+    let mut schedules = BTreeMap::new();
     for op in ops {
         let Some(kind) = OpKind::of(op) else { continue };
         if kind.dialect() != dialect {
@@ -294,6 +298,9 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
             }
         };
         match kind {
+            OpKind::DistSchedule | OpKind::PlanSchedule => {
+                schedules.insert(count(op, "stage"), crate::ir::i64_array_attr(op, "slots").unwrap_or_default());
+            }
             OpKind::DistCompute => {
                 tasks.push(task(enum_attr::<ods::Engine>(op, "engine").map_or("", ods::Engine::name), TaskClass::Compute))
             }
@@ -327,7 +334,7 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
             _ => {}
         }
     }
-    LayerWork { tasks, memory, stage_memory, step }
+    LayerWork { tasks, memory, stage_memory, step, schedules }
 }
 
 impl LayerWork {
@@ -560,7 +567,7 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             }
         }
     }
-    Ok((LayerWork { tasks, memory, stage_memory: BTreeMap::new(), step: None }, facts))
+    Ok((LayerWork { tasks, memory, stage_memory: BTreeMap::new(), step: None, schedules: BTreeMap::new() }, facts))
 }
 
 /// Summarizes the plan of `module`, or else its dist program, or else its

@@ -41,10 +41,20 @@ MODES:\n\
 \x20 --transformer-block-facts SPEC.json       Derived per-block facts as JSON (Calculon field names)\n\
 \x20 --import-transformer-inference SPEC.json  Inference spec -> ModelIR (prefill, decode, KV cache)\n\
 \x20 --transformer-inference-facts SPEC.json   Prefill and decode facts as JSON (Calculon and GenZ names)\n\
-\x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\n\
+\x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\
+\x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\n\
 OPTIONS:\n\
 \x20 -o <file>                                 Output file (default: stdout)\n\
-\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n";
+\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n\n\
+ESTIMATE OPTIONS:\n\
+\x20 --system S.json                           A Calculon system file (required)\n\
+\x20 --tp-net N --pp-net N --dp-net N          Network tier (index into the system's networks) per parallel axis\n\
+\x20 --dp-overlap                              Overlap the DP gradient reduction with the backward pass\n\
+\x20 --tp-overlap none|ring|pipe               TP communication overlap (only none is priced)\n\
+\x20 --allow-over-capacity                     Print the estimate even when a stage does not fit\n\
+\x20 --timeline OUT.svg                        Draw the simulated step (one row per stage and stream)\n\
+\x20 --simulate overlapped|serialized          Which simulation the timeline draws (default overlapped)\n\
+\x20 --memory OUT.svg                          Draw per-stage memory against the capacity\n";
 
 /// Runs the tool; returns the exit code.
 #[must_use]
@@ -123,11 +133,16 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
         Mode::Estimate => {
-            let (json, refusal) = estimate_plan(&name, &bytes, &estimate)?;
-            if let Some(message) = refusal {
+            let result = estimate_plan(&name, &bytes, &estimate)?;
+            if let Some(message) = result.refusal {
                 return Err(message);
             }
-            json
+            // Pictures first: a failure leaves no report claiming them.
+            for (path, svg) in &result.pictures {
+                crate::tool::write_file_atomically(std::path::Path::new(path), svg.as_bytes())
+                    .map_err(|e| format!("blueprint-translate: cannot write '{path}': {e}"))?;
+            }
+            result.json
         }
     };
     write_output(output.as_deref(), &text)
@@ -190,7 +205,11 @@ fn print_imported(
 
 /// The estimate of the plan (or dist program) in `bytes`, bound to a
 /// training strategy.
-fn estimate_plan(name: &str, bytes: &[u8], args: &crate::estimate_cli::EstimateArgs) -> Result<(String, Option<String>), String> {
+fn estimate_plan(
+    name: &str,
+    bytes: &[u8],
+    args: &crate::estimate_cli::EstimateArgs,
+) -> Result<crate::estimate_cli::EstimateOutput, String> {
     use crate::transformer::binding::{read_spec, TRAINING_SPEC};
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);

@@ -12,15 +12,21 @@ use std::time::{Duration, Instant};
 use blueprint::{
     context::create_context,
     diagnostics::DiagnosticSink,
+    estimate::{estimate, EstimateOptions},
+    estimate_cli::estimate_tasks,
     ir::collect_ops,
     parse::parse_module,
+    pictures::timeline::{timeline_svg, TimelineLabels},
     pipeline::run_pipeline,
-    summary::summarize,
+    schedule::Schedule,
+    simulate::{simulate, ChunkDurations, Communication, StepInput},
+    summary::{layer_work, summarize},
+    system::{NetworkBinding, SystemProfile},
     transformer::import::import_training,
     workload::{derive_training_block, TrainingSpec},
 };
 use melior::{
-    ir::{operation::OperationLike, Location, Module},
+    ir::{Location, Module},
     Context,
 };
 
@@ -191,6 +197,57 @@ fn main() {
         println!("step     gpt3-175B m = {m:>3} unrolled: parse+verify+plan+checks {took:>10.2?} for {tasks} tasks, {each:.2} µs/task");
     }
     println!("step     unrolled cost per task, m = 64 / m = 8: {:.2} (1.0 = linear)", unrolled_costs[1] / unrolled_costs[0]);
+
+    // Issue 12: the estimate of a parsed plan, and the simulation.
+    let system_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/systems/a100_80g.json");
+    let system = SystemProfile::from_json(&std::fs::read_to_string(system_path).expect("system file")).expect("valid system");
+    let binding = NetworkBinding { tp: 0, pp: 1, dp: 1 };
+    let spec = gpt3_step(64);
+    let mut module = imported(&context, &spec);
+    run_pipeline(&context, &mut module, "builtin.module(distribute-transformer-training, plan-transformer-training)").expect("plans");
+    let plan = parsed(&context, &sink, &module.as_operation().to_string());
+    let options = EstimateOptions::default();
+    let mut closed = None;
+    let took = time_per_call(runs, 20, || {
+        let work = layer_work(plan.as_operation(), "plan");
+        let tasks = estimate_tasks(&work);
+        closed = Some(estimate(&tasks, &work.block_facts(), &spec, &system, &binding, &options).expect("estimates"));
+    });
+    println!("estimate gpt3-175B t8 p8 d16 v3 m = 64, parsed plan -> closed form:      {took:>10.2?}");
+    let work = layer_work(plan.as_operation(), "plan");
+    let read = time_per_call(runs, 20, || {
+        std::hint::black_box(layer_work(plan.as_operation(), "plan"));
+    });
+    let (tasks, block) = (estimate_tasks(&work), work.block_facts());
+    let priced = time_per_call(runs, 200, || {
+        std::hint::black_box(estimate(&tasks, &block, &spec, &system, &binding, &options).expect("estimates"));
+    });
+    println!("estimate   of which reading the plan's tasks {read:>10.2?}, pricing and composing {priced:>10.2?}");
+    let closed = closed.expect("ran");
+    let schedule = Schedule::of(&spec);
+    let slots: Vec<_> = (0..schedule.stages).map(|s| schedule.slots(s)).collect();
+    let input = StepInput {
+        stages: schedule.stages,
+        chunks: schedule.chunks,
+        microbatches: schedule.microbatches,
+        slots: &slots,
+        durations: ChunkDurations::of(&closed.block, spec.blocks_per_virtual_chunk()),
+    };
+    for mode in [Communication::Serialized, Communication::Overlapped] {
+        let mut events = 0;
+        let took = time_per_call(runs, 5, || {
+            let sim = simulate(&input, mode).expect("simulates");
+            events = sim.events.len();
+            std::hint::black_box(sim);
+        });
+        println!("simulate gpt3-175B t8 p8 d16 v3 m = 64, {:<10} ({events} events):  {took:>10.2?}", mode.name());
+    }
+    let sim = simulate(&input, Communication::Overlapped).expect("simulates");
+    let labels = TimelineLabels { title: "gpt3".into(), closed_form_seconds: closed.timing_seconds.total_time, chunks: schedule.chunks };
+    let took = time_per_call(runs, 2, || {
+        std::hint::black_box(timeline_svg(&sim, &labels));
+    });
+    println!("picture  gpt3-175B m = 64 timeline SVG:                                  {took:>10.2?}");
 
     // Issue 9: the formerly quadratic cases.
     let sizes: &[usize] = if quick { &[3_000, 10_000] } else { &[3_000, 10_000, 30_000] };

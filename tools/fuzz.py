@@ -1277,7 +1277,15 @@ class Campaign:
             rc, _, err, to = self.runner.run(argv)
             crash = classify(rc, err, to)
             record = None
-            if crash:
+            if to and pipe.key not in src.origin:
+                # A real workload (GPT-3 unrolled) through a pipeline of
+                # another test can take longer than a case may: too big for
+                # this pairing, not a hang. The source's own pipelines run
+                # in the lit suite without a limit.
+                print(f"[fuzz] {src.name} through {' '.join(pipe.args)[:80]}: over {self.runner.timeout:g} s, pairing skipped",
+                      file=sys.stderr)
+                crash = None
+            elif crash:
                 record = self.record(cid, src.name, "unmutated source", src.data, path, [argv], 0, crash, rc, err,
                                      to)
             entry["ok"] = rc == 0 and not crash

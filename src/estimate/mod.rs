@@ -27,7 +27,7 @@ pub mod edge;
 mod layer_time;
 pub mod step;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use serde::Serialize;
 use thiserror::Error;

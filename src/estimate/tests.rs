@@ -8,24 +8,24 @@ use super::*;
 use crate::system::{NetworkBinding, SystemProfile};
 use crate::workload::{derive_training_block, Datatype, Recompute, TpComm};
 
-const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
+pub(crate) const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
 /// Cases recorded from Calculon for these tests (see the README beside it).
 const RECORDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/estimate-cases.json");
 const TOLERANCE: f64 = 1e-9;
 
-struct Case {
-    name: String,
-    spec: TrainingSpec,
-    system: String,
-    binding: NetworkBinding,
-    dp_overlap: bool,
-    timing: Value,
-    sample_rate: Option<f64>,
+pub(crate) struct Case {
+    pub name: String,
+    pub spec: TrainingSpec,
+    pub system: String,
+    pub binding: NetworkBinding,
+    pub dp_overlap: bool,
+    pub timing: Value,
+    pub sample_rate: Option<f64>,
     /// Calculon's composition with the recompute defect fixed (DP overlap).
-    fixed: Option<Value>,
+    pub fixed: Option<Value>,
 }
 
-fn cases_of(path: &str) -> Vec<Case> {
+pub(crate) fn cases_of(path: &str) -> Vec<Case> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let doc: Value = serde_json::from_str(&text).expect("oracle JSON");
     doc["cases"]
@@ -59,7 +59,7 @@ fn cases_of(path: &str) -> Vec<Case> {
         .collect()
 }
 
-fn system(name: &str) -> SystemProfile {
+pub(crate) fn system(name: &str) -> SystemProfile {
     let shared = format!("{ORACLES}/systems/{name}.json");
     let local = format!("{}/test/Inputs/calculon/systems/{name}.json", env!("CARGO_MANIFEST_DIR"));
     let path = if std::path::Path::new(&local).exists() { local } else { shared };
@@ -67,7 +67,7 @@ fn system(name: &str) -> SystemProfile {
     SystemProfile::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-fn run(case: &Case, options: &EstimateOptions) -> Estimate {
+pub(crate) fn run(case: &Case, options: &EstimateOptions) -> Estimate {
     let derivation = derive_training_block(&case.spec).expect("derives");
     let block = BlockFacts::from_derivation(&derivation, &case.spec);
     estimate(&block_tasks(&derivation), &block, &case.spec, &system(&case.system), &case.binding, options)

@@ -19,11 +19,6 @@ struct OracleCase {
     block: BlockFacts,
 }
 
-/// The eight Table 5 cases.
-fn oracle_cases() -> Vec<OracleCase> {
-    cases_of(ORACLE)
-}
-
 /// Every Calculon case: Table 5 and the random whole-step cases.
 fn all_oracle_cases() -> Vec<OracleCase> {
     let mut cases = cases_of(ORACLE);
