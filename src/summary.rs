@@ -5,7 +5,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike};
+use melior::ir::{
+    block::BlockLike,
+    operation::{OperationLike, WalkOrder, WalkResult},
+    OperationRef, RegionLike,
+};
 use serde::Serialize;
 use thiserror::Error;
 
@@ -252,7 +256,43 @@ fn site_and_runs(op: OperationRef, phase: &str, microbatches: &HashMap<String, u
 /// Reads the tasks of the `dialect` layer (`dist` or `plan`) of `module`.
 #[must_use]
 pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
-    let ops = collect_ops(module);
+    layer_work_of(collect_ops(module), dialect)
+}
+
+/// What the estimate reads of the `dialect` layer: like [`layer_work`], but
+/// of the structured step's chunks only the representative one (stage 0,
+/// chunk 0) contributes its template; every chunk's boundary transfers,
+/// the memory and schedule facts are read. Totals over the step are not
+/// meaningful on the result; the block facts and stages are the same.
+#[must_use]
+pub fn estimate_work(module: OperationRef, dialect: &str) -> LayerWork {
+    let mut raw = Vec::new();
+    module.walk(WalkOrder::PreOrder, |op| {
+        raw.push(op.to_raw());
+        let kind = OpKind::of(op);
+        if matches!(kind, Some(OpKind::DistChunk | OpKind::PlanChunk)) && (count(op, "stage"), count(op, "chunk")) != (0, 0) {
+            // The transfers of this chunk, not its template.
+            if let Ok(boundary) = op.region(1) {
+                let mut block = boundary.first_block();
+                while let Some(b) = block {
+                    let mut next = b.first_operation();
+                    while let Some(inner) = next {
+                        raw.extend(collect_ops(inner).into_iter().map(|o| o.to_raw()));
+                        next = inner.next_in_block();
+                    }
+                    block = b.next_in_region();
+                }
+            }
+            return WalkResult::Skip;
+        }
+        WalkResult::Advance
+    });
+    // SAFETY: every op is alive inside `module` for its lifetime.
+    let ops = raw.into_iter().map(|r| unsafe { OperationRef::from_raw(r) }).collect();
+    layer_work_of(ops, dialect)
+}
+
+fn layer_work_of<'c, 'a>(ops: Vec<OperationRef<'c, 'a>>, dialect: &str) -> LayerWork {
     let mut microbatches = HashMap::new();
     let mut step = None;
     for op in &ops {

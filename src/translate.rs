@@ -232,7 +232,7 @@ fn estimate_plan(
             "{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"
         ));
     };
-    let work = summary::layer_work(op, layer);
+    let work = summary::estimate_work(op, layer);
     crate::estimate_cli::run(args, &work, &spec)
 }
 

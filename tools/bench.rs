@@ -20,7 +20,7 @@ use blueprint::{
     pipeline::run_pipeline,
     schedule::Schedule,
     simulate::{simulate, ChunkDurations, Communication, StepInput},
-    summary::{layer_work, summarize},
+    summary::{estimate_work, summarize},
     system::{NetworkBinding, SystemProfile},
     transformer::import::import_training,
     workload::{derive_training_block, TrainingSpec},
@@ -209,14 +209,14 @@ fn main() {
     let options = EstimateOptions::default();
     let mut closed = None;
     let took = time_per_call(runs, 20, || {
-        let work = layer_work(plan.as_operation(), "plan");
+        let work = estimate_work(plan.as_operation(), "plan");
         let tasks = estimate_tasks(&work);
         closed = Some(estimate(&tasks, &work.block_facts(), &spec, &system, &binding, &options).expect("estimates"));
     });
     println!("estimate gpt3-175B t8 p8 d16 v3 m = 64, parsed plan -> closed form:      {took:>10.2?}");
-    let work = layer_work(plan.as_operation(), "plan");
+    let work = estimate_work(plan.as_operation(), "plan");
     let read = time_per_call(runs, 20, || {
-        std::hint::black_box(layer_work(plan.as_operation(), "plan"));
+        std::hint::black_box(estimate_work(plan.as_operation(), "plan"));
     });
     let (tasks, block) = (estimate_tasks(&work), work.block_facts());
     let priced = time_per_call(runs, 200, || {

@@ -173,3 +173,34 @@ fn a_failing_pass_leaves_the_module_unchanged() {
     let diagnostics = sink.take();
     assert!(diagnostics.iter().any(|d| d.message.contains("mapping.tp = 7 must divide model.hidden")), "{diagnostics:?}");
 }
+
+/// The estimate's reading (the representative chunk's template, every
+/// boundary) states the same block facts, stages and schedules as the full
+/// reading, structured and unrolled.
+#[test]
+fn estimate_reading_equals_the_full_reading() {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let cases = cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json"));
+    for (i, case) in cases.iter().enumerate().filter(|(i, _)| i % 4 == 0) {
+        let spec = spec_of(case);
+        for pipeline in [
+            "builtin.module(distribute-transformer-training, plan-transformer-training)",
+            "builtin.module(distribute-transformer-training, dist-unroll-schedule, plan-transformer-training)",
+        ] {
+            let mut module = parse_module(&context, &sink, training_text(&spec).as_bytes(), "spec").expect("import parses");
+            if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
+                panic!("case {i}: {e}: {:?}", sink.take());
+            }
+            for layer in ["dist", "plan"] {
+                let full = crate::summary::layer_work(module.as_operation(), layer);
+                let read = crate::summary::estimate_work(module.as_operation(), layer);
+                assert_eq!(full.block_facts(), read.block_facts(), "case {i} {layer} {pipeline}");
+                assert_eq!(full.stages(), read.stages(), "case {i} {layer} {pipeline}");
+                assert_eq!(full.schedules, read.schedules, "case {i} {layer} {pipeline}");
+                assert_eq!(full.step, read.step, "case {i} {layer} {pipeline}");
+                assert!(read.tasks.len() <= full.tasks.len());
+            }
+        }
+    }
+}
