@@ -44,6 +44,7 @@ fn run() -> Result<(), String> {
     let include = format!("{prefix}/include");
     let dialects_dir = manifest.join("dialects");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed={}", manifest.join("src/capi/pass_registration.cpp").display());
     println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
     println!("cargo:rerun-if-changed={}", dialects_dir.join("BlueprintBase.td").display());
     // `melior::dialect!` (typed builders) reads the ODS from here.
@@ -159,9 +160,15 @@ fn compile_dialects(prefix: &str, dialects_dir: &Path, out_dir: &Path) -> Result
         .debug(false)
         .warnings(false)
         .flag("-w")
-        .files(&units);
+        .files(&units)
+        // Pass registration by name for the C API and the mlir-opt plugin.
+        .file(manifest_dir().join("src/capi/pass_registration.cpp"));
     build.try_compile("blueprint_dialects").map_err(|e| format!("compiling the dialects' C++: {e}"))?;
     Ok(())
+}
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
 }
 
 /// mlir-tblgen 22 drops a quote in the `operandSegmentSizes` length error

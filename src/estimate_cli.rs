@@ -147,6 +147,30 @@ pub fn estimate_tasks(work: &LayerWork) -> Vec<TaskFacts> {
         .collect()
 }
 
+/// The estimate of a verified module holding a plan (or dist program)
+/// bound to a training strategy; `name` names it in diagnostics.
+///
+/// # Errors
+/// No strategy or no plan on the module, and as [`run`].
+pub fn estimate_module(op: melior::ir::OperationRef, name: &str, args: &EstimateArgs) -> Result<EstimateOutput, String> {
+    use crate::transformer::binding::{read_spec, TRAINING_SPEC};
+    let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
+        .map_err(|e| format!("{name}: error: {e}"))?;
+    let ops = crate::ir::collect_ops(op);
+    let has = |dialect: &str| ops.iter().any(|o| crate::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
+    let layer = if has("plan") {
+        "plan"
+    } else if has("dist") {
+        "dist"
+    } else {
+        return Err(format!(
+            "{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"
+        ));
+    };
+    let work = crate::summary::estimate_work(op, layer);
+    run(args, &work, &spec)
+}
+
 /// The estimate of `work` (a layer of a module bound to `spec`) as JSON,
 /// and whether every stage fits.
 ///

@@ -9,6 +9,7 @@
 //! verifiers in [`verify`], which run after parsing and after every pass.
 
 pub mod abi;
+pub mod capi;
 pub mod checks;
 pub mod context;
 pub mod diagnostics;

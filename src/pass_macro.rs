@@ -6,6 +6,17 @@
 /// Defines `pub fn create() -> Pass` for an external pass on
 /// `builtin.module`: its name, command-line argument, summary, the function
 /// that runs it, and optionally the dialects it creates ops of.
+/// The dialects a pass may create ops of: Blueprint's three and `func`
+/// (every pass may), then `extra`. A host that has not loaded them (stock
+/// `mlir-opt` on ModelIR) loads them before the pass runs.
+#[must_use]
+pub fn dependent_dialects(extra: &[melior::dialect::DialectHandle]) -> Vec<melior::dialect::DialectHandle> {
+    let mut all = crate::context::blueprint_dialect_handles().to_vec();
+    all.push(melior::dialect::DialectHandle::func());
+    all.extend_from_slice(extra);
+    all
+}
+
 macro_rules! external_pass {
     ($name:literal, $argument:literal, $summary:literal, $run:expr $(,)?) => {
         crate::pass_macro::external_pass!($name, $argument, $summary, $run, &[]);
@@ -34,7 +45,7 @@ macro_rules! external_pass {
                 $argument,
                 $summary,
                 "builtin.module",
-                $dialects,
+                &crate::pass_macro::dependent_dialects($dialects),
             )
         }
     };

@@ -210,7 +210,6 @@ fn estimate_plan(
     bytes: &[u8],
     args: &crate::estimate_cli::EstimateArgs,
 ) -> Result<crate::estimate_cli::EstimateOutput, String> {
-    use crate::transformer::binding::{read_spec, TRAINING_SPEC};
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
     let module = parse_module(&context, &sink, bytes, name);
@@ -218,22 +217,7 @@ fn estimate_plan(
     let Some(module) = module.filter(|_| ok) else {
         return Err(sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
     };
-    let op = module.as_operation();
-    let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
-        .map_err(|e| format!("{name}: error: {e}"))?;
-    let ops = crate::ir::collect_ops(op);
-    let has = |dialect: &str| ops.iter().any(|o| crate::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
-    let layer = if has("plan") {
-        "plan"
-    } else if has("dist") {
-        "dist"
-    } else {
-        return Err(format!(
-            "{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"
-        ));
-    };
-    let work = summary::estimate_work(op, layer);
-    crate::estimate_cli::run(args, &work, &spec)
+    crate::estimate_cli::estimate_module(module.as_operation(), name, args)
 }
 
 fn export_summary(name: &str, bytes: &[u8]) -> Result<String, String> {

@@ -25,3 +25,13 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%shared", os.path.join(os.path.dirname(repo_root), "shared")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%mlir_opt", os.path.join(llvm_bin, "mlir-opt")))
+
+# libblueprint.so (tools/build-shared.sh; test/lit.rs builds it first) for
+# the C API, C, Python and mlir-opt plugin tests.
+shared_lib = os.environ.get("BLUEPRINT_SHARED_LIB", os.path.join(repo_root, "target", "shared", "lib", "libblueprint.so"))
+if os.path.exists(shared_lib):
+    config.available_features.add("blueprint-shared")
+    config.substitutions.append(("%blueprint_lib_dir", os.path.dirname(shared_lib)))
+    config.substitutions.append(("%blueprint_lib", shared_lib))
+config.substitutions.append(("%repo", repo_root))
+config.substitutions.append(("%clang", os.path.join(llvm_bin, "clang")))

@@ -1,0 +1,113 @@
+/*===-- blueprint-c/Blueprint.h - Blueprint's C API -------------*- C -*-===*\
+|*                                                                            *|
+|* Blueprint's dialects (model, dist, plan), passes and non-pass entry points *|
+|* for C, C++ and Python (ctypes) hosts, and the entry points of the          *|
+|* mlir-opt plugin. The library is libblueprint.so (tools/build-shared.sh),   *|
+|* linked against the shared MLIR of the host (libMLIR.so) and the MLIR C API *|
+|* library it ships beside itself (libMLIR-C.so).                             *|
+|*                                                                            *|
+|* Functions that can fail return MlirLogicalResult (or a null handle) and    *|
+|* report why through an MlirStringCallback, never by aborting. Text passed   *|
+|* to callbacks is valid only during the call.                                *|
+\*===----------------------------------------------------------------------===*/
+
+#ifndef BLUEPRINT_C_BLUEPRINT_H
+#define BLUEPRINT_C_BLUEPRINT_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Pass.h"
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===-- Dialects ----------------------------------------------------------===*/
+
+/// Inserts the `model`, `dist` and `plan` dialects (and `func`, which
+/// Blueprint's imports and passes create) into `registry`. Idempotent. Fails on a null registry.
+MLIR_CAPI_EXPORTED MlirLogicalResult blueprintRegisterDialects(MlirDialectRegistry registry);
+
+/// Loads the three dialects (and `func`) into `context`. Idempotent. Fails
+/// on a null context.
+MLIR_CAPI_EXPORTED MlirLogicalResult blueprintLoadDialects(MlirContext context);
+
+/*===-- Passes ------------------------------------------------------------===*/
+
+/// Registers every Blueprint pass by its command-line name in MLIR's global
+/// pass registry (for mlirParsePassPipeline and textual pipelines). Only
+/// the first call registers; later calls succeed and do nothing.
+MLIR_CAPI_EXPORTED MlirLogicalResult blueprintRegisterPasses(void);
+
+/// The number of Blueprint passes, and the command-line name of pass
+/// `index` (an empty string reference out of range).
+MLIR_CAPI_EXPORTED intptr_t blueprintGetNumPasses(void);
+MLIR_CAPI_EXPORTED MlirStringRef blueprintGetPassArgument(intptr_t index);
+
+/// Creates pass `index` (a null pass out of range). The caller owns it
+/// until it is added to a pass manager.
+MLIR_CAPI_EXPORTED MlirPass blueprintCreatePass(intptr_t index);
+
+/// One constructor per pass, named after its command-line argument.
+/// `blueprint-verify`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintVerify(void);
+/// `model-decompose-transformer`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintModelDecomposeTransformer(void);
+/// `distribute-transformer-training`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistributeTransformerTraining(void);
+/// `dist-unroll-schedule`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistUnrollSchedule(void);
+/// `distribute-transformer-inference`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistributeTransformerInference(void);
+/// `plan-transformer-training`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintPlanTransformerTraining(void);
+/// `plan-transformer-inference`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintPlanTransformerInference(void);
+/// `check-mesh-strategy`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckMeshStrategy(void);
+/// `check-collective-groups`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckCollectiveGroups(void);
+/// `check-conservation`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckConservation(void);
+/// `check-recompute`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckRecompute(void);
+/// `dist-async`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistAsync(void);
+/// `dist-canonicalize`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistCanonicalize(void);
+/// `lower-dist-to-runtime`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToRuntime(void);
+/// `dist-sink-waits`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistSinkWaits(void);
+
+/*===-- Entry points that are not passes ---------------------------------===*/
+
+/// Imports a training spec (JSON text, Blueprint's or Calculon's field
+/// names) as a ModelIR module in `context`, loading the dialects. Returns a
+/// null module and reports why through `onError` on a malformed spec.
+MLIR_CAPI_EXPORTED MlirModule blueprintImportTrainingSpec(MlirContext context, MlirStringRef specJson,
+                                                          MlirStringCallback onError, void *userData);
+
+/// The work summary of a module holding a plan or dist program, as JSON,
+/// passed to `callback`; on failure the reason goes to `callback` and the
+/// result is a failure.
+MLIR_CAPI_EXPORTED MlirLogicalResult blueprintExportWorkSummary(MlirOperation module, MlirStringCallback callback,
+                                                                void *userData);
+
+/// The estimate of a plan on a system profile (a path to a Calculon system
+/// file) with the network tier of each parallel axis, as JSON
+/// (`blueprint-translate --estimate`); a plan that does not fit the first
+/// memory tier is a failure unless `allowOverCapacity`.
+MLIR_CAPI_EXPORTED MlirLogicalResult blueprintEstimate(MlirOperation module, MlirStringRef systemPath, int32_t tpNet,
+                                                       int32_t ppNet, int32_t dpNet, bool dpOverlap,
+                                                       bool allowOverCapacity, MlirStringCallback callback,
+                                                       void *userData);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // BLUEPRINT_C_BLUEPRINT_H
