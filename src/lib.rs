@@ -31,6 +31,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod runtime;
 pub mod schedule;
+pub mod search;
 pub mod summary;
 pub mod system;
 pub mod tool;

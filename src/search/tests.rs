@@ -1,0 +1,148 @@
+//! The search against Calculon's `llm-optimal-execution` (expected values
+//! from `shared/oracles/calculon/search-*.json`, produced by Calculon).
+
+use super::*;
+use crate::estimate::{estimate_spec, EstimateOptions};
+use crate::workload::Datatype;
+
+const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn system(name: &str) -> SystemProfile {
+    SystemProfile::from_json(&read(&format!("{ORACLES}/systems/{name}.json"))).expect("system")
+}
+
+fn model(name: &str) -> ModelSpec {
+    ModelSpec::from_any_json(&read(&format!("{ORACLES}/models/{name}.json")), Some(name)).expect("model")
+}
+
+fn options(procs: u64, max_batch: u64) -> SearchOptions {
+    SearchOptions {
+        procs,
+        max_batch,
+        datatype: Datatype::Float16,
+        top: 10,
+        dp_overlap: true,
+        fused_activation: vec![true],
+        calculon_dp_overlap: false,
+        samples: 0,
+        threads: Some(1),
+    }
+}
+
+/// Calculon's execution JSON of a configuration, for comparison.
+fn calculon_execution(c: &Config) -> serde_json::Value {
+    let k = &c.key;
+    serde_json::json!({
+        "tensor_par": k.tp, "pipeline_par": k.pp, "data_par": k.dp,
+        "tensor_par_net": c.networks.tp, "pipeline_par_net": c.networks.pp, "data_par_net": c.networks.dp,
+        "batch_size": k.global_batch, "microbatch_size": k.microbatch,
+        "fused_activation": k.fused_activation, "activation_recompute": serde_json::to_value(k.recompute).expect("enum"),
+        "pipeline_interleaving": c.pipeline_interleaving, "optimizer_sharding": k.optimizer_sharding,
+        "tensor_par_comm_type": k.tp_comm.name(), "seq_par_ag_redo": k.seq_par_ag_redo,
+        "data_par_overlap": c.data_par_overlap,
+    })
+}
+
+fn matches_execution(ours: &serde_json::Value, theirs: &serde_json::Value) -> bool {
+    ours.as_object().expect("object").iter().all(|(k, v)| &theirs[k] == v)
+}
+
+#[test]
+fn megatron_126m_on_8_agrees_with_calculon() {
+    let oracle: serde_json::Value = serde_json::from_str(&read(&format!("{ORACLES}/search-megatron-126M-8.json"))).expect("oracle");
+    let result = search(&model("megatron-126M"), &system("a100_nomem2"), &options(8, 8), Control::default()).expect("search");
+    assert_eq!(result.configurations, oracle["configurations_evaluated"].as_u64().expect("count"));
+    assert_eq!(result.outcome.evaluated, result.configurations);
+    let best = &result.top()[0];
+    let want = oracle["top"][0]["sample_rate"].as_f64().expect("rate");
+    assert!((best.estimate.sample_rate - want).abs() <= 1e-9 * want, "best {} vs Calculon {want}", best.estimate.sample_rate);
+    let tied: Vec<&serde_json::Value> = oracle["top"].as_array().expect("top").iter().map(|t| &t["execution"]).collect();
+    let ours = calculon_execution(&best.config);
+    assert!(tied.iter().any(|t| matches_execution(&ours, t)), "best {ours} is none of Calculon's tied best");
+    // Every configuration Calculon reports tied is found with the same rate.
+    for t in &oracle["top"].as_array().expect("top")[..] {
+        let rate = t["sample_rate"].as_f64().expect("rate");
+        let found = result.top().iter().any(|c| {
+            matches_execution(&calculon_execution(&c.config), &t["execution"]) && (c.estimate.sample_rate - rate).abs() <= 1e-9 * rate
+        });
+        assert!(found, "Calculon's {} not in our top 10", t["execution"]);
+    }
+    // The per-processor memory of the best agrees as well.
+    for (field, value) in best.estimate.memory.per_processor.fields() {
+        let want = oracle["top"][0]["per_processor"][field].as_f64().expect("field");
+        assert!((value - want).abs() <= 1e-9 * want.abs().max(1.0), "{field}: {value} vs {want}");
+    }
+}
+
+#[test]
+fn output_is_the_same_on_any_thread_count() {
+    let m = model("megatron-126M");
+    let s = system("a100_80g");
+    let mut one = options(8, 16);
+    one.samples = 7;
+    one.fused_activation = vec![false, true];
+    let mut two = one.clone();
+    two.threads = Some(2);
+    let a = search(&m, &s, &one, Control::default()).expect("one thread");
+    let b = search(&m, &s, &two, Control::default()).expect("two threads");
+    assert_eq!(a.top(), b.top());
+    assert_eq!(a.outcome.samples, b.outcome.samples);
+    assert_eq!(a.outcome.pruned, b.outcome.pruned);
+    assert_eq!((a.outcome.fit, a.outcome.evaluated), (b.outcome.fit, b.outcome.evaluated));
+}
+
+#[test]
+fn every_sample_is_the_estimate_of_its_spec() {
+    // The search composes a block priced once per key; the estimate of the
+    // configuration's spec from scratch must give the very same numbers.
+    let m = model("megatron-126M");
+    let s = system("h100_80g_nvl8");
+    let mut o = options(16, 32);
+    o.samples = 200;
+    o.top = 3;
+    let result = search(&m, &s, &o, Control::default()).expect("search");
+    let mut compared = 0;
+    for sample in &result.outcome.samples {
+        let Ok(got) = &sample.outcome else { continue };
+        let spec = sample.config.spec(&m, o.datatype);
+        let options = EstimateOptions { data_par_overlap: sample.config.data_par_overlap, ..EstimateOptions::default() };
+        let want = estimate_spec(&spec, &s, &sample.config.networks, &options).expect("estimates");
+        assert_eq!(got, &want, "{:?}", sample.config);
+        compared += 1;
+    }
+    assert!(compared > 50, "only {compared} samples had estimates");
+}
+
+#[test]
+fn interruption_returns_what_was_found() {
+    let flag = AtomicBool::new(true);
+    let result =
+        search(&model("megatron-126M"), &system("a100_nomem2"), &options(8, 8), Control { interrupt: Some(&flag), progress: None })
+            .expect("search");
+    assert!(result.outcome.partial);
+    assert_eq!(result.outcome.evaluated, 0);
+    assert!(result.top().is_empty());
+}
+
+#[test]
+fn calculon_model_files_read_as_they_are() {
+    let m = model("gpt3-175B");
+    assert_eq!((m.hidden, m.ffn_hidden, m.seq_len, m.heads, m.head_dim, m.blocks), (12288, 49152, 2048, 96, 128, 96));
+    assert_eq!(m.name.as_deref(), Some("gpt3-175B"));
+    let err = ModelSpec::from_any_json(
+        r#"{"hidden": 1, "feedforward": 1, "seq_size": 1, "attn_heads": 1, "attn_size": 1, "num_blocks": 1, "x": 2}"#,
+        None,
+    )
+    .expect_err("unknown field");
+    assert!(err.to_string().contains("unknown field `x`"), "{err}");
+    let err = ModelSpec::from_any_json(
+        r#"{"hidden": 0, "feedforward": 1, "seq_size": 1, "attn_heads": 1, "attn_size": 1, "num_blocks": 1}"#,
+        None,
+    )
+    .expect_err("zero");
+    assert!(err.to_string().contains("model.hidden"), "{err}");
+}
