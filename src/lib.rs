@@ -32,6 +32,7 @@ pub mod registry;
 pub mod runtime;
 pub mod schedule;
 pub mod search;
+pub mod search_cli;
 pub mod summary;
 pub mod system;
 pub mod tool;

@@ -78,6 +78,8 @@ pub struct Control<'a> {
     pub interrupt: Option<&'a AtomicBool>,
     /// Called with the number of configurations done after each block key.
     pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+    /// Called once, before evaluating, with the configurations in the space.
+    pub total: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
 /// A finished (or interrupted) search.
@@ -147,6 +149,9 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
     for k in &keys {
         offsets.push(total);
         total += k.count();
+    }
+    if let Some(announce) = control.total {
+        announce(total);
     }
     let samples = sample_indices(total, options.samples);
     let cx = evaluate::Context {

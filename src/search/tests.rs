@@ -121,7 +121,7 @@ fn every_sample_is_the_estimate_of_its_spec() {
 fn interruption_returns_what_was_found() {
     let flag = AtomicBool::new(true);
     let result =
-        search(&model("megatron-126M"), &system("a100_nomem2"), &options(8, 8), Control { interrupt: Some(&flag), progress: None })
+        search(&model("megatron-126M"), &system("a100_nomem2"), &options(8, 8), Control { interrupt: Some(&flag), ..Control::default() })
             .expect("search");
     assert!(result.outcome.partial);
     assert_eq!(result.outcome.evaluated, 0);
