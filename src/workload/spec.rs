@@ -94,6 +94,13 @@ impl ModelSpec {
     /// [`SpecError::Parse`] naming the offending field (serde's path, line
     /// and column), or the first rule the model violates.
     pub fn from_any_json(json: &str, name: Option<&str>) -> Result<Self, SpecError> {
+        Self::read_any_json(json, name).map_err(|error| match error {
+            SpecError::Parse(message) => SpecError::ModelParse(message),
+            other => other,
+        })
+    }
+
+    fn read_any_json(json: &str, name: Option<&str>) -> Result<Self, SpecError> {
         let value: serde_json::Value = serde_json::from_str(json)?;
         let mut model = if value.get("num_blocks").is_some() {
             let c: CalculonModel = parse_json(json)?;
@@ -319,6 +326,9 @@ pub enum SpecError {
     /// message names the field, line and column.
     #[error("invalid training spec JSON: {0}")]
     Parse(String),
+    /// Like [`SpecError::Parse`], for a model file (Blueprint's or Calculon's).
+    #[error("invalid model JSON: {0}")]
+    ModelParse(String),
     #[error("{field} must be positive, got 0")]
     NonPositive { field: &'static str },
     #[error("{field} = {value} exceeds the largest accepted integer 2^53 = {limit}")]
