@@ -146,3 +146,42 @@ fn calculon_model_files_read_as_they_are() {
     .expect_err("zero");
     assert!(err.to_string().contains("model.hidden"), "{err}");
 }
+
+/// The recorded case (test/Inputs/calculon/search-gpt3-13B-4.json, from
+/// Calculon's own llm-optimal-execution by record-search-case.py): its best
+/// configurations use attn_only recompute under DP overlap, where Calculon's
+/// DP-overlap figure carries its recompute prefix-sum defect.
+#[test]
+fn gpt3_13b_on_4_agrees_with_calculon_in_compat_mode() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/search-gpt3-13B-4.json");
+    let oracle: serde_json::Value = serde_json::from_str(&read(path)).expect("oracle");
+    let m = model("gpt3-13B");
+    let s = system("a100_nomem2");
+    let mut o = options(4, 4);
+    o.calculon_dp_overlap = true;
+    let compat = search(&m, &s, &o, Control::default()).expect("search");
+    assert_eq!(compat.configurations, oracle["configurations_evaluated"].as_u64().expect("count"));
+    let top = oracle["top"].as_array().expect("top");
+    let want = top[0]["sample_rate"].as_f64().expect("rate");
+    let best = &compat.top()[0];
+    assert!((best.estimate.sample_rate - want).abs() <= 1e-9 * want, "best {} vs Calculon {want}", best.estimate.sample_rate);
+    let tied: Vec<&serde_json::Value> = top.iter().filter(|t| t["sample_rate"].as_f64() == Some(want)).map(|t| &t["execution"]).collect();
+    assert!(tied.iter().any(|t| matches_execution(&calculon_execution(&best.config), t)));
+    // Calculon's whole top five, at its rates.
+    for t in top {
+        let rate = t["sample_rate"].as_f64().expect("rate");
+        assert!(
+            compat.top().iter().any(|c| matches_execution(&calculon_execution(&c.config), &t["execution"])
+                && (c.estimate.sample_rate - rate).abs() <= 1e-9 * rate),
+            "Calculon's {} at {rate} not found",
+            t["execution"]
+        );
+    }
+    // Ranked by Blueprint's (correct) figure, recomputing configurations
+    // under DP overlap expose less DP time: the best is at least as fast.
+    o.calculon_dp_overlap = false;
+    let fixed = search(&m, &s, &o, Control::default()).expect("search");
+    assert!(fixed.top()[0].estimate.sample_rate >= want);
+    assert!(fixed.outcome.dp_overlap_differs > 0);
+    assert_eq!(fixed.outcome.fit, compat.outcome.fit);
+}
