@@ -196,7 +196,7 @@ fn run(args: &[String]) -> Result<i32, String> {
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
     let tty = std::io::stderr().is_terminal();
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {human_pos}/{human_len} configurations ({per_sec}, eta {eta})")
+        ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {human_pos}/{human_len} configurations, eta {eta}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let progress = |n: u64| bar.inc(n);
