@@ -185,3 +185,49 @@ fn gpt3_13b_on_4_agrees_with_calculon_in_compat_mode() {
     assert!(fixed.outcome.dp_overlap_differs > 0);
     assert_eq!(fixed.outcome.fit, compat.outcome.fit);
 }
+
+/// Calculon counts a configuration good when its network binding fits and
+/// its stage-0 memory fits the first tier; Blueprint additionally prunes
+/// interleaved schedules whose microbatch count PP does not divide. Counting
+/// the space with Calculon's two rules alone must give Calculon's good count.
+#[test]
+fn calculons_good_count_is_fit_plus_the_schedule_rule() {
+    use crate::schedule::ProcessorMemory;
+    use crate::system::NetworkBinding;
+    use crate::workload::{derive_training_block, BlockFacts};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/search-gpt3-13B-4.json");
+    let oracle: serde_json::Value = serde_json::from_str(&read(path)).expect("oracle");
+    let (m, s, o) = (model("gpt3-13B"), system("a100_nomem2"), options(4, 4));
+    let space = Space {
+        model: m.clone(),
+        procs: o.procs,
+        max_batch: o.max_batch,
+        networks: s.networks().len(),
+        dp_overlap: true,
+        fused_activation: vec![true],
+    };
+    let mut good = 0u64;
+    for k in space.keys() {
+        let mut spec =
+            Config { key: k.key, pipeline_interleaving: 1, networks: NetworkBinding { tp: 0, pp: 0, dp: 0 }, data_par_overlap: false }
+                .spec(&m, o.datatype);
+        let block = BlockFacts::from_derivation(&derive_training_block(&spec).expect("derives"), &spec);
+        for &tn in &k.tp_nets {
+            for &v in &k.interleavings {
+                spec.mapping.pipeline_interleaving = v;
+                let fits = ProcessorMemory::calculon(&block, &spec).proc_mem_tier1_cap_req <= s.mem1().capacity_bytes();
+                for &pn in &k.pp_nets {
+                    for &dn in &k.dp_nets {
+                        let bound = NetworkBinding { tp: tn, pp: pn, dp: dn }.validate(&s, k.key.tp, k.key.pp, k.key.dp).is_ok();
+                        if bound && fits {
+                            good += k.overlaps.len() as u64;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(good, oracle["good_configurations"].as_u64().expect("good"));
+    let result = search(&m, &s, &o, Control::default()).expect("search");
+    assert!(result.outcome.fit < good && result.outcome.pruned.contains_key("interleaved_microbatches"));
+}
