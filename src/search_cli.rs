@@ -66,14 +66,15 @@ struct Args {
     help: bool,
 }
 
+fn number<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, String> {
+    text.parse().map_err(|_| format!("blueprint-search: {name} takes a positive integer, got '{text}'"))
+}
+
 fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut a = Args::default();
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
         let mut value = |name: &str| iter.next().cloned().ok_or_else(|| format!("blueprint-search: {name} needs a value"));
-        fn number<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, String> {
-            text.parse().map_err(|_| format!("blueprint-search: {name} takes a positive integer, got '{text}'"))
-        }
         match arg.as_str() {
             "-h" | "--help" => a.help = true,
             "--system" => a.system = Some(value("--system")?),

@@ -82,6 +82,14 @@ pub struct Control<'a> {
     pub total: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
+/// Calculon's configuration counts for the same space (it also counts the
+/// offload and TP overlap configurations Blueprint cannot evaluate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct CalculonCount {
+    pub no_tp_overlap: u64,
+    pub with_tp_overlap: u64,
+}
+
 /// A finished (or interrupted) search.
 #[derive(Debug, Clone)]
 pub struct SearchResult {
@@ -89,6 +97,9 @@ pub struct SearchResult {
     pub configurations: u64,
     /// Block keys (one derivation each).
     pub block_keys: u64,
+    /// What Calculon's `llm-optimal-execution` would count on the same
+    /// model, system and options: with `--no-tp-overlap`, and without.
+    pub calculon_configurations: CalculonCount,
     pub outcome: Outcome,
     pub wall: Duration,
     pub threads: usize,
@@ -153,6 +164,11 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
     if let Some(announce) = control.total {
         announce(total);
     }
+    let has_mem2 = system.mem2().capacity_bytes() > 0.0;
+    let calculon_configurations = CalculonCount {
+        no_tp_overlap: keys.iter().map(|k| k.calculon_count(has_mem2, false)).sum(),
+        with_tp_overlap: keys.iter().map(|k| k.calculon_count(has_mem2, true)).sum(),
+    };
     let samples = sample_indices(total, options.samples);
     let cx = evaluate::Context {
         model: &space.model,
@@ -191,5 +207,12 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
             )
     });
     outcome.samples.sort_by_key(|s| s.index);
-    Ok(SearchResult { configurations: total, block_keys: keys.len() as u64, outcome, wall: start.elapsed(), threads })
+    Ok(SearchResult {
+        configurations: total,
+        block_keys: keys.len() as u64,
+        calculon_configurations,
+        outcome,
+        wall: start.elapsed(),
+        threads,
+    })
 }

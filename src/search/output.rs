@@ -101,6 +101,9 @@ pub struct Totals {
     pub pruned_total: u64,
     /// Block keys: one block derivation each.
     pub block_keys: u64,
+    /// What Calculon would count for the same model, system and options
+    /// (offload and TP overlap included, which this space leaves out).
+    pub calculon_configurations: super::CalculonCount,
     /// Fitting DP-overlap configurations whose Calculon figure differs.
     pub dp_overlap_differs_from_calculon: u64,
     pub interrupted: bool,
@@ -149,7 +152,10 @@ pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bo
         "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), each ascending".to_string(),
     ];
     if system_has_mem2 {
-        notes.push("The system has a second memory tier: Calculon would also explore weight, activation and optimizer offload; Blueprint's estimate models no offload, so those configurations are not in this space".to_string());
+        notes.push(format!(
+            "The system has a second memory tier: Calculon would also explore weight, activation and optimizer offload ({} configurations with --no-tp-overlap, {} with TP overlap, see totals.calculon_configurations); Blueprint's estimate models no offload, so those configurations are not in this space",
+            result.calculon_configurations.no_tp_overlap, result.calculon_configurations.with_tp_overlap
+        ));
     }
     if result.outcome.partial {
         notes.push("Interrupted: the top configurations are the best of those evaluated so far".to_string());
@@ -180,6 +186,7 @@ pub fn report(model: &ModelSpec, system: &str, system_has_mem2: bool, options: &
         pruned: o.pruned.iter().map(|(k, p)| (*k, PrunedOut { count: p.count, example: p.example.clone() })).collect(),
         pruned_total: o.pruned.values().map(|p| p.count).sum(),
         block_keys: result.block_keys,
+        calculon_configurations: result.calculon_configurations,
         dp_overlap_differs_from_calculon: o.dp_overlap_differs,
         interrupted: o.partial,
         threads: result.threads,

@@ -163,6 +163,22 @@ impl KeySpace {
             .product()
     }
 
+    /// The configurations Calculon's `llm-optimal-execution` counts for this
+    /// key: the same, times its offload choices on a system with a second
+    /// memory tier (weight and optimizer offload on / off, activation
+    /// offload on / off but for full recompute) and, when TP overlap is
+    /// allowed and TP > 1, its three TP overlap modes.
+    #[must_use]
+    pub fn calculon_count(&self, has_mem2: bool, tp_overlap: bool) -> u64 {
+        let offload = match (has_mem2, self.key.recompute) {
+            (false, _) => 1,
+            (true, Recompute::Full) => 4,
+            (true, _) => 8,
+        };
+        let overlap = if tp_overlap && self.key.tp > 1 { 3 } else { 1 };
+        self.count() * offload * overlap
+    }
+
     /// Configurations per (TP tier, interleaving, PP tier, DP tier).
     #[must_use]
     pub fn per_binding(&self) -> u64 {

@@ -231,3 +231,22 @@ fn calculons_good_count_is_fit_plus_the_schedule_rule() {
     let result = search(&m, &s, &o, Control::default()).expect("search");
     assert!(result.outcome.fit < good && result.outcome.pruned.contains_key("interleaved_microbatches"));
 }
+
+#[test]
+fn calculons_counts_with_offload_and_tp_overlap() {
+    // Counted by Calculon itself (llm-optimal-execution -d, which loops
+    // over the executions without running them): gpt3-175B on 64, batch 64,
+    // a100_80g (a second memory tier: offload choices), 1,158,848 with
+    // --no-tp-overlap and 3,232,128 without; megatron-126M on 8, batch 8,
+    // h100_80g_nvl8, -f all --no-dp-overlap: 68,704 with --no-tp-overlap,
+    // 170,848 without.
+    let mut o = options(64, 64);
+    o.top = 1;
+    let r = search(&model("gpt3-175B"), &system("a100_80g"), &o, Control::default()).expect("search");
+    assert_eq!((r.calculon_configurations.no_tp_overlap, r.calculon_configurations.with_tp_overlap), (1_158_848, 3_232_128));
+    let mut o = options(8, 8);
+    o.fused_activation = vec![false, true];
+    o.dp_overlap = false;
+    let r = search(&model("megatron-126M"), &system("h100_80g_nvl8"), &o, Control::default()).expect("search");
+    assert_eq!((r.calculon_configurations.no_tp_overlap, r.calculon_configurations.with_tp_overlap), (68_704, 170_848));
+}
