@@ -81,7 +81,13 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--procs" => a.procs = Some(number("--procs", &value("--procs")?)?),
             "--max-batch" => a.max_batch = Some(number("--max-batch", &value("--max-batch")?)?),
             "--top" => a.top = Some(number("--top", &value("--top")?)?),
-            "--threads" => a.threads = Some(number("--threads", &value("--threads")?)?),
+            "--threads" => {
+                let text = value("--threads")?;
+                a.threads = Some(number("--threads", &text)?).filter(|t| *t > 0);
+                if a.threads.is_none() {
+                    return Err(format!("blueprint-search: --threads takes a positive integer, got '{text}'"));
+                }
+            }
             "--sample" => a.samples = number("--sample", &value("--sample")?)?,
             "--datatype" => {
                 let text = value("--datatype")?;
