@@ -4,7 +4,10 @@
 //! block (one block, one microbatch): [`TaskFacts`]. The MLIR path reads
 //! them from plan tasks; the search path converts the algebra's
 //! invocations ([`block_tasks`]). Both call [`estimate`] with the block
-//! facts, the spec, a [`SystemProfile`] and a [`NetworkBinding`].
+//! facts, the spec, a [`SystemProfile`] and a [`NetworkBinding`]; the
+//! strategy search (`crate::search`) calls its two halves,
+//! [`price_block`] once per block and TP tier and [`compose_estimate`] per
+//! configuration, which is the same computation.
 //!
 //! ```text
 //! tasks ──layer_time──> BlockTimes (per-layer times summed as Calculon sums layers)
