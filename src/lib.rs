@@ -33,6 +33,8 @@ pub mod pipeline;
 pub mod registry;
 pub mod runtime;
 pub mod schedule;
+pub mod search;
+pub mod search_cli;
 pub mod simulate;
 pub mod summary;
 pub mod system;

@@ -148,8 +148,65 @@ fn report_scaling(
     println!("{what:<34} cost per op, largest / smallest: {:.2} (1.0 = linear)", costs[costs.len() - 1] / costs[0]);
 }
 
+/// Configurations per second of `blueprint-search`'s evaluation (the
+/// library call, no I/O) on one thread and on every core, against
+/// Calculon's rate on the same space where it was measured.
+fn bench_search(quick: bool) {
+    use blueprint::search::{search, Control, SearchOptions};
+    use blueprint::{
+        system::SystemProfile,
+        workload::{Datatype, ModelSpec},
+    };
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
+    let read = |path: String| std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    // Calculon's rate: the oracle's (2 cores) and the recorded case's (one
+    // core, test/Inputs/calculon/search-gpt3-13B-4.json); for GPT-3 the
+    // oracle's figure.
+    let spaces = [
+        ("megatron-126M  8 procs batch  8 a100_nomem2", "megatron-126M", "a100_nomem2", 8, 8, vec![true], 24.3),
+        ("gpt3-13B       4 procs batch  4 a100_nomem2", "gpt3-13B", "a100_nomem2", 4, 4, vec![true], 18.6),
+        ("gpt3-175B     64 procs batch 64 a100_80g", "gpt3-175B", "a100_80g", 64, 64, vec![true], 24.3),
+        ("gpt3-175B     64 procs batch 64 a100_80g, fused all", "gpt3-175B", "a100_80g", 64, 64, vec![false, true], 24.3),
+    ];
+    for (label, model, system, procs, max_batch, fused, calculon_rate) in spaces {
+        let model = ModelSpec::from_any_json(&read(format!("{root}/models/{model}.json")), Some(model)).expect("model");
+        let system = SystemProfile::from_json(&read(format!("{root}/systems/{system}.json"))).expect("system");
+        for threads in [Some(1), None] {
+            let options = SearchOptions {
+                procs,
+                max_batch,
+                datatype: Datatype::Float16,
+                top: 10,
+                dp_overlap: true,
+                fused_activation: fused.clone(),
+                calculon_dp_overlap: false,
+                samples: 0,
+                threads,
+            };
+            let runs = if quick { 1 } else { 5 };
+            let mut results: Vec<(Duration, u64, usize)> = (0..runs)
+                .map(|_| {
+                    let r = search(&model, &system, &options, Control::default()).expect("search");
+                    (r.wall, r.configurations, r.threads)
+                })
+                .collect();
+            results.sort();
+            let (wall, configurations, used) = results[results.len() / 2];
+            let rate = configurations as f64 / wall.as_secs_f64();
+            println!(
+                "search   {label}, {used} thread(s): {configurations:>7} configurations in {wall:>9.2?}: {rate:>10.0} a second ({:.0}x Calculon's {calculon_rate})",
+                rate / calculon_rate
+            );
+        }
+    }
+}
+
 fn main() {
     let quick = std::env::args().any(|a| a == "quick");
+    bench_search(quick);
+    if std::env::args().any(|a| a == "search") {
+        return;
+    }
     let runs = if quick { 3 } else { 11 };
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);

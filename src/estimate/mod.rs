@@ -4,7 +4,10 @@
 //! block (one block, one microbatch): [`TaskFacts`]. The MLIR path reads
 //! them from plan tasks; the search path converts the algebra's
 //! invocations ([`block_tasks`]). Both call [`estimate`] with the block
-//! facts, the spec, a [`SystemProfile`] and a [`NetworkBinding`].
+//! facts, the spec, a [`SystemProfile`] and a [`NetworkBinding`]; the
+//! strategy search (`crate::search`) calls its two halves,
+//! [`price_block`] once per block and TP tier and [`compose_estimate`] per
+//! configuration, which is the same computation.
 //!
 //! ```text
 //! tasks ──layer_time──> BlockTimes (per-layer times summed as Calculon sums layers)
@@ -354,23 +357,48 @@ pub fn estimate(
     spec.validate()?;
     let map = &spec.mapping;
     binding.validate(system, map.tp, map.pp, map.dp)?;
+    let times = price_block(tasks, spec, system, binding.tp, options)?;
+    compose_estimate(&times, block, spec, system, binding, options)
+}
+
+/// The block's per-block times: every task of `tasks` priced on `system`
+/// with the TP group on tier `tp_net` — the part of [`estimate`] that does
+/// not depend on the pipeline interleaving, the PP and DP tiers or the DP
+/// overlap. Calculon's recompute prefix times are computed when
+/// `options.data_par_overlap` and DP > 1 (the only place they are read).
+/// A search prices a block once and composes it many times with
+/// [`compose_estimate`]; [`estimate`] is exactly the two in sequence.
+///
+/// `spec` must be valid ([`TrainingSpec::validate`]).
+///
+/// # Errors
+/// TP overlap (not representable), a TP tier that does not exist, a
+/// datatype the system does not rate, a task whose capability does not fit
+/// its class or phase, or, in compat mode, a block without Calculon's layer
+/// layout.
+pub fn price_block(
+    tasks: &[TaskFacts],
+    spec: &TrainingSpec,
+    system: &SystemProfile,
+    tp_net: usize,
+    options: &EstimateOptions,
+) -> Result<BlockTimes, EstimateError> {
+    let map = &spec.mapping;
     if options.tensor_par_overlap != TpOverlap::None {
         return Err(EstimateError::TpOverlapUnsupported(options.tensor_par_overlap.name()));
     }
     let datatype = spec.workload.datatype;
     let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
-    // The binding was validated, so every index names a tier.
-    let tier =
-        |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
+    let tp_tier =
+        system.network(tp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "tp", tier: tp_net, tiers: system.networks().len() })?;
     let rates = layer_time::Rates {
         matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
         vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,
         memory: system.mem1(),
         mode: system.processing_mode(),
-        tp_net: tier("tp", binding.tp)?,
+        tp_net: tp_tier,
         tp: map.tp,
     };
-    let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)? };
     let edge = if map.tp_comm == crate::workload::TpComm::P2pRsAg && map.tp > 1 { Some(edge::edge_tp_tasks(tasks, spec)?) } else { None };
     let mut times = layer_time::block_times(tasks, edge.as_deref(), &rates)?;
     // Calculon's defective recompute times matter only under DP overlap;
@@ -382,7 +410,32 @@ pub fn estimate(
             Err(_) => {}
         }
     }
-    let outcome = step::compose(&times, block, spec, &tiers, binding, options);
+    Ok(times)
+}
+
+/// One step of `spec` from its priced block ([`price_block`] with the same
+/// TP tier and options): the pipeline and DP composition and the memory
+/// check against the first memory tier.
+///
+/// `spec` must be valid and `binding` must fit the system
+/// ([`NetworkBinding::validate`]); `times` must not carry Calculon's
+/// recompute prefix times without DP overlap (as [`price_block`] leaves them).
+///
+/// # Errors
+/// A PP or DP tier that does not exist.
+pub fn compose_estimate(
+    times: &BlockTimes,
+    block: &BlockFacts,
+    spec: &TrainingSpec,
+    system: &SystemProfile,
+    binding: &NetworkBinding,
+    options: &EstimateOptions,
+) -> Result<Estimate, EstimateError> {
+    let map = &spec.mapping;
+    let tier =
+        |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
+    let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)? };
+    let outcome = step::compose(times, block, spec, &tiers, binding, options);
 
     let per_processor = ProcessorMemory::calculon(block, spec);
     let capacity_bytes = system.mem1().capacity_bytes();

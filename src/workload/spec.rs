@@ -69,6 +69,66 @@ impl ModelSpec {
     }
 }
 
+/// A Calculon model file (`models/*.json` of its repository) as it is:
+/// Calculon's field names for the same dimensions.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CalculonModel {
+    hidden: u64,
+    feedforward: u64,
+    seq_size: u64,
+    attn_heads: u64,
+    attn_size: u64,
+    num_blocks: u64,
+}
+
+impl ModelSpec {
+    /// Reads a model: Blueprint's model JSON (this struct's fields), the
+    /// `model` of a training spec (`{model, workload, mapping}`), or a
+    /// Calculon model file as it is (`hidden`, `feedforward`, `seq_size`,
+    /// `attn_heads`, `attn_size`, `num_blocks`), recognised by its
+    /// `num_blocks` field. `name` names a model that states none. The model
+    /// is validated ([`ModelSpec::validate`]).
+    ///
+    /// # Errors
+    /// [`SpecError::Parse`] naming the offending field (serde's path, line
+    /// and column), or the first rule the model violates.
+    pub fn from_any_json(json: &str, name: Option<&str>) -> Result<Self, SpecError> {
+        Self::read_any_json(json, name).map_err(|error| match error {
+            SpecError::Parse(message) => SpecError::ModelParse(message),
+            other => other,
+        })
+    }
+
+    fn read_any_json(json: &str, name: Option<&str>) -> Result<Self, SpecError> {
+        let value: serde_json::Value = serde_json::from_str(json)?;
+        let mut model = if value.get("num_blocks").is_some() {
+            let c: CalculonModel = parse_json(json)?;
+            Self {
+                name: None,
+                hidden: c.hidden,
+                ffn_hidden: c.feedforward,
+                seq_len: c.seq_size,
+                heads: c.attn_heads,
+                head_dim: c.attn_size,
+                blocks: c.num_blocks,
+                vocab: None,
+                kv_heads: None,
+                gated_mlp: false,
+            }
+        } else if value.get("model").is_some() {
+            parse_json::<TrainingSpec>(json)?.model
+        } else {
+            parse_json(json)?
+        };
+        if model.name.is_none() {
+            model.name = name.map(str::to_string);
+        }
+        model.validate()?;
+        Ok(model)
+    }
+}
+
 /// Element type of activations, weights and gradients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -266,6 +326,9 @@ pub enum SpecError {
     /// message names the field, line and column.
     #[error("invalid training spec JSON: {0}")]
     Parse(String),
+    /// Like [`SpecError::Parse`], for a model file (Blueprint's or Calculon's).
+    #[error("invalid model JSON: {0}")]
+    ModelParse(String),
     #[error("{field} must be positive, got 0")]
     NonPositive { field: &'static str },
     #[error("{field} = {value} exceeds the largest accepted integer 2^53 = {limit}")]

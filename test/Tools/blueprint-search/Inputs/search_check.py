@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Checks for the blueprint-search lit tests (expected values come from
+Calculon's oracle files or from the MLIR pipeline, never from the search).
+
+  search_check.py two-paths SEARCH.json SYSTEM.json
+      every top and sampled configuration with an estimate, run through the
+      MLIR pipeline (blueprint-translate --import-transformer-training,
+      blueprint-opt distribute + plan, blueprint-translate --estimate with the
+      entry's networks and options): timing_seconds, sample_rate and
+      per_processor must be identical
+  search_check.py oracle SEARCH.json ORACLE.json
+      the best sample rate equals Calculon's to relative 1e-9, the best
+      configuration is one of Calculon's tied best, and the configuration
+      count equals Calculon's configurations_evaluated
+  search_check.py strip SEARCH.json
+      the report without what depends on the machine (wall time, rate,
+      threads), for comparing runs
+"""
+import json
+import subprocess
+import sys
+
+PIPELINE = "builtin.module(distribute-transformer-training, plan-transformer-training)"
+
+
+def two_paths(search_path, system):
+    report = json.load(open(search_path))
+    entries = [("top", e) for e in report["top"]] + [("sample", e) for e in report.get("sample", [])]
+    checked, bad = 0, 0
+    for where, e in entries:
+        if "timing_seconds" not in e:
+            continue
+        spec = json.dumps({"model": report["model"], "workload": e["workload"], "mapping": e["mapping"]})
+        module = subprocess.run(["blueprint-translate", "--import-transformer-training", "-"], input=spec,
+                                capture_output=True, text=True)
+        planned = subprocess.run(["blueprint-opt", f"--pass-pipeline={PIPELINE}"], input=module.stdout,
+                                 capture_output=True, text=True)
+        args = e["estimate_args"].split()
+        estimate = subprocess.run(["blueprint-translate", "--estimate", "--system", system, *args, "--allow-over-capacity"],
+                                  input=planned.stdout, capture_output=True, text=True)
+        if estimate.returncode != 0:
+            print(f"{where} {e['index']}: pipeline failed: {(module.stderr + planned.stderr + estimate.stderr).strip()}")
+            bad += 1
+            continue
+        got = json.loads(estimate.stdout)
+        diffs = [f"timing_seconds.{k}: search {v}, pipeline {got['timing_seconds'][k]}"
+                 for k, v in e["timing_seconds"].items() if got["timing_seconds"][k] != v]
+        diffs += [f"per_processor.{k}: search {v}, pipeline {got['per_processor'][k]}"
+                  for k, v in e["per_processor"].items() if got["per_processor"][k] != v]
+        if got["sample_rate"] != e["sample_rate"]:
+            diffs.append(f"sample_rate: search {e['sample_rate']}, pipeline {got['sample_rate']}")
+        if diffs:
+            print(f"{where} {e['index']}: " + "; ".join(diffs))
+            bad += 1
+        checked += 1
+    print(f"{checked - bad} of {checked} configurations identical through the MLIR pipeline")
+
+
+def execution(e):
+    m, w, n = e["mapping"], e["workload"], e["networks"]
+    return {
+        "tensor_par": m["tp"], "pipeline_par": m["pp"], "data_par": m["dp"],
+        "tensor_par_net": n["tp"], "pipeline_par_net": n["pp"], "data_par_net": n["dp"],
+        "batch_size": w["global_batch"], "microbatch_size": w["microbatch"], "datatype": w["datatype"],
+        "fused_activation": m["fused_activation"], "activation_recompute": m["recompute"],
+        "pipeline_interleaving": m["pipeline_interleaving"], "optimizer_sharding": m["optimizer_sharding"],
+        "tensor_par_comm_type": m["tp_comm"], "tensor_par_overlap": e["estimate_options"]["tensor_par_overlap"],
+        "seq_par_ag_redo": m["seq_par_ag_redo"], "data_par_overlap": e["estimate_options"]["data_par_overlap"],
+    }
+
+
+def oracle(search_path, oracle_path):
+    report, want = json.load(open(search_path)), json.load(open(oracle_path))
+    best = report["top"][0]
+    rate = want["top"][0]["sample_rate"]
+    print(f"configurations: {report['totals']['configurations']} (Calculon {want['configurations_evaluated']})")
+    ok = abs(best["sample_rate"] - rate) <= 1e-9 * rate
+    print(f"best sample rate {'equals' if ok else 'DIFFERS FROM'} Calculon's")
+    ours = execution(best)
+    tied = [t["execution"] for t in want["top"] if t["sample_rate"] == rate]
+    hit = any(all(t[k] == v for k, v in ours.items()) for t in tied)
+    print(f"best configuration {'is' if hit else 'IS NOT'} one of Calculon's {len(tied)} tied best")
+
+
+def strip(search_path):
+    report = json.load(open(search_path))
+    for key in ("wall_seconds", "configurations_per_second", "threads"):
+        report["totals"].pop(key, None)
+    json.dump(report, sys.stdout, indent=1, sort_keys=True)
+    print()
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "two-paths":
+        two_paths(*sys.argv[2:4])
+    elif mode == "oracle":
+        oracle(*sys.argv[2:4])
+    elif mode == "strip":
+        strip(sys.argv[2])
+    else:
+        sys.exit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

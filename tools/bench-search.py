@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""Calculon's llm-optimal-execution and blueprint-search side by side on one
+space, one core each:
+
+  python3 tools/bench-search.py [MODEL PROCS MAX_BATCH SYSTEM]
+
+MODEL / SYSTEM name files of ../shared/oracles/calculon/{models,systems}
+(default: megatron-126M 2 4 a100_nomem2, 506 configurations, about 10 s in
+Calculon). Needs Calculon (CALCULON, default /work/calculon-venv/bin/calculon)
+and a release build (target/release/blueprint-search). Prints both rates:
+Calculon's from its own log (its evaluation only), Blueprint's from the
+report's totals (the search only, no process start or I/O).
+"""
+import json, os, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(ROOT, '..', 'shared', 'oracles', 'calculon')
+CALCULON = os.environ.get('CALCULON', '/work/calculon-venv/bin/calculon')
+SEARCH = os.path.join(ROOT, 'target', 'release', 'blueprint-search')
+
+
+def main():
+    model, procs, batch, system = (sys.argv[1:5] + ['megatron-126M', '2', '4', 'a100_nomem2'][len(sys.argv) - 1:])[:4]
+    with tempfile.TemporaryDirectory() as tmp:
+        run = subprocess.run([SEARCH, f'{SHARED}/models/{model}.json', '--system', f'{SHARED}/systems/{system}.json', '--procs', procs,
+                              '--max-batch', batch, '--threads', '1', '--calculon-dp-overlap', '--top', '1'],
+                             capture_output=True, text=True, check=True)
+        ours = json.loads(run.stdout)
+        calc = subprocess.run([CALCULON, 'llm-optimal-execution', f'models/{model}.json', procs, batch, 'float16',
+                               f'systems/{system}.json', os.path.join(tmp, 'out.json'), '--no-tp-overlap', '-c', '1'],
+                              cwd=SHARED, capture_output=True, text=True, check=True)
+        log = calc.stderr + calc.stdout
+        rate = float(next(line.split()[-2] for line in log.splitlines() if 'Calculation rate' in line))
+        best = float(next(line.split()[-1] for line in log.splitlines() if 'Best sample rate' in line))
+    t = ours['totals']
+    print(f'{model} on {procs} processors, batch {batch}, {system}: {t["configurations"]} configurations')
+    print(f'Calculon        {rate:>12.1f} configurations a second (best sample rate {best})')
+    print(f'blueprint-search {t["configurations_per_second"]:>11.1f} configurations a second (best sample rate '
+          f'{ours["top"][0]["sample_rate"]}), {t["configurations_per_second"] / rate:.0f}x')
+
+
+if __name__ == '__main__':
+    main()
