@@ -78,6 +78,12 @@ pub static PASSES: &[PassInfo] = &[
         changes_ir: false,
     },
     PassInfo {
+        name: "check-pipeline",
+        summary: "Check that every cross-stage value is sent once to the adjacent stage and that per-stage memory is the sum of its parts",
+        create: crate::checks::create_pipeline,
+        changes_ir: false,
+    },
+    PassInfo {
         name: "check-recompute",
         summary: "Check that recompute tasks are exactly the forward clones the recompute policy implies",
         create: crate::checks::create_recompute,

@@ -67,7 +67,7 @@ int main(int argc, char **argv) {
   // Blueprint's passes by constructor and by name, with upstream canonicalize.
   MlirPassManager pm = mlirPassManagerCreate(context);
   MlirOpPassManager top = mlirPassManagerGetAsOpPassManager(pm);
-  mlirPassManagerAddOwnedPass(pm, mlirCreateBlueprintDistributeTransformerTraining());
+  mlirPassManagerAddOwnedPass(pm, mlirCreateBlueprintDistributeTransformerTrainingPass());
   MlirLogicalResult parsed = mlirOpPassManagerAddPipeline(
       top, mlirStringRefCreateFromCString("plan-transformer-training,check-conservation,canonicalize"), print_to, stderr);
   if (mlirLogicalResultIsFailure(parsed))

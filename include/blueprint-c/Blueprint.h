@@ -53,35 +53,37 @@ MLIR_CAPI_EXPORTED MlirPass blueprintCreatePass(intptr_t index);
 
 /// One constructor per pass, named after its command-line argument.
 /// `blueprint-verify`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintVerify(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintVerifyPass(void);
 /// `model-decompose-transformer`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintModelDecomposeTransformer(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintModelDecomposeTransformerPass(void);
 /// `distribute-transformer-training`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistributeTransformerTraining(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistributeTransformerTrainingPass(void);
 /// `dist-unroll-schedule`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistUnrollSchedule(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistUnrollSchedulePass(void);
 /// `distribute-transformer-inference`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistributeTransformerInference(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistributeTransformerInferencePass(void);
 /// `plan-transformer-training`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintPlanTransformerTraining(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintPlanTransformerTrainingPass(void);
 /// `plan-transformer-inference`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintPlanTransformerInference(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintPlanTransformerInferencePass(void);
 /// `check-mesh-strategy`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckMeshStrategy(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckMeshStrategyPass(void);
 /// `check-collective-groups`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckCollectiveGroups(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckCollectiveGroupsPass(void);
 /// `check-conservation`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckConservation(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckConservationPass(void);
+/// `check-pipeline`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckPipelinePass(void);
 /// `check-recompute`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckRecompute(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintCheckRecomputePass(void);
 /// `dist-async`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistAsync(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistAsyncPass(void);
 /// `dist-canonicalize`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistCanonicalize(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistCanonicalizePass(void);
 /// `lower-dist-to-runtime`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToRuntime(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToRuntimePass(void);
 /// `dist-sink-waits`.
-MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistSinkWaits(void);
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistSinkWaitsPass(void);
 
 /*===-- Entry points that are not passes ---------------------------------===*/
 

@@ -152,7 +152,7 @@ fn create_by_name(name: &str) -> MlirPass {
     PASSES.iter().position(|p| p.name == name).map_or(MlirPass { ptr: std::ptr::null_mut() }, |i| blueprintCreatePass(i as isize))
 }
 
-/// One `mlirCreateBlueprint<Name>` per pass, and the list of them.
+/// One `mlirCreateBlueprint<Name>Pass` per pass, and the list of them.
 macro_rules! pass_constructors {
     ($({ $function:ident = $argument:literal }),* $(,)?) => {
         $(
@@ -168,21 +168,22 @@ macro_rules! pass_constructors {
 }
 
 pass_constructors! {
-    { mlirCreateBlueprintVerify = "blueprint-verify" },
-    { mlirCreateBlueprintModelDecomposeTransformer = "model-decompose-transformer" },
-    { mlirCreateBlueprintDistributeTransformerTraining = "distribute-transformer-training" },
-    { mlirCreateBlueprintDistUnrollSchedule = "dist-unroll-schedule" },
-    { mlirCreateBlueprintDistributeTransformerInference = "distribute-transformer-inference" },
-    { mlirCreateBlueprintPlanTransformerTraining = "plan-transformer-training" },
-    { mlirCreateBlueprintPlanTransformerInference = "plan-transformer-inference" },
-    { mlirCreateBlueprintCheckMeshStrategy = "check-mesh-strategy" },
-    { mlirCreateBlueprintCheckCollectiveGroups = "check-collective-groups" },
-    { mlirCreateBlueprintCheckConservation = "check-conservation" },
-    { mlirCreateBlueprintCheckRecompute = "check-recompute" },
-    { mlirCreateBlueprintDistAsync = "dist-async" },
-    { mlirCreateBlueprintDistCanonicalize = "dist-canonicalize" },
-    { mlirCreateBlueprintLowerDistToRuntime = "lower-dist-to-runtime" },
-    { mlirCreateBlueprintDistSinkWaits = "dist-sink-waits" }
+    { mlirCreateBlueprintVerifyPass = "blueprint-verify" },
+    { mlirCreateBlueprintModelDecomposeTransformerPass = "model-decompose-transformer" },
+    { mlirCreateBlueprintDistributeTransformerTrainingPass = "distribute-transformer-training" },
+    { mlirCreateBlueprintDistUnrollSchedulePass = "dist-unroll-schedule" },
+    { mlirCreateBlueprintDistributeTransformerInferencePass = "distribute-transformer-inference" },
+    { mlirCreateBlueprintPlanTransformerTrainingPass = "plan-transformer-training" },
+    { mlirCreateBlueprintPlanTransformerInferencePass = "plan-transformer-inference" },
+    { mlirCreateBlueprintCheckMeshStrategyPass = "check-mesh-strategy" },
+    { mlirCreateBlueprintCheckCollectiveGroupsPass = "check-collective-groups" },
+    { mlirCreateBlueprintCheckConservationPass = "check-conservation" },
+    { mlirCreateBlueprintCheckPipelinePass = "check-pipeline" },
+    { mlirCreateBlueprintCheckRecomputePass = "check-recompute" },
+    { mlirCreateBlueprintDistAsyncPass = "dist-async" },
+    { mlirCreateBlueprintDistCanonicalizePass = "dist-canonicalize" },
+    { mlirCreateBlueprintLowerDistToRuntimePass = "lower-dist-to-runtime" },
+    { mlirCreateBlueprintDistSinkWaitsPass = "dist-sink-waits" }
 }
 
 /// Imports a training spec into `context`.

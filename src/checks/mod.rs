@@ -441,9 +441,12 @@ fn bound_spec(checker: &mut Checker, module: OperationRef) -> Option<TrainingSpe
     }
 }
 
+mod pipeline;
+
 pub use collective_groups::create as create_collective_groups;
 pub use conservation::create as create_conservation;
 pub use mesh_strategy::create as create_mesh_strategy;
+pub use pipeline::create as create_pipeline;
 pub use recompute::create as create_recompute;
 
 #[cfg(test)]

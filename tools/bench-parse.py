@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Parse + verify + print of a `dist` module: blueprint-opt against stock
+mlir-opt, with wall time and peak memory (issue 10's benchmark).
+
+The modules are real: megatron-126M's training step (PP 4, DP 2) unrolled
+by `dist-unroll-schedule`, in the generic form, at about 10k, 100k and 1M
+ops (the microbatch count sets the size). Each tool runs single-threaded
+on the same file:
+
+  blueprint-opt FILE --mlir-print-op-generic -o OUT   (C++ dialects + Rust verifiers)
+  mlir-opt --irdl-file=blueprint.irdl.mlir --mlir-disable-threading FILE -o OUT
+  mlir-opt --load-dialect-plugin=libblueprint.so --mlir-disable-threading FILE -o OUT   (if built)
+
+Usage: tools/bench-parse.py [--bin-dir target/release] [--sizes 10000,100000,1000000] [--runs 3]
+Prints one row per size and tool (median of the runs) and the ratios.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MLIR_OPT = "/usr/lib/llvm-22/bin/mlir-opt"
+SPEC = {
+    "model": {"name": "megatron-126M", "hidden": 768, "ffn_hidden": 3072, "seq_len": 2048, "heads": 12, "head_dim": 64,
+              "blocks": 12},
+    "workload": {"global_batch": 16, "microbatch": 1, "datatype": "float16"},
+    "mapping": {"tp": 1, "pp": 4, "dp": 2, "pipeline_interleaving": 1, "recompute": "none", "tp_comm": "ar",
+                "seq_par_ag_redo": False, "fused_activation": True, "optimizer_sharding": False},
+}
+
+
+def run(argv):
+    """Wall seconds and peak RSS (MiB) of one run."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"bench-parse: {' '.join(argv)} failed:\n{err}")
+    return wall, usage.ru_maxrss / 1024.0
+
+
+def module_of(bin_dir, tmp, microbatches):
+    spec = json.loads(json.dumps(SPEC))
+    spec["workload"]["global_batch"] = 2 * microbatches
+    spec_path = os.path.join(tmp, f"spec-{microbatches}.json")
+    json.dump(spec, open(spec_path, "w"))
+    out = os.path.join(tmp, f"dist-{microbatches}.mlir")
+    imported = subprocess.run([os.path.join(bin_dir, "blueprint-translate"), "--import-transformer-training", spec_path],
+                              check=True, stdout=subprocess.PIPE).stdout
+    subprocess.run([os.path.join(bin_dir, "blueprint-opt"), "--pass-pipeline=builtin.module(distribute-transformer-training, dist-unroll-schedule)",
+                    "--mlir-print-op-generic", "-o", out], input=imported, check=True)
+    ops = sum(1 for line in open(out) if '"' in line and "(" in line)
+    return out, ops
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin-dir", default=os.path.join(ROOT, "target", "release"))
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    plugin = os.path.join(ROOT, "target", "shared", "lib", "libblueprint.so")
+    with tempfile.TemporaryDirectory() as tmp:
+        irdl = os.path.join(tmp, "blueprint.irdl.mlir")
+        with open(irdl, "w") as f:
+            subprocess.run([os.path.join(args.bin_dir, "blueprint-opt"), "--print-irdl"], check=True, stdout=f)
+        # Ops per microbatch, from a small module.
+        _, small = module_of(args.bin_dir, tmp, 4)
+        _, larger = module_of(args.bin_dir, tmp, 8)
+        per_mb = (larger - small) / 4
+        fixed = small - 4 * per_mb
+        print(f"{'ops':>9} {'tool':<40} {'wall s':>8} {'peak MiB':>9} {'time ×':>7} {'mem ×':>6}")
+        for size in sizes:
+            m = max(1, round((size - fixed) / per_mb))
+            path, ops = module_of(args.bin_dir, tmp, m)
+            out = os.path.join(tmp, "out.mlir")
+            tools = [
+                ("blueprint-opt", [os.path.join(args.bin_dir, "blueprint-opt"), path, "--mlir-print-op-generic", "-o", out]),
+                ("mlir-opt --irdl-file", [MLIR_OPT, f"--irdl-file={irdl}", "--mlir-disable-threading", path, "-o", out]),
+            ]
+            if os.path.exists(plugin):
+                tools.append(("mlir-opt --load-dialect-plugin", [MLIR_OPT, f"--load-dialect-plugin={plugin}",
+                                                                 "--mlir-disable-threading", path, "-o", out]))
+            results = {}
+            for name, argv in tools:
+                samples = sorted(run(argv) for _ in range(args.runs))
+                results[name] = samples[len(samples) // 2]
+            anchor = results["mlir-opt --irdl-file"]
+            for name, (wall, rss) in results.items():
+                print(f"{ops:>9} {name:<40} {wall:>8.2f} {rss:>9.0f} {wall / anchor[0]:>7.2f} {rss / anchor[1]:>6.2f}")
+            os.remove(path)
+
+
+main()
