@@ -29,6 +29,7 @@ pub mod pass_macro;
 pub mod passes;
 pub mod pipeline;
 pub mod registry;
+pub mod run;
 pub mod runtime;
 pub mod schedule;
 pub mod summary;

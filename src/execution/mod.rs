@@ -52,8 +52,18 @@ impl Jit {
     /// Compiles a module lowered to the LLVM dialect; `symbols` are bound
     /// before anything is looked up (e.g. the runtime's entry points).
     pub fn new(module: &Module, symbols: &[(&str, *mut ())]) -> Result<Self, ExecutionError> {
-        // SAFETY: the module is live; no shared libraries are passed.
-        let raw = unsafe { mlir_sys::mlirExecutionEngineCreate(module.to_raw(), 2, 0, std::ptr::null(), false, false) };
+        Self::with_libraries(module, symbols, &[])
+    }
+
+    /// [`Jit::new`], also loading the shared libraries at `libraries` (paths;
+    /// e.g. MLIR's runner utilities for `printMemrefF32`).
+    pub fn with_libraries(module: &Module, symbols: &[(&str, *mut ())], libraries: &[String]) -> Result<Self, ExecutionError> {
+        // The engine reads the paths as C strings: NUL-terminated copies.
+        let owned: Vec<String> = libraries.iter().map(|l| format!("{l}\0")).collect();
+        let paths: Vec<mlir_sys::MlirStringRef> =
+            owned.iter().map(|l| mlir_sys::MlirStringRef { data: l.as_ptr().cast(), length: l.len() - 1 }).collect();
+        // SAFETY: the module is live; `paths` (and the strings) outlive the call.
+        let raw = unsafe { mlir_sys::mlirExecutionEngineCreate(module.to_raw(), 2, paths.len() as i32, paths.as_ptr(), false, false) };
         if raw.ptr.is_null() {
             return Err(ExecutionError::Jit);
         }

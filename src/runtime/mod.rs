@@ -30,10 +30,12 @@
 //! ```
 
 pub mod abi;
+mod backend;
 mod collective;
 pub mod dtype;
 pub mod error;
 pub mod memref;
+pub mod mpi;
 mod ops;
 mod redistribute;
 pub mod world;
@@ -41,7 +43,7 @@ pub mod world;
 #[cfg(test)]
 mod tests;
 
-pub use abi::symbols;
+pub use abi::{set_stop_hook, symbols, StopHook};
 pub use dtype::{ElementType, ReduceOp};
 pub use error::{clear_last_error, last_error, ErrorCode, RtError, RtResult};
 pub use memref::{OwnedMemRef, StridedView};

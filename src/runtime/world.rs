@@ -202,15 +202,6 @@ impl World {
         lock(&self.slots).len()
     }
 
-    /// Checks that `rank` (named `what` in errors) is a rank of the world.
-    pub(crate) fn check_rank(&self, what: &str, rank: i64) -> RtResult<usize> {
-        usize::try_from(rank).ok().filter(|&r| r < self.nranks).ok_or_else(|| RtError::InvalidRank {
-            what: what.to_string(),
-            rank,
-            nranks: self.nranks,
-        })
-    }
-
     fn new_handle(state: &mut RankState, pending: Pending) -> i64 {
         let handle = state.next_handle;
         state.next_handle += 1;
