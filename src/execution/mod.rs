@@ -7,13 +7,14 @@ use thiserror::Error;
 
 /// From `dist` with async ops to the LLVM dialect: Blueprint's async and
 /// runtime lowering, then bufferization with ownership-based deallocation
-/// (so nothing allocated for a call leaks) and the standard conversions.
+/// (so nothing allocated for a call leaks; clones of results that are not
+/// owned, such as constants, become copies) and the standard conversions.
 pub const TO_LLVM_PIPELINE: &str = "builtin.module(\
     dist-async, dist-sink-waits, dist-canonicalize, lower-dist-to-runtime, \
     func.func(convert-elementwise-to-linalg), \
     one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
     buffer-results-to-out-params, ownership-based-buffer-deallocation, canonicalize, \
-    buffer-deallocation-simplification, bufferization-lower-deallocations, \
+    buffer-deallocation-simplification, bufferization-lower-deallocations, convert-bufferization-to-memref, \
     convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, \
     finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
     convert-cf-to-llvm, reconcile-unrealized-casts)";
