@@ -190,19 +190,3 @@ func.func @generic_input(%t: !dist.token) {
   "dist.wait"(%h) : (!dist.async_handle) -> ()
   return
 }
-
-// Rank queries, in the custom and the generic form.
-// CHECK-LABEL: func.func @rank_queries
-// GENERIC-LABEL: @rank_queries
-func.func @rank_queries() -> (index, index, index) {
-  // CHECK: %[[R:.*]] = dist.rank on @tp{{$}}
-  // GENERIC: "dist.rank"() {mesh = @tp} : () -> index
-  %r = dist.rank on @tp
-  // CHECK: %[[N:.*]] = dist.num_ranks on @grid{{$}}
-  // GENERIC: "dist.num_ranks"() {mesh = @grid} : () -> index
-  %n = dist.num_ranks on @grid
-  // CHECK: %[[G:.*]] = dist.rank on @world{{$}}
-  %g = "dist.rank"() {mesh = @world} : () -> index
-  // CHECK: return %[[R]], %[[N]], %[[G]] : index, index, index
-  return %r, %n, %g : index, index, index
-}
