@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::dtype::{reduce_into, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
-use super::memref::shape_numel;
+use super::memref::{shape_numel, StridedView};
 use super::redistribute;
 
 /// The operation and its scalar parameters, compared across participants.
@@ -49,6 +49,9 @@ pub(crate) struct Contribution {
     /// Shape of this rank's output (`None` when it receives nothing).
     pub out_shape: Option<Vec<i64>>,
     pub layout: Option<BlockLayout>,
+    /// This rank's output, where the in-process all-reduce lets every
+    /// participant write its reduced chunk (`None`: not shared).
+    pub target: Option<StridedView>,
 }
 
 /// What a rank deposits: its contribution, or why its start call failed.

@@ -136,6 +136,7 @@ impl Collective {
                 data,
                 out_shape: Some(out.sizes().to_vec()),
                 layout: None,
+                target: Some(out.clone()),
             };
             Ok((contribution, Some(out)))
         })
@@ -320,6 +321,7 @@ pub(crate) unsafe fn send_recv(ty: ElementType, team: i64, input: Unranked, outp
             data,
             out_shape: out.as_ref().map(|o| o.sizes().to_vec()),
             layout: None,
+            target: None,
         };
         Ok((contribution, out))
     })
@@ -395,6 +397,7 @@ impl Redistribution {
                 data,
                 out_shape: Some(nl_shape),
                 layout: Some(BlockLayout { g_shape, l_offsets, ng_shape, nl_offsets }),
+                target: None,
             };
             Ok((contribution, Some(out)))
         })

@@ -553,7 +553,7 @@ impl MpiWorld {
             deposits.push(Arc::new(decode(words)?));
         }
         let data = mine.data;
-        let me_meta = Contribution { data: Vec::new(), ..mine };
+        let me_meta = Contribution { data: Vec::new(), target: None, ..mine };
         deposits.push(Arc::new(Ok(me_meta)));
         let ordered = agree(&deposits)?;
         check(&ordered)?;
@@ -1055,7 +1055,7 @@ fn decode(words: &[i64]) -> RtResult<Deposit> {
     } else {
         None
     };
-    Ok(Ok(Contribution { rank, kind, dtype, participants, in_shape, data: Vec::new(), out_shape, layout }))
+    Ok(Ok(Contribution { rank, kind, dtype, participants, in_shape, data: Vec::new(), out_shape, layout, target: None }))
 }
 
 #[cfg(test)]
@@ -1073,6 +1073,7 @@ mod tests {
             data: vec![1, 2, 3],
             out_shape: None,
             layout: Some(BlockLayout { g_shape: vec![8, 8], l_offsets: vec![4, 0], ng_shape: vec![8, 8], nl_offsets: vec![0, 4] }),
+            target: None,
         };
         let words = encode(&c).expect("fits");
         assert_eq!(words.len(), HEADER_WORDS);
@@ -1096,6 +1097,7 @@ mod tests {
             data: vec![],
             out_shape: Some(vec![1]),
             layout: None,
+            target: None,
         };
         assert!(matches!(encode(&c), Err(RtError::InvalidArgument(_))));
     }
