@@ -386,6 +386,14 @@ fn call(program: &Program, rank: usize) -> Result<Vec<String>, String> {
     Ok(lines)
 }
 
+/// Writes `line` and its newline to stderr in one write, so lines of
+/// several processes (whose streams `mpirun` merges) never interleave.
+fn report_line(line: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(format!("{line}\n").as_bytes());
+    let _ = stderr.flush();
+}
+
 /// How a failing rank's error is printed.
 fn error_line(rank: usize, op: Option<&str>, error: &RtError) -> String {
     match op {
@@ -409,8 +417,7 @@ fn run(options: &Options) -> Result<(), String> {
     let (events, receive) = mpsc::channel::<Event>();
     let hook_events = Mutex::new(events.clone());
     set_stop_hook(Box::new(move |rank, op, error| {
-        eprintln!("{}", error_line(rank, op, error));
-        let _ = std::io::stderr().flush();
+        report_line(&error_line(rank, op, error));
         if let Ok(events) = hook_events.lock() {
             let _ = events.send(Event::Failed(rank));
         }
@@ -431,7 +438,7 @@ fn run(options: &Options) -> Result<(), String> {
                 let event = match call(&program, rank) {
                     Ok(lines) => Event::Done(rank, lines),
                     Err(e) => {
-                        eprintln!("rank {rank}: error: {e}");
+                        report_line(&format!("rank {rank}: error: {e}"));
                         Event::Failed(rank)
                     }
                 };
@@ -492,8 +499,7 @@ fn run(options: &Options) -> Result<(), String> {
 fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
     let world = mpi::init(options.timeout).map_err(|e| format!("cannot start MPI: {e}"))?;
     set_stop_hook(Box::new(move |rank, op, error| {
-        eprintln!("{}", error_line(rank, op, error));
-        let _ = std::io::stderr().flush();
+        report_line(&error_line(rank, op, error));
         // Give the other ranks a moment to report the same mismatch.
         std::thread::sleep(Duration::from_millis(500));
         if let Some(world) = mpi::active() {

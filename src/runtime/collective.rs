@@ -54,6 +54,13 @@ pub(crate) struct Contribution {
     pub target: Option<StridedView>,
 }
 
+impl Drop for Contribution {
+    /// The data buffer goes back for reuse ([`super::pool`]).
+    fn drop(&mut self) {
+        super::pool::give(std::mem::take(&mut self.data));
+    }
+}
+
 /// What a rank deposits: its contribution, or why its start call failed.
 pub(crate) type Deposit = Result<Contribution, StartFailure>;
 

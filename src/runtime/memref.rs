@@ -194,7 +194,7 @@ impl StridedView {
         let len = self.packed_len();
         // Not zeroed first: every byte is written below (the rows cover
         // every element exactly once), so large reads skip a memset.
-        let mut out: Vec<u8> = Vec::with_capacity(len);
+        let mut out: Vec<u8> = super::pool::take(len);
         let base = out.as_mut_ptr();
         let (row_len, stride) = self.row();
         self.for_each_row(|packed, start| {

@@ -357,7 +357,8 @@ impl World {
         let es = first.dtype.size();
         let numel = first.data.len() / es;
         let (lo, hi) = (numel * k / n, numel * (k + 1) / n);
-        let mut acc = first.data[lo * es..hi * es].to_vec();
+        let mut acc = super::pool::take((hi - lo) * es);
+        acc.extend_from_slice(&first.data[lo * es..hi * es]);
         for c in &ordered[1..] {
             reduce_into(first.dtype, op, &mut acc, &c.data[lo * es..hi * es]);
         }
@@ -377,6 +378,7 @@ impl World {
             }
             done = gate.all.wait_timeout(done, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
         }
+        super::pool::give(acc);
         written
     }
 }

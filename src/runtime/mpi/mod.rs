@@ -547,14 +547,14 @@ impl MpiWorld {
 
     /// Checks the headers of an operation and posts its data movement.
     fn post(&self, state: &mut State, pending: &mut Pending, received: Vec<Vec<i64>>) -> RtResult<Phase> {
-        let mine = pending.contribution.take().ok_or_else(|| RtError::Internal("contribution already used".into()))?;
+        let mut mine = pending.contribution.take().ok_or_else(|| RtError::Internal("contribution already used".into()))?;
         let mut deposits: Vec<Arc<Deposit>> = Vec::with_capacity(received.len() + 1);
         for words in &received {
             deposits.push(Arc::new(decode(words)?));
         }
-        let data = mine.data;
-        let me_meta = Contribution { data: Vec::new(), target: None, ..mine };
-        deposits.push(Arc::new(Ok(me_meta)));
+        let data = std::mem::take(&mut mine.data);
+        mine.target = None;
+        deposits.push(Arc::new(Ok(mine)));
         let ordered = agree(&deposits)?;
         check(&ordered)?;
         let first = ordered[0];
@@ -571,7 +571,7 @@ impl MpiWorld {
             OpKind::AllReduce { op } => {
                 let comm = self.comm(state, pending.team, &participants)?;
                 let (datatype, mpi_op, count) = self.reduction(dtype, *op, data.len() / es)?;
-                buffers.recv = vec![0u8; data.len()];
+                buffers.recv = zeroed(data.len());
                 buffers.send = data;
                 // SAFETY: both buffers live in `buffers` until completion.
                 self.mpi("MPI_Iallreduce", unsafe {
@@ -600,7 +600,7 @@ impl MpiWorld {
                 }
                 let block = outer * chunk;
                 let (datatype, mpi_op, count) = self.reduction(dtype, *op, block / es)?;
-                buffers.recv = vec![0u8; block];
+                buffers.recv = zeroed(block);
                 // SAFETY: both buffers live in `buffers` until completion.
                 self.mpi("MPI_Ireduce_scatter_block", unsafe {
                     (self.api.ireduce_scatter_block)(
@@ -627,7 +627,7 @@ impl MpiWorld {
                     offsets.push(total);
                     total += b;
                 }
-                buffers.recv = vec![0u8; total];
+                buffers.recv = zeroed(total);
                 buffers.send = data;
                 let send_count = to_int("all-gather block bytes", buffers.send.len())?;
                 if blocks.iter().all(|&b| b == blocks[0]) {
@@ -677,7 +677,7 @@ impl MpiWorld {
                         buffers.send.extend_from_slice(&data[start..start + chunk]);
                     }
                 }
-                buffers.recv = vec![0u8; data.len()];
+                buffers.recv = zeroed(data.len());
                 let count = to_int("all-to-all block bytes", outer * chunk)?;
                 // SAFETY: both buffers live in `buffers` until completion.
                 self.mpi("MPI_Ialltoall", unsafe {
@@ -700,7 +700,7 @@ impl MpiWorld {
                     participants.iter().position(|p| p == root).ok_or_else(|| RtError::Internal("root is not a participant".into()))?;
                 let root_shape = shape(ordered[root_position])?;
                 let bytes = shape_numel(&root_shape).unwrap_or(0) * es;
-                buffers.recv = if k == root_position { data } else { vec![0u8; bytes] };
+                buffers.recv = if k == root_position { data } else { zeroed(bytes) };
                 let count = to_int("broadcast bytes", bytes)?;
                 // SAFETY: the buffer lives in `buffers` until completion.
                 self.mpi("MPI_Ibcast", unsafe {
@@ -724,7 +724,7 @@ impl MpiWorld {
                 } else {
                     let src = ordered.iter().find(|c| c.rank == *source).ok_or_else(|| RtError::Internal("no source header".into()))?;
                     let bytes = shape_numel(&shape(src)?).unwrap_or(0) * es;
-                    buffers.recv = vec![0u8; bytes];
+                    buffers.recv = zeroed(bytes);
                     let count = to_int("receive bytes", bytes)?;
                     // SAFETY: the buffer lives in `buffers` until completion.
                     self.mpi("MPI_Irecv", unsafe {
@@ -772,7 +772,7 @@ impl MpiWorld {
                     total += c;
                 }
                 to_int("redistribution bytes", total.max(buffers.send.len()))?;
-                buffers.recv = vec![0u8; total];
+                buffers.recv = zeroed(total);
                 let send_displs = send_counts
                     .iter()
                     .scan(0 as c_int, |acc, &c| {
@@ -887,12 +887,13 @@ impl MpiWorld {
         match pending.phase {
             Phase::Failed(e) => Err(e),
             Phase::Noop | Phase::Header { .. } => Ok(()),
-            Phase::Data { buffers, finish, .. } => {
+            Phase::Data { mut buffers, finish, .. } => {
+                super::pool::give(std::mem::take(&mut buffers.send));
                 let packed = match finish {
                     Finish::Nothing => return Ok(()),
-                    Finish::Packed => buffers.recv,
+                    Finish::Packed => std::mem::take(&mut buffers.recv),
                     Finish::Interleave { outer, rows, offsets } => {
-                        let mut out = Vec::with_capacity(buffers.recv.len());
+                        let mut out = super::pool::take(buffers.recv.len());
                         for o in 0..outer {
                             for (row, offset) in rows.iter().zip(&offsets) {
                                 out.extend_from_slice(&buffers.recv[offset + o * row..offset + (o + 1) * row]);
@@ -915,6 +916,13 @@ impl MpiWorld {
             }
         }
     }
+}
+
+/// A zeroed receive buffer of `len` bytes, reusing a kept one when large.
+fn zeroed(len: usize) -> Vec<u8> {
+    let mut buffer = super::pool::take(len);
+    buffer.resize(len, 0);
+    buffer
 }
 
 const fn slot_index(op: ReduceOp) -> usize {
