@@ -153,16 +153,28 @@ fn main() {
         }
     };
     let world = World::with_timeout(RANKS, Duration::from_secs(120));
-    println!("all-reduce f32 sum on {RANKS} ranks; GB/s = message bytes / time of one all-reduce (best of N)");
-    println!("{:>8} {:>10} {:>12} {:>7} {:>12} {:>7}", "size", "memcpy", "in-process", "ratio", "MPI", "ratio");
+    println!("all-reduce f32 sum on {RANKS} ranks; GB/s = message bytes / time of one all-reduce (best of N); time per all-reduce");
+    println!(
+        "{:>8} {:>10} {:>12} {:>7} {:>11} {:>12} {:>7} {:>11}",
+        "size", "memcpy", "in-process", "ratio", "time", "MPI", "ratio", "time"
+    );
     for (i, bytes) in sizes(quick).into_iter().enumerate() {
         let copy = gbps(bytes, memcpy_time(bytes));
-        let local = gbps(bytes, in_process_time(&world, bytes));
-        let mpi = mpi_times.as_ref().and_then(|t| t.get(i)).map(|&s| bytes as f64 / s / 1e9);
-        let (mpi_text, mpi_ratio) = match mpi {
-            Some(m) => (format!("{m:.2}"), format!("{:.0}%", 100.0 * m / copy)),
-            None => ("-".into(), "-".into()),
+        let local_time = in_process_time(&world, bytes);
+        let local = gbps(bytes, local_time);
+        let mpi = mpi_times.as_ref().and_then(|t| t.get(i)).copied();
+        let (mpi_text, mpi_ratio, mpi_time) = match mpi {
+            Some(s) => {
+                let m = bytes as f64 / s / 1e9;
+                (format!("{m:.2}"), format!("{:.0}%", 100.0 * m / copy), format!("{:.2?}", Duration::from_secs_f64(s)))
+            }
+            None => ("-".into(), "-".into(), "-".into()),
         };
-        println!("{:>8} {copy:>10.2} {local:>12.2} {:>6.0}% {mpi_text:>12} {mpi_ratio:>7}", label(bytes), 100.0 * local / copy);
+        println!(
+            "{:>8} {copy:>10.2} {local:>12.2} {:>6.0}% {:>11} {mpi_text:>12} {mpi_ratio:>7} {mpi_time:>11}",
+            label(bytes),
+            100.0 * local / copy,
+            format!("{local_time:.2?}")
+        );
     }
 }

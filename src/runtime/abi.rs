@@ -48,7 +48,7 @@ pub fn set_stop_hook(hook: StopHook) -> bool {
 thread_local! {
     /// The op the rank announced last with `_bprt_op`.
     static CURRENT_OP: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
-    /// The op of every handle the rank was given.
+    /// The op of every handle the rank was given and has not completed.
     static HANDLE_OPS: RefCell<HashMap<i64, Arc<str>>> = RefCell::new(HashMap::new());
 }
 
@@ -131,14 +131,20 @@ pub extern "C" fn _bprt_prank(team: i64) -> i64 {
 /// error. Every handle is waited exactly once.
 #[unsafe(no_mangle)]
 pub extern "C" fn _bprt_wait(handle: i64) -> i64 {
-    let op = || HANDLE_OPS.with(|ops| ops.borrow().get(&handle).cloned());
-    guard_op(
+    // A handle's op is forgotten once it completes; a wait on an unknown or
+    // finished handle is named by the op the rank announced last.
+    let op = || HANDLE_OPS.with(|ops| ops.borrow().get(&handle).cloned()).or_else(current_op);
+    let status = guard_op(
         || {
             Backend::current()?.wait(handle)?;
             Ok(0)
         },
         op,
-    )
+    );
+    if status == 0 {
+        HANDLE_OPS.with(|ops| ops.borrow_mut().remove(&handle));
+    }
+    status
 }
 
 /// Copies the calling thread's last error message (UTF-8) into `buf`,
