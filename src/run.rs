@@ -13,11 +13,11 @@ use melior::ir::{attribute::AttributeLike, operation::OperationLike, RegionLike}
 use crate::abi::ElementType;
 use crate::context::create_context;
 use crate::diagnostics::DiagnosticSink;
-use crate::execution::{run_pipeline, Jit, TO_LLVM_PIPELINE};
+use crate::execution::{run_pipeline, Jit, TO_LLVM_PIPELINE, TO_LLVM_VIA_MPI_PIPELINE};
 use crate::ir::{attribute_text, collect_ops, name_of, str_attr};
 use crate::runtime::{mpi, set_stop_hook, symbols, RtError, StridedView, World};
 
-const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S] [--mpi]";
+const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S] [--mpi] [--lower-to-mpi]";
 
 /// Options of `blueprint-run`.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,8 @@ pub struct Options {
     pub ranks: usize,
     pub timeout: Duration,
     pub mpi: bool,
+    /// Lower with `lower-dist-to-mpi` (MLIR's `mpi` dialect) instead of the runtime.
+    pub lower_to_mpi: bool,
     pub help: bool,
 }
 
@@ -50,6 +52,9 @@ Options:
   --mpi              run on MPI (one rank per process) even when no MPI
                      launcher is detected (PMI_RANK, PMI_SIZE, OMPI_COMM_WORLD_SIZE,
                      MPI_LOCALNRANKS, HYDRA_*)
+  --lower-to-mpi     lower with lower-dist-to-mpi (the upstream mpi dialect:
+                     synchronous all-reduce and p2p, rank queries) instead
+                     of the runtime; implies --mpi
   -h, --help         this text
 
 A runtime error (mismatched collectives, participants, handles, a timeout)
@@ -64,8 +69,15 @@ with status 1 on every rank (under MPI through MPI_Abort).
 /// # Errors
 /// A message naming the bad argument.
 pub fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut options =
-        Options { input: String::new(), entry: String::new(), ranks: 1, timeout: Duration::from_secs(30), mpi: false, help: false };
+    let mut options = Options {
+        input: String::new(),
+        entry: String::new(),
+        ranks: 1,
+        timeout: Duration::from_secs(30),
+        mpi: false,
+        lower_to_mpi: false,
+        help: false,
+    };
     let mut input = None;
     let mut entry = None;
     let mut i = 0;
@@ -83,6 +95,10 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         match flag.as_str() {
             "-h" | "--help" => options.help = true,
             "--mpi" => options.mpi = true,
+            "--lower-to-mpi" => {
+                options.lower_to_mpi = true;
+                options.mpi = true;
+            }
             "-e" | "--entry" | "--entry-point" => entry = Some(take(&mut i)?),
             "--ranks" | "-n" => {
                 let v = take(&mut i)?;
@@ -300,7 +316,8 @@ fn compile(options: &Options) -> Result<Program, String> {
             unit.to_raw(),
         )
     };
-    if let Err(e) = run_pipeline(&context, &mut module, TO_LLVM_PIPELINE) {
+    let pipeline = if options.lower_to_mpi { TO_LLVM_VIA_MPI_PIPELINE } else { TO_LLVM_PIPELINE };
+    if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
         return Err(format!("{e}\n{}", report(&sink)));
     }
     let mut table = symbols();
@@ -409,6 +426,11 @@ enum Event {
 
 fn run(options: &Options) -> Result<(), String> {
     let mpi_mode = options.mpi || under_mpi_launcher();
+    if mpi_mode {
+        // Before compiling: MPICH is then loaded (globally) for code that
+        // calls MPI itself (--lower-to-mpi).
+        mpi::init(options.timeout).map_err(|e| format!("cannot start MPI: {e}"))?;
+    }
     let program = compile(options)?;
     if mpi_mode {
         return run_mpi(options, &program);

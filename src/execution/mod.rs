@@ -19,6 +19,19 @@ pub const TO_LLVM_PIPELINE: &str = "builtin.module(\
     finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
     convert-cf-to-llvm, reconcile-unrealized-casts)";
 
+/// The same program on MLIR's own MPI path: `lower-dist-to-mpi` (what the
+/// upstream `mpi` dialect covers), bufferization, and `convert-to-llvm`,
+/// which lowers the `mpi` ops to MPICH calls. Without deallocation: the
+/// upstream `mpi` ops declare no memory effects, which
+/// `ownership-based-buffer-deallocation` refuses, so buffers are not freed.
+pub const TO_LLVM_VIA_MPI_PIPELINE: &str = "builtin.module(\
+    lower-dist-to-mpi, func.func(convert-elementwise-to-linalg), \
+    one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
+    buffer-results-to-out-params, canonicalize, convert-bufferization-to-memref, \
+    convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, \
+    finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
+    convert-cf-to-llvm, convert-to-llvm, reconcile-unrealized-casts)";
+
 #[derive(Debug, Error)]
 pub enum ExecutionError {
     #[error("invalid pipeline: {0}")]

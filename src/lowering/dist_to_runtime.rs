@@ -228,7 +228,7 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<Stri
 
 /// Inserts ops before a fixed op (or at the end of a block), in the
 /// context of an anchor op.
-struct Emitter<'c, 'a> {
+pub(crate) struct Emitter<'c, 'a> {
     block: BlockRef<'c, 'a>,
     before: Option<OperationRef<'c, 'a>>,
     anchor: OperationRef<'c, 'a>,
@@ -236,7 +236,7 @@ struct Emitter<'c, 'a> {
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
-    fn new(before: OperationRef<'c, 'a>) -> Option<Self> {
+    pub(crate) fn new(before: OperationRef<'c, 'a>) -> Option<Self> {
         Some(Self { block: before.block()?, before: Some(before), anchor: before, location: before.location() })
     }
 
@@ -256,7 +256,26 @@ impl<'c, 'a> Emitter<'c, 'a> {
         (scope, Emitter { block: body, before: None, anchor: self.anchor, location: self.location })
     }
 
-    fn insert(&self, operation: melior::ir::Operation<'c>) -> OperationRef<'c, 'a> {
+    /// `scf.if %condition` without results or else branch before the
+    /// anchor, and an emitter for its then-block (before its `scf.yield`).
+    pub(crate) fn if_then(&self, condition: Value<'c, 'a>) -> Emitter<'c, 'a> {
+        let then = Region::new();
+        then.append_block(melior::ir::Block::new(&[]));
+        let operation = OperationBuilder::new("scf.if", self.location)
+            .add_operands(&[condition])
+            .add_regions([then, Region::new()])
+            .build()
+            .unwrap_or_else(|e| unreachable!("lowering built an invalid scf.if: {e}"));
+        let op = self.insert(operation);
+        let body = op.region(0).ok().and_then(|r| r.first_block()).unwrap_or_else(|| unreachable!("scf.if has a then-block"));
+        let terminator = OperationBuilder::new("scf.yield", self.location)
+            .build()
+            .unwrap_or_else(|e| unreachable!("lowering built an invalid scf.yield: {e}"));
+        let terminator = body.append_operation(terminator);
+        Emitter { block: body, before: Some(terminator), anchor: self.anchor, location: self.location }
+    }
+
+    pub(crate) fn insert(&self, operation: melior::ir::Operation<'c>) -> OperationRef<'c, 'a> {
         match self.before {
             Some(before) => self.block.insert_operation_before(before, operation),
             None => self.block.append_operation(operation),
@@ -264,7 +283,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// Builds `name(operands) {attributes} : results` before the anchor.
-    fn op(&self, name: &str, operands: &[Value<'c, '_>], results: &[&str], attributes: &[(&str, &str)]) -> OperationRef<'c, 'a> {
+    pub(crate) fn op(&self, name: &str, operands: &[Value<'c, '_>], results: &[&str], attributes: &[(&str, &str)]) -> OperationRef<'c, 'a> {
         let anchor = self.anchor;
         let results: Vec<_> = results.iter().map(|t| known_type(anchor, t)).collect();
         let attributes: Vec<_> = attributes.iter().map(|(n, v)| (identifier(anchor, n), known_attribute(anchor, v))).collect();
@@ -277,11 +296,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.insert(operation)
     }
 
-    fn value(op: OperationRef<'c, 'a>) -> Value<'c, 'a> {
+    pub(crate) fn value(op: OperationRef<'c, 'a>) -> Value<'c, 'a> {
         op.result(0).map(Into::into).unwrap_or_else(|_| unreachable!("op has a result"))
     }
 
-    fn constant(&self, value: i64, ty: &str) -> Value<'c, 'a> {
+    pub(crate) fn constant(&self, value: i64, ty: &str) -> Value<'c, 'a> {
         Self::value(self.op("arith.constant", &[], &[ty], &[("value", &format!("{value} : {ty}"))]))
     }
 
@@ -297,7 +316,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 }
 
-fn memref_of(tensor_type: &str) -> String {
+pub(crate) fn memref_of(tensor_type: &str) -> String {
     tensor_type.replacen("tensor<", "memref<", 1)
 }
 
@@ -578,7 +597,7 @@ fn declare(module: OperationRef, used: &BTreeMap<String, RuntimeFunction>) {
 
 /// With every task lowered, the program's header and meshes describe
 /// nothing left in the module.
-fn drop_empty_program(module: OperationRef) {
+pub(crate) fn drop_empty_program(module: OperationRef) {
     let ops = collect_ops(module);
     let dist: Vec<OperationRef> = ops.into_iter().filter(|op| dialect_of(&name_of(*op)) == "dist").collect();
     if dist.iter().all(|op| matches!(OpKind::of(*op), Some(OpKind::DistHeader | OpKind::DistMesh))) {
