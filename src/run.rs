@@ -320,9 +320,7 @@ fn compile(options: &Options) -> Result<Program, String> {
     if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
         return Err(format!("{e}\n{}", report(&sink)));
     }
-    let mut table = symbols();
-    let libs = runner_utils();
-    let jit = Jit::with_libraries(&module, &table.drain(..).collect::<Vec<_>>(), &libs).map_err(|e| format!("{e}\n{}", report(&sink)))?;
+    let jit = Jit::with_libraries(&module, &symbols(), &runner_utils()).map_err(|e| format!("{e}\n{}", report(&sink)))?;
     let address = jit.lookup(&format!("_mlir_ciface_{}", options.entry)).map_err(|e| e.to_string())? as usize;
     Ok(Program { _jit: jit, address, results })
 }

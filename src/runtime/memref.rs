@@ -224,7 +224,7 @@ impl StridedView {
     pub fn write_range(&self, first: usize, data: &[u8]) -> RtResult<()> {
         let es = self.elem_size;
         let count = data.len() / es;
-        if data.len() % es != 0 || first.checked_add(count).is_none_or(|end| end > self.numel) {
+        if !data.len().is_multiple_of(es) || first.checked_add(count).is_none_or(|end| end > self.numel) {
             return Err(RtError::Internal(format!("writing {count} elements at {first} into a memref of {} elements", self.numel)));
         }
         let end = first + count;
