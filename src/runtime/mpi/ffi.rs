@@ -127,7 +127,7 @@ api! {
     op_free = "MPI_Op_free": fn(*mut Op);
     op_create = "MPI_Op_create": fn(UserFunction, c_int, *mut Op);
     test = "MPI_Test": fn(*mut Request, *mut c_int, *mut Status);
-    barrier = "MPI_Barrier": fn(Comm);
+    ibarrier = "MPI_Ibarrier": fn(Comm, *mut Request);
     isend = "MPI_Isend": fn(*const c_void, c_int, Datatype, c_int, c_int, Comm, *mut Request);
     irecv = "MPI_Irecv": fn(*mut c_void, c_int, Datatype, c_int, c_int, Comm, *mut Request);
     iallreduce = "MPI_Iallreduce": fn(*const c_void, *mut c_void, c_int, Datatype, Op, Comm, *mut Request);

@@ -286,10 +286,18 @@ impl MpiWorld {
         self.timeout_ms.store(duration_ms(timeout), Ordering::Relaxed);
     }
 
-    /// Synchronizes every process (`MPI_Barrier`).
+    /// Synchronizes every process (`MPI_Ibarrier`, tested with the same
+    /// backoff as waits, so a process that waits long does not spin).
     pub fn barrier(&self) {
-        // SAFETY: a valid communicator.
-        unsafe { (self.api.barrier)(self.header_comm) };
+        let mut request = ffi::REQUEST_NULL;
+        // SAFETY: a valid communicator and out-parameter.
+        if unsafe { (self.api.ibarrier)(self.header_comm, &mut request) } != ffi::SUCCESS {
+            return;
+        }
+        let mut polls = 0u32;
+        while matches!(self.test_all(std::slice::from_mut(&mut request)), Ok(false)) {
+            backoff(&mut polls);
+        }
     }
 
     /// Ends every process of the job with `code` (`MPI_Abort`).
@@ -851,6 +859,7 @@ impl MpiWorld {
             None => return Err(RtError::UnknownHandle(handle)),
         };
         // Headers first, then the data.
+        let mut polls = 0u32;
         loop {
             self.progress(&mut state, &group)?;
             let pending = state.pending.get_mut(&handle).ok_or_else(|| RtError::Internal("pending op vanished".into()))?;
@@ -879,7 +888,7 @@ impl MpiWorld {
                 Phase::Failed(_) | Phase::Noop => break,
             }
             drop(state);
-            std::thread::yield_now();
+            backoff(&mut polls);
             state = lock(&self.state);
         }
         let pending = state.pending.remove(&handle).ok_or_else(|| RtError::Internal("pending op vanished".into()))?;
@@ -915,6 +924,18 @@ impl MpiWorld {
                 out.write(&packed)
             }
         }
+    }
+}
+
+/// Between two tests of a pending operation: yield at first (MPI makes
+/// progress only inside its calls), then sleep 100 us, so a long wait (a
+/// peer that is late, or the timeout coming) does not keep a core busy.
+fn backoff(polls: &mut u32) {
+    *polls = polls.saturating_add(1);
+    if *polls < 2000 {
+        std::thread::yield_now();
+    } else {
+        std::thread::sleep(Duration::from_micros(100));
     }
 }
 
