@@ -89,6 +89,8 @@ pub enum RuntimeFunction {
     Wait,
     NProcs,
     PRank,
+    /// `_bprt_op(memref<*xi8>)`: names the op whose calls follow.
+    Op,
 }
 
 impl RuntimeFunction {
@@ -108,6 +110,7 @@ impl RuntimeFunction {
             Self::Wait => "_bprt_wait".into(),
             Self::NProcs => "_bprt_nprocs".into(),
             Self::PRank => "_bprt_prank".into(),
+            Self::Op => "_bprt_op".into(),
         }
     }
 
@@ -132,6 +135,7 @@ impl RuntimeFunction {
                 vec![team, data(e), index_list.clone(), index_list.clone(), index_list.clone(), index_list, ranks, data(e)]
             }
             Self::Wait | Self::NProcs | Self::PRank => vec!["i64".into()],
+            Self::Op => vec!["memref<*xi8>".into()],
         }
     }
 
@@ -203,7 +207,7 @@ mod tests {
     #[test]
     fn every_lowered_entry_point_is_exported_by_the_runtime() {
         let exported: Vec<&str> = crate::runtime::symbols().into_iter().map(|(name, _)| name).collect();
-        let mut functions = vec![RuntimeFunction::Wait, RuntimeFunction::NProcs, RuntimeFunction::PRank];
+        let mut functions = vec![RuntimeFunction::Wait, RuntimeFunction::NProcs, RuntimeFunction::PRank, RuntimeFunction::Op];
         for e in ElementType::ALL {
             functions.extend([
                 RuntimeFunction::AllReduce(e),

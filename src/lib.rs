@@ -31,6 +31,7 @@ pub mod passes;
 pub mod pictures;
 pub mod pipeline;
 pub mod registry;
+pub mod run;
 pub mod runtime;
 pub mod schedule;
 pub mod search;

@@ -108,6 +108,12 @@ pub static PASSES: &[PassInfo] = &[
         changes_ir: true,
     },
     PassInfo {
+        name: "lower-dist-to-mpi",
+        summary: "Lower synchronous all-reduce, point-to-point transfers and rank queries to the upstream mpi dialect",
+        create: crate::lowering::dist_to_mpi::create,
+        changes_ir: true,
+    },
+    PassInfo {
         name: "dist-sink-waits",
         summary: "Move each dist.wait down to just before the first use of its results",
         create: crate::passes::sink_waits::create,

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs everything Blueprint needs to build and test on a fresh Debian
-# machine (LLVM/MLIR 22, lit/FileCheck, the libraries mlir-sys links).
+# machine (LLVM/MLIR 22, lit/FileCheck, the libraries mlir-sys links, and
+# MPICH for the MPI runtime: blueprint-run under mpirun and its tests).
 # Idempotent: installs only what is missing. Needs root (or sudo).
 set -euo pipefail
 
 PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools libpolly-22-dev
-  libclang-22-dev clang-22 libzstd-dev python3
+  libclang-22-dev clang-22 libzstd-dev python3 mpich libmpich-dev
 )
 
 missing=()
@@ -25,6 +26,8 @@ if ((${#missing[@]})); then
 else
   echo "setup: all Debian packages present"
 fi
+
+command -v mpirun >/dev/null || { echo "setup: mpirun (mpich) is missing after install" >&2; exit 1; }
 
 for tool in mlir-opt FileCheck lit not; do
   if [ ! -x "/usr/lib/llvm-22/bin/$tool" ]; then

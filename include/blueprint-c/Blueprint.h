@@ -82,6 +82,8 @@ MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistAsyncPass(void);
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistCanonicalizePass(void);
 /// `lower-dist-to-runtime`.
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToRuntimePass(void);
+/// `lower-dist-to-mpi`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToMpiPass(void);
 /// `dist-sink-waits`.
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistSinkWaitsPass(void);
 

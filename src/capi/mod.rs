@@ -183,6 +183,7 @@ pass_constructors! {
     { mlirCreateBlueprintDistAsyncPass = "dist-async" },
     { mlirCreateBlueprintDistCanonicalizePass = "dist-canonicalize" },
     { mlirCreateBlueprintLowerDistToRuntimePass = "lower-dist-to-runtime" },
+    { mlirCreateBlueprintLowerDistToMpiPass = "lower-dist-to-mpi" },
     { mlirCreateBlueprintDistSinkWaitsPass = "dist-sink-waits" }
 }
 

@@ -7,16 +7,30 @@ use thiserror::Error;
 
 /// From `dist` with async ops to the LLVM dialect: Blueprint's async and
 /// runtime lowering, then bufferization with ownership-based deallocation
-/// (so nothing allocated for a call leaks) and the standard conversions.
+/// (so nothing allocated for a call leaks; clones of results that are not
+/// owned, such as constants, become copies) and the standard conversions.
 pub const TO_LLVM_PIPELINE: &str = "builtin.module(\
     dist-async, dist-sink-waits, dist-canonicalize, lower-dist-to-runtime, \
     func.func(convert-elementwise-to-linalg), \
     one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
     buffer-results-to-out-params, ownership-based-buffer-deallocation, canonicalize, \
-    buffer-deallocation-simplification, bufferization-lower-deallocations, \
+    buffer-deallocation-simplification, bufferization-lower-deallocations, convert-bufferization-to-memref, \
     convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, \
     finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
     convert-cf-to-llvm, reconcile-unrealized-casts)";
+
+/// The same program on MLIR's own MPI path: `lower-dist-to-mpi` (what the
+/// upstream `mpi` dialect covers), bufferization, and `convert-to-llvm`,
+/// which lowers the `mpi` ops to MPICH calls. Without deallocation: the
+/// upstream `mpi` ops declare no memory effects, which
+/// `ownership-based-buffer-deallocation` refuses, so buffers are not freed.
+pub const TO_LLVM_VIA_MPI_PIPELINE: &str = "builtin.module(\
+    lower-dist-to-mpi, func.func(convert-elementwise-to-linalg), \
+    one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
+    buffer-results-to-out-params, canonicalize, convert-bufferization-to-memref, \
+    convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, \
+    finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
+    convert-cf-to-llvm, convert-to-llvm, reconcile-unrealized-casts)";
 
 #[derive(Debug, Error)]
 pub enum ExecutionError {
@@ -52,8 +66,18 @@ impl Jit {
     /// Compiles a module lowered to the LLVM dialect; `symbols` are bound
     /// before anything is looked up (e.g. the runtime's entry points).
     pub fn new(module: &Module, symbols: &[(&str, *mut ())]) -> Result<Self, ExecutionError> {
-        // SAFETY: the module is live; no shared libraries are passed.
-        let raw = unsafe { mlir_sys::mlirExecutionEngineCreate(module.to_raw(), 2, 0, std::ptr::null(), false, false) };
+        Self::with_libraries(module, symbols, &[])
+    }
+
+    /// [`Jit::new`], also loading the shared libraries at `libraries` (paths;
+    /// e.g. MLIR's runner utilities for `printMemrefF32`).
+    pub fn with_libraries(module: &Module, symbols: &[(&str, *mut ())], libraries: &[String]) -> Result<Self, ExecutionError> {
+        // The engine reads the paths as C strings: NUL-terminated copies.
+        let owned: Vec<String> = libraries.iter().map(|l| format!("{l}\0")).collect();
+        let paths: Vec<mlir_sys::MlirStringRef> =
+            owned.iter().map(|l| mlir_sys::MlirStringRef { data: l.as_ptr().cast(), length: l.len() - 1 }).collect();
+        // SAFETY: the module is live; `paths` (and the strings) outlive the call.
+        let raw = unsafe { mlir_sys::mlirExecutionEngineCreate(module.to_raw(), 2, paths.len() as i32, paths.as_ptr(), false, false) };
         if raw.ptr.is_null() {
             return Err(ExecutionError::Jit);
         }

@@ -56,6 +56,19 @@ crate::pass_macro::external_pass!(
     ]
 );
 
+/// A rank query (`dist.rank` / `dist.num_ranks`) and its runtime call.
+struct RankQuery<'c, 'a> {
+    op: OperationRef<'c, 'a>,
+    function: RuntimeFunction,
+    team: i64,
+}
+
+/// Everything the pass rewrites.
+struct Plan<'c, 'a> {
+    lowerings: Vec<Lowering<'c, 'a>>,
+    queries: Vec<RankQuery<'c, 'a>>,
+}
+
 /// What one async op lowers to, decided before anything changes.
 struct Lowering<'c, 'a> {
     start: OperationRef<'c, 'a>,
@@ -69,7 +82,7 @@ struct Lowering<'c, 'a> {
 
 fn run(module: OperationRef, pass: ExternalPass) {
     match plan(module) {
-        Ok(lowerings) => apply(module, lowerings),
+        Ok(plan) => apply(module, plan),
         Err(failures) => {
             for (op, message) in failures {
                 emit_error(op.location(), &format!("'{}' op {message}", name_of(op)));
@@ -81,7 +94,7 @@ fn run(module: OperationRef, pass: ExternalPass) {
 
 type Failures<'c, 'a> = Vec<(OperationRef<'c, 'a>, String)>;
 
-fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, Failures<'c, 'a>> {
+fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Plan<'c, 'a>, Failures<'c, 'a>> {
     let ops = collect_ops(module);
     let teams: HashMap<String, i64> = ops
         .iter()
@@ -91,11 +104,19 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
         .map(|(i, name)| (name.to_string(), i as i64))
         .collect();
     let mut lowerings = Vec::new();
+    let mut queries = Vec::new();
     let mut failures = Vec::new();
     for &op in &ops {
         let Some(kind) = OpKind::of(op).filter(|k| k.dialect() == "dist") else { continue };
         match kind {
             OpKind::DistHeader | OpKind::DistMesh | OpKind::DistWait => {}
+            OpKind::DistRank | OpKind::DistNumRanks => {
+                let function = if kind == OpKind::DistRank { RuntimeFunction::PRank } else { RuntimeFunction::NProcs };
+                match symbol_attr(op, "mesh").and_then(|mesh| teams.get(mesh)) {
+                    Some(&team) => queries.push(RankQuery { op, function, team }),
+                    None => failures.push((op, "names no mesh of this module".to_string())),
+                }
+            }
             k if k.async_form().is_some() => {
                 failures.push((op, "is synchronous; run 'dist-async' first so it has a start and a wait".to_string()))
             }
@@ -113,7 +134,11 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
     for lowering in &lowerings {
         declared.insert(lowering.function.symbol(), lowering.function);
     }
+    for query in &queries {
+        declared.insert(query.function.symbol(), query.function);
+    }
     declared.insert(RuntimeFunction::Wait.symbol(), RuntimeFunction::Wait);
+    declared.insert(RuntimeFunction::Op.symbol(), RuntimeFunction::Op);
     for op in &ops {
         if name_of(*op) != "func.func" {
             continue;
@@ -130,7 +155,7 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Vec<Lowering<'c, 'a>>, F
         }
     }
     if failures.is_empty() {
-        Ok(lowerings)
+        Ok(Plan { lowerings, queries })
     } else {
         Err(failures)
     }
@@ -203,7 +228,7 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<Stri
 
 /// Inserts ops before a fixed op (or at the end of a block), in the
 /// context of an anchor op.
-struct Emitter<'c, 'a> {
+pub(crate) struct Emitter<'c, 'a> {
     block: BlockRef<'c, 'a>,
     before: Option<OperationRef<'c, 'a>>,
     anchor: OperationRef<'c, 'a>,
@@ -211,7 +236,7 @@ struct Emitter<'c, 'a> {
 }
 
 impl<'c, 'a> Emitter<'c, 'a> {
-    fn new(before: OperationRef<'c, 'a>) -> Option<Self> {
+    pub(crate) fn new(before: OperationRef<'c, 'a>) -> Option<Self> {
         Some(Self { block: before.block()?, before: Some(before), anchor: before, location: before.location() })
     }
 
@@ -231,7 +256,26 @@ impl<'c, 'a> Emitter<'c, 'a> {
         (scope, Emitter { block: body, before: None, anchor: self.anchor, location: self.location })
     }
 
-    fn insert(&self, operation: melior::ir::Operation<'c>) -> OperationRef<'c, 'a> {
+    /// `scf.if %condition` without results or else branch before the
+    /// anchor, and an emitter for its then-block (before its `scf.yield`).
+    pub(crate) fn if_then(&self, condition: Value<'c, 'a>) -> Emitter<'c, 'a> {
+        let then = Region::new();
+        then.append_block(melior::ir::Block::new(&[]));
+        let operation = OperationBuilder::new("scf.if", self.location)
+            .add_operands(&[condition])
+            .add_regions([then, Region::new()])
+            .build()
+            .unwrap_or_else(|e| unreachable!("lowering built an invalid scf.if: {e}"));
+        let op = self.insert(operation);
+        let body = op.region(0).ok().and_then(|r| r.first_block()).unwrap_or_else(|| unreachable!("scf.if has a then-block"));
+        let terminator = OperationBuilder::new("scf.yield", self.location)
+            .build()
+            .unwrap_or_else(|e| unreachable!("lowering built an invalid scf.yield: {e}"));
+        let terminator = body.append_operation(terminator);
+        Emitter { block: body, before: Some(terminator), anchor: self.anchor, location: self.location }
+    }
+
+    pub(crate) fn insert(&self, operation: melior::ir::Operation<'c>) -> OperationRef<'c, 'a> {
         match self.before {
             Some(before) => self.block.insert_operation_before(before, operation),
             None => self.block.append_operation(operation),
@@ -239,7 +283,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// Builds `name(operands) {attributes} : results` before the anchor.
-    fn op(&self, name: &str, operands: &[Value<'c, '_>], results: &[&str], attributes: &[(&str, &str)]) -> OperationRef<'c, 'a> {
+    pub(crate) fn op(&self, name: &str, operands: &[Value<'c, '_>], results: &[&str], attributes: &[(&str, &str)]) -> OperationRef<'c, 'a> {
         let anchor = self.anchor;
         let results: Vec<_> = results.iter().map(|t| known_type(anchor, t)).collect();
         let attributes: Vec<_> = attributes.iter().map(|(n, v)| (identifier(anchor, n), known_attribute(anchor, v))).collect();
@@ -252,11 +296,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.insert(operation)
     }
 
-    fn value(op: OperationRef<'c, 'a>) -> Value<'c, 'a> {
+    pub(crate) fn value(op: OperationRef<'c, 'a>) -> Value<'c, 'a> {
         op.result(0).map(Into::into).unwrap_or_else(|_| unreachable!("op has a result"))
     }
 
-    fn constant(&self, value: i64, ty: &str) -> Value<'c, 'a> {
+    pub(crate) fn constant(&self, value: i64, ty: &str) -> Value<'c, 'a> {
         Self::value(self.op("arith.constant", &[], &[ty], &[("value", &format!("{value} : {ty}"))]))
     }
 
@@ -272,22 +316,114 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 }
 
-fn memref_of(tensor_type: &str) -> String {
+pub(crate) fn memref_of(tensor_type: &str) -> String {
     tensor_type.replacen("tensor<", "memref<", 1)
 }
 
-fn apply(module: OperationRef, lowerings: Vec<Lowering>) {
+fn apply(module: OperationRef, plan: Plan) {
     let mut used: BTreeMap<String, RuntimeFunction> = BTreeMap::new();
-    for lowering in lowerings {
+    let mut names = OpNames::new(module);
+    for lowering in plan.lowerings {
         used.insert(lowering.function.symbol(), lowering.function);
-        lower(&lowering);
+        lower(&lowering, &mut names);
         used.insert(RuntimeFunction::Wait.symbol(), RuntimeFunction::Wait);
+        used.insert(RuntimeFunction::Op.symbol(), RuntimeFunction::Op);
+    }
+    for query in plan.queries {
+        used.insert(query.function.symbol(), query.function);
+        lower_query(&query);
     }
     declare(module, &used);
+    names.define();
     drop_empty_program(module);
 }
 
-fn lower(l: &Lowering) {
+/// `dist.rank` / `dist.num_ranks` become `_bprt_prank` / `_bprt_nprocs` of
+/// the mesh's team, cast to `index`.
+fn lower_query(q: &RankQuery) {
+    let Some(at) = Emitter::new(q.op) else { return };
+    let Ok(result) = q.op.result(0) else { return };
+    let team = at.constant(q.team, "i64");
+    let call = at.op("func.call", &[team], &["i64"], &[("callee", &format!("@{}", q.function.symbol()))]);
+    let index = Emitter::value(at.op("arith.index_cast", &[Emitter::value(call)], &["index"], &[]));
+    replace_all_uses(result.into(), index);
+    erase(q.op);
+}
+
+/// The names (`id` and location) of the lowered ops, as constant `i8`
+/// globals that `_bprt_op` announces before each start, so a runtime error
+/// names its op.
+struct OpNames<'c, 'a> {
+    module: OperationRef<'c, 'a>,
+    /// Text -> global symbol, in creation order.
+    globals: Vec<(String, String)>,
+    taken: std::collections::HashSet<String>,
+}
+
+impl<'c, 'a> OpNames<'c, 'a> {
+    fn new(module: OperationRef<'c, 'a>) -> Self {
+        let taken = collect_ops(module).into_iter().filter_map(|op| str_attr(op, "sym_name").map(str::to_string)).collect();
+        Self { module, globals: Vec::new(), taken }
+    }
+
+    /// The global holding `text` (created on first use).
+    fn symbol(&mut self, text: &str) -> (String, usize) {
+        if let Some((_, symbol)) = self.globals.iter().find(|(t, _)| t == text) {
+            return (symbol.clone(), text.len());
+        }
+        let mut n = self.globals.len();
+        let symbol = loop {
+            let candidate = format!("__bprt_op_{n}");
+            if !self.taken.contains(&candidate) {
+                break candidate;
+            }
+            n += 1;
+        };
+        self.taken.insert(symbol.clone());
+        self.globals.push((text.to_string(), symbol.clone()));
+        (symbol, text.len())
+    }
+
+    /// Appends the globals to the module.
+    fn define(&self) {
+        let Ok(region) = self.module.region(0) else { return };
+        let Some(body) = region.first_block() else { return };
+        let Some(anchor) = body.first_operation() else { return };
+        for (text, symbol) in &self.globals {
+            let bytes: Vec<String> = text.bytes().map(|b| (b as i8).to_string()).collect();
+            let ty = format!("memref<{}xi8>", text.len());
+            let operation = OperationBuilder::new("memref.global", self.module.location())
+                .add_attributes(&[
+                    (identifier(anchor, "sym_name"), known_attribute(anchor, &format!("\"{symbol}\""))),
+                    (identifier(anchor, "sym_visibility"), known_attribute(anchor, "\"private\"")),
+                    (identifier(anchor, "type"), known_attribute(anchor, &ty)),
+                    (
+                        identifier(anchor, "initial_value"),
+                        known_attribute(anchor, &format!("dense<[{}]> : tensor<{}xi8>", bytes.join(", "), text.len())),
+                    ),
+                    (identifier(anchor, "constant"), known_attribute(anchor, "unit")),
+                ])
+                .build()
+                .unwrap_or_else(|e| unreachable!("invalid op-name global: {e}"));
+            body.append_operation(operation);
+        }
+    }
+}
+
+/// How an error names an op: `'id' at file:line:col`.
+fn op_name(op: OperationRef) -> String {
+    let location = op.location().to_string();
+    let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
+    let mut name = match str_attr(op, "id") {
+        Some(id) => format!("'{id}' at {location}"),
+        None => format!("'{}' at {location}", name_of(op)),
+    };
+    // Printable ASCII only (the bytes go into an i8 global).
+    name.retain(|c| c.is_ascii() && !c.is_ascii_control());
+    name
+}
+
+fn lower(l: &Lowering, names: &mut OpNames) {
     let Some(at) = Emitter::new(l.start) else { return };
     let op = l.start;
     let (Ok(input), Ok(result)) = (op.operand(0), op.result(1)) else { return };
@@ -308,6 +444,10 @@ fn lower(l: &Lowering) {
         let (scope, inner) = at.alloca_scope();
         (scope, inner)
     };
+    let (symbol, len) = names.symbol(&op_name(op));
+    let name = Emitter::value(at.op("memref.get_global", &[], &[&format!("memref<{len}xi8>")], &[("name", &format!("@{symbol}"))]));
+    let name = Emitter::value(at.op("memref.cast", &[name], &["memref<*xi8>"], &[]));
+    at.op("func.call", &[name], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Op.symbol()))]);
     let team = at.constant(l.team, "i64");
     let mut arguments = vec![team];
     match l.function {
@@ -367,7 +507,7 @@ impl Lowering<'_, '_> {
             | RuntimeFunction::SendRecv(e)
             | RuntimeFunction::CopyReshape(e)
             | RuntimeFunction::CopyPermute(e) => e.mlir(),
-            RuntimeFunction::Wait | RuntimeFunction::NProcs | RuntimeFunction::PRank => "i64",
+            RuntimeFunction::Wait | RuntimeFunction::NProcs | RuntimeFunction::PRank | RuntimeFunction::Op => "i64",
         }
     }
 }
@@ -457,7 +597,7 @@ fn declare(module: OperationRef, used: &BTreeMap<String, RuntimeFunction>) {
 
 /// With every task lowered, the program's header and meshes describe
 /// nothing left in the module.
-fn drop_empty_program(module: OperationRef) {
+pub(crate) fn drop_empty_program(module: OperationRef) {
     let ops = collect_ops(module);
     let dist: Vec<OperationRef> = ops.into_iter().filter(|op| dialect_of(&name_of(*op)) == "dist").collect();
     if dist.iter().all(|op| matches!(OpKind::of(*op), Some(OpKind::DistHeader | OpKind::DistMesh))) {

@@ -1,3 +1,4 @@
 //! Lowerings out of Blueprint's dialects.
 
+pub mod dist_to_mpi;
 pub mod dist_to_runtime;

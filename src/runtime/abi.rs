@@ -8,14 +8,18 @@
 //! the world of the calling rank.
 
 use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
+use std::sync::{Arc, OnceLock};
 
+use super::backend::Backend;
 use super::dtype::ElementType;
 use super::error::{last_error, set_last_error, RtError, RtResult};
+use super::memref::StridedView;
 use super::ops::{self, Redistribution, Unranked};
-use super::world::current;
 
 fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
@@ -27,49 +31,120 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// Reports `error`: last error of the thread, recorded in the world.
-fn report(error: RtError) -> i64 {
+/// What a harness does when an entry point fails: `(rank, op, error)`,
+/// where `op` names the failing op (its `id` and location) when the program
+/// announced it with `_bprt_op`. A hook that stops the program does not
+/// return.
+pub type StopHook = Box<dyn Fn(usize, Option<&str>, &RtError) + Send + Sync>;
+
+static STOP_HOOK: OnceLock<StopHook> = OnceLock::new();
+
+/// Installs the process's stop hook (once; later calls are ignored and
+/// return false). Without one, a failing entry point only returns its code.
+pub fn set_stop_hook(hook: StopHook) -> bool {
+    STOP_HOOK.set(hook).is_ok()
+}
+
+thread_local! {
+    /// The op the rank announced last with `_bprt_op`.
+    static CURRENT_OP: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    /// The op of every handle the rank was given and has not completed.
+    static HANDLE_OPS: RefCell<HashMap<i64, Arc<str>>> = RefCell::new(HashMap::new());
+}
+
+fn current_op() -> Option<Arc<str>> {
+    CURRENT_OP.with(|op| op.borrow().clone())
+}
+
+/// Reports `error`: last error of the thread, recorded in the world, and
+/// handed to the stop hook with the op it belongs to.
+fn report(error: RtError, op: Option<Arc<str>>) -> i64 {
     let code = error.code().value();
-    if let Ok((world, rank)) = current() {
-        world.record_error(rank, error.clone());
+    let backend = Backend::current();
+    if let Ok(backend) = &backend {
+        backend.record_error(error.clone());
     }
-    set_last_error(error);
+    set_last_error(error.clone());
+    if let (Some(hook), Ok(backend)) = (STOP_HOOK.get(), &backend) {
+        hook(backend.rank(), op.as_deref(), &error);
+    }
     code
 }
 
 /// Runs an entry point's body: no panic crosses the FFI boundary, and
 /// errors become negative codes.
 pub(crate) fn guard(body: impl FnOnce() -> RtResult<i64>) -> i64 {
+    guard_op(body, current_op)
+}
+
+/// [`guard`] with the op an error belongs to.
+fn guard_op(body: impl FnOnce() -> RtResult<i64>, op: impl FnOnce() -> Option<Arc<str>>) -> i64 {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => value,
-        Ok(Err(error)) => report(error),
-        Err(payload) => report(RtError::Internal(panic_message(payload.as_ref()))),
+        Ok(Err(error)) => report(error, op()),
+        Err(payload) => report(RtError::Internal(panic_message(payload.as_ref())), op()),
     }
+}
+
+/// Runs a start call: on success the handle remembers the announced op.
+fn start(body: impl FnOnce() -> RtResult<i64>) -> i64 {
+    let handle = guard(body);
+    if handle > 0 {
+        if let Some(op) = current_op() {
+            HANDLE_OPS.with(|ops| ops.borrow_mut().insert(handle, op));
+        }
+    }
+    handle
+}
+
+/// Announces the op whose runtime calls follow (its `id` and location, as
+/// UTF-8 bytes in a rank-1 `i8` memref), so errors can name it. Returns 0.
+///
+/// # Safety
+/// `(rank, desc)` is a valid unranked memref.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _bprt_op(rank: i64, desc: *mut c_void) -> i64 {
+    guard(|| {
+        // SAFETY: the caller's contract above.
+        let view = unsafe { StridedView::from_unranked("op", rank, desc, 1) }?;
+        let text = String::from_utf8_lossy(&view.read()).into_owned();
+        CURRENT_OP.with(|op| *op.borrow_mut() = Some(Arc::from(text)));
+        Ok(0)
+    })
 }
 
 /// Number of ranks of the world (every team spans the whole world).
 #[unsafe(no_mangle)]
 pub extern "C" fn _bprt_nprocs(team: i64) -> i64 {
     let _ = team;
-    guard(|| Ok(current()?.0.nranks() as i64))
+    guard(|| Ok(Backend::current()?.nranks() as i64))
 }
 
 /// Rank of the calling thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn _bprt_prank(team: i64) -> i64 {
     let _ = team;
-    guard(|| Ok(current()?.1 as i64))
+    guard(|| Ok(Backend::current()?.rank() as i64))
 }
 
 /// Completes the operation of `handle`: 0 on success, a negative code on
 /// error. Every handle is waited exactly once.
 #[unsafe(no_mangle)]
 pub extern "C" fn _bprt_wait(handle: i64) -> i64 {
-    guard(|| {
-        let (world, me) = current()?;
-        world.wait(me, handle)?;
-        Ok(0)
-    })
+    // A handle's op is forgotten once it completes; a wait on an unknown or
+    // finished handle is named by the op the rank announced last.
+    let op = || HANDLE_OPS.with(|ops| ops.borrow().get(&handle).cloned()).or_else(current_op);
+    let status = guard_op(
+        || {
+            Backend::current()?.wait(handle)?;
+            Ok(0)
+        },
+        op,
+    );
+    if status == 0 {
+        HANDLE_OPS.with(|ops| ops.borrow_mut().remove(&handle));
+    }
+    status
 }
 
 /// Copies the calling thread's last error message (UTF-8) into `buf`,
@@ -119,7 +194,7 @@ macro_rules! typed_entry_points {
                 out_rank: i64, out_desc: *mut c_void,
                 op: i32,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     // SAFETY: the caller's contract above.
                     unsafe {
                         ops::all_reduce(
@@ -145,7 +220,7 @@ macro_rules! typed_entry_points {
                 op: i32,
                 axis: i64,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     // SAFETY: the caller's contract above.
                     unsafe {
                         ops::reduce_scatter(
@@ -171,7 +246,7 @@ macro_rules! typed_entry_points {
                 out_rank: i64, out_desc: *mut c_void,
                 axis: i64,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     // SAFETY: the caller's contract above.
                     unsafe {
                         ops::all_gather(
@@ -197,7 +272,7 @@ macro_rules! typed_entry_points {
                 out_rank: i64, out_desc: *mut c_void,
                 axis: i64,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     // SAFETY: the caller's contract above.
                     unsafe {
                         ops::all_to_all(
@@ -223,7 +298,7 @@ macro_rules! typed_entry_points {
                 out_rank: i64, out_desc: *mut c_void,
                 root: i64,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     // SAFETY: the caller's contract above.
                     unsafe {
                         ops::broadcast(
@@ -248,7 +323,7 @@ macro_rules! typed_entry_points {
                 source: i64,
                 dest: i64,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     // SAFETY: the caller's contract above.
                     unsafe {
                         ops::send_recv(
@@ -276,7 +351,7 @@ macro_rules! typed_entry_points {
                 nls_rank: i64, nls_desc: *mut c_void,
                 out_rank: i64, out_desc: *mut c_void,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     let args = Redistribution {
                         input: Unranked::new(in_rank, in_desc),
                         g_shape: Unranked::new(gs_rank, gs_desc),
@@ -307,7 +382,7 @@ macro_rules! typed_entry_points {
                 ax_rank: i64, ax_desc: *mut c_void,
                 out_rank: i64, out_desc: *mut c_void,
             ) -> i64 {
-                guard(|| {
+                start(|| {
                     let args = Redistribution {
                         input: Unranked::new(in_rank, in_desc),
                         g_shape: Unranked::new(gs_rank, gs_desc),
@@ -379,6 +454,7 @@ pub fn symbols() -> Vec<(&'static str, *mut ())> {
         ("_bprt_prank", _bprt_prank as *mut ()),
         ("_bprt_wait", _bprt_wait as *mut ()),
         ("_bprt_last_error", _bprt_last_error as *mut ()),
+        ("_bprt_op", _bprt_op as *mut ()),
     ];
     table.extend(typed_symbols());
     table

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::dtype::{reduce_into, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
-use super::memref::shape_numel;
+use super::memref::{shape_numel, StridedView};
 use super::redistribute;
 
 /// The operation and its scalar parameters, compared across participants.
@@ -49,6 +49,16 @@ pub(crate) struct Contribution {
     /// Shape of this rank's output (`None` when it receives nothing).
     pub out_shape: Option<Vec<i64>>,
     pub layout: Option<BlockLayout>,
+    /// This rank's output, where the in-process all-reduce lets every
+    /// participant write its reduced chunk (`None`: not shared).
+    pub target: Option<StridedView>,
+}
+
+impl Drop for Contribution {
+    /// The data buffer goes back for reuse ([`super::pool`]).
+    fn drop(&mut self) {
+        super::pool::give(std::mem::take(&mut self.data));
+    }
 }
 
 /// What a rank deposits: its contribution, or why its start call failed.
@@ -85,9 +95,10 @@ fn same_input_shapes(ordered: &[&Contribution]) -> RtResult<Vec<i64>> {
     Ok(first.to_vec())
 }
 
-/// Computes the packed output of world rank `me` from the deposits of
-/// every participant (in any order). `Ok(None)`: this rank receives nothing.
-pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<Vec<u8>>> {
+/// Checks that every deposit is a contribution and that the participants
+/// agree on the operation, the element type and the participant list;
+/// returns the contributions in participant order.
+pub(crate) fn agree(deposits: &[Arc<Deposit>]) -> RtResult<Vec<&Contribution>> {
     let mut contributions = Vec::with_capacity(deposits.len());
     for d in deposits {
         match d.as_ref() {
@@ -95,7 +106,7 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             Err(f) => return Err(RtError::PeerFailed { rank: f.rank, message: f.message.clone() }),
         }
     }
-    let first = contributions[0];
+    let first = *contributions.first().ok_or_else(|| RtError::Internal("an exchange without deposits".into()))?;
     for c in &contributions[1..] {
         if c.kind != first.kind || c.dtype != first.dtype || c.participants != first.participants {
             return Err(RtError::Mismatch(format!(
@@ -105,14 +116,92 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             )));
         }
     }
-    // Contributions in participant order; `k` is this rank's position.
-    let ordered: Vec<&Contribution> = first
+    first
         .participants
         .iter()
         .map(|&p| {
             contributions.iter().copied().find(|c| c.rank == p).ok_or_else(|| RtError::Internal(format!("no deposit of participant {p}")))
         })
-        .collect::<RtResult<_>>()?;
+        .collect()
+}
+
+/// The cross-rank shape checks of the operation, on contributions in
+/// participant order (their data is not read: the MPI runtime runs them on
+/// metadata alone before any data moves).
+pub(crate) fn check(ordered: &[&Contribution]) -> RtResult<()> {
+    let first = ordered[0];
+    match &first.kind {
+        OpKind::AllReduce { .. } | OpKind::ReduceScatter { .. } | OpKind::AllToAll { .. } => same_input_shapes(ordered).map(drop),
+        OpKind::AllGather { axis } => {
+            let axis = *axis;
+            let base = shape_of(first)?;
+            let mut total = 0i64;
+            for c in ordered {
+                let s = shape_of(c)?;
+                let agrees = s.len() == base.len() && s.iter().zip(base).enumerate().all(|(d, (a, b))| d == axis || a == b);
+                if !agrees {
+                    return Err(RtError::Mismatch(format!(
+                        "rank {} input shape {s:?} differs from rank {} input shape {base:?} \
+                         outside axis {axis}",
+                        c.rank, first.rank
+                    )));
+                }
+                total += s[axis];
+            }
+            for c in ordered {
+                let out = c.out_shape.as_deref().unwrap_or(&[]);
+                if out.get(axis) != Some(&total) {
+                    return Err(RtError::Mismatch(format!(
+                        "rank {} output shape {out:?} must have {total} (the sum of the inputs) \
+                         along axis {axis}",
+                        c.rank
+                    )));
+                }
+            }
+            Ok(())
+        }
+        OpKind::Broadcast { root } => {
+            let src = ordered
+                .iter()
+                .find(|c| c.rank == *root)
+                .ok_or_else(|| RtError::Internal(format!("broadcast root {root} is not a participant")))?;
+            let shape = shape_of(src)?;
+            for c in ordered {
+                if c.out_shape.as_deref() != Some(shape) {
+                    return Err(RtError::Mismatch(format!(
+                        "rank {} output shape {:?} differs from root {root} input shape {shape:?}",
+                        c.rank, c.out_shape
+                    )));
+                }
+            }
+            Ok(())
+        }
+        OpKind::SendRecv { source, dest } => {
+            let (src, dst) = (find(ordered, *source)?, find(ordered, *dest)?);
+            let shape = shape_of(src)?;
+            if dst.out_shape.as_deref() != Some(shape) {
+                return Err(RtError::Mismatch(format!(
+                    "dest rank {dest} output shape {:?} differs from source rank {source} input \
+                     shape {shape:?}",
+                    dst.out_shape
+                )));
+            }
+            Ok(())
+        }
+        OpKind::CopyReshape | OpKind::CopyPermute { .. } => redistribute::check_global_shapes(ordered),
+    }
+}
+
+fn find<'a>(ordered: &[&'a Contribution], rank: usize) -> RtResult<&'a Contribution> {
+    ordered.iter().copied().find(|c| c.rank == rank).ok_or_else(|| RtError::Internal(format!("no deposit of rank {rank}")))
+}
+
+/// Computes the packed output of world rank `me` from the deposits of
+/// every participant (in any order). `Ok(None)`: this rank receives nothing.
+pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<Vec<u8>>> {
+    let ordered = agree(deposits)?;
+    check(&ordered)?;
+    let first = ordered[0];
     let k = first
         .participants
         .iter()
@@ -124,7 +213,6 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
 
     match &first.kind {
         OpKind::AllReduce { op } => {
-            same_input_shapes(&ordered)?;
             let mut acc = ordered[0].data.clone();
             for c in &ordered[1..] {
                 reduce_into(dtype, *op, &mut acc, &c.data);
@@ -132,8 +220,8 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             Ok(Some(acc))
         }
         OpKind::ReduceScatter { op, axis } => {
-            let shape = same_input_shapes(&ordered)?;
-            let (outer, dim, inner) = axis_split(&shape, *axis);
+            let shape = shape_of(first)?;
+            let (outer, dim, inner) = axis_split(shape, *axis);
             let chunk = dim / n;
             let slice = |c: &Contribution| -> Vec<u8> {
                 let mut out = Vec::with_capacity(outer * chunk * inner * es);
@@ -151,30 +239,8 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
         }
         OpKind::AllGather { axis } => {
             let axis = *axis;
-            let base = shape_of(ordered[0])?;
-            let mut total = 0i64;
-            for c in &ordered {
-                let s = shape_of(c)?;
-                let agrees = s.len() == base.len() && s.iter().zip(base).enumerate().all(|(d, (a, b))| d == axis || a == b);
-                if !agrees {
-                    return Err(RtError::Mismatch(format!(
-                        "rank {} input shape {s:?} differs from rank {} input shape {base:?} \
-                         outside axis {axis}",
-                        c.rank, ordered[0].rank
-                    )));
-                }
-                total += s[axis];
-            }
-            for c in &ordered {
-                let out = c.out_shape.as_deref().unwrap_or(&[]);
-                if out.get(axis) != Some(&total) {
-                    return Err(RtError::Mismatch(format!(
-                        "rank {} output shape {out:?} must have {total} (the sum of the inputs) \
-                         along axis {axis}",
-                        c.rank
-                    )));
-                }
-            }
+            let base = shape_of(first)?;
+            let total: i64 = ordered.iter().map(|c| shape_of(c).map(|s| s[axis])).sum::<RtResult<i64>>()?;
             let (outer, _, inner) = axis_split(base, axis);
             let mut out = Vec::with_capacity(outer * total as usize * inner * es);
             for o in 0..outer {
@@ -186,8 +252,8 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             Ok(Some(out))
         }
         OpKind::AllToAll { axis } => {
-            let shape = same_input_shapes(&ordered)?;
-            let (outer, dim, inner) = axis_split(&shape, *axis);
+            let shape = shape_of(first)?;
+            let (outer, dim, inner) = axis_split(shape, *axis);
             let chunk = dim / n * inner * es;
             let mut out = Vec::with_capacity(outer * dim * inner * es);
             for o in 0..outer {
@@ -198,37 +264,8 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
             }
             Ok(Some(out))
         }
-        OpKind::Broadcast { root } => {
-            let src = ordered
-                .iter()
-                .find(|c| c.rank == *root)
-                .ok_or_else(|| RtError::Internal(format!("broadcast root {root} is not a participant")))?;
-            let shape = shape_of(src)?;
-            for c in &ordered {
-                if c.out_shape.as_deref() != Some(shape) {
-                    return Err(RtError::Mismatch(format!(
-                        "rank {} output shape {:?} differs from root {root} input shape {shape:?}",
-                        c.rank, c.out_shape
-                    )));
-                }
-            }
-            Ok(Some(src.data.clone()))
-        }
-        OpKind::SendRecv { source, dest } => {
-            let find = |r: usize| {
-                ordered.iter().copied().find(|c| c.rank == r).ok_or_else(|| RtError::Internal(format!("no deposit of rank {r}")))
-            };
-            let (src, dst) = (find(*source)?, find(*dest)?);
-            let shape = shape_of(src)?;
-            if dst.out_shape.as_deref() != Some(shape) {
-                return Err(RtError::Mismatch(format!(
-                    "dest rank {dest} output shape {:?} differs from source rank {source} input \
-                     shape {shape:?}",
-                    dst.out_shape
-                )));
-            }
-            Ok((me == *dest).then(|| src.data.clone()))
-        }
+        OpKind::Broadcast { root } => Ok(Some(find(&ordered, *root)?.data.clone())),
+        OpKind::SendRecv { source, dest } => Ok((me == *dest).then(|| find(&ordered, *source).map(|c| c.data.clone())).transpose()?),
         OpKind::CopyReshape => redistribute::copy_reshape(&ordered, k).map(Some),
         OpKind::CopyPermute { axes } => redistribute::copy_permute(&ordered, k, axes).map(Some),
     }

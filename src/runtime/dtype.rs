@@ -140,6 +140,48 @@ impl Elem for Bit {
     }
 }
 
+/// Numeric types for which every bit pattern is a value, so byte buffers
+/// can be viewed as slices of them.
+trait Plain: Elem {}
+impl Plain for f64 {}
+impl Plain for f32 {}
+impl Plain for i64 {}
+impl Plain for i32 {}
+impl Plain for i16 {}
+impl Plain for i8 {}
+
+/// `acc[i] = acc[i] op other[i]` on typed slices when both buffers are
+/// aligned for `E` (the common case: heap buffers), so the loop vectorizes;
+/// false (nothing done) otherwise.
+fn combine_aligned<E: Plain>(acc: &mut [u8], other: &[u8], op: ReduceOp) -> bool {
+    // SAFETY: `E` is a plain numeric type (every bit pattern is valid) and
+    // `align_to` only returns correctly aligned, in-bounds middle slices.
+    let ((pa, a, sa), (pb, b, sb)) = unsafe { (acc.align_to_mut::<E>(), other.align_to::<E>()) };
+    if !(pa.is_empty() && sa.is_empty() && pb.is_empty() && sb.is_empty()) {
+        return false;
+    }
+    macro_rules! each {
+        ($op:expr) => {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = E::combine(*x, *y, $op);
+            }
+        };
+    }
+    match op {
+        ReduceOp::Sum => each!(ReduceOp::Sum),
+        ReduceOp::Prod => each!(ReduceOp::Prod),
+        ReduceOp::Max => each!(ReduceOp::Max),
+        ReduceOp::Min => each!(ReduceOp::Min),
+    }
+    true
+}
+
+fn combine_plain<E: Plain>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
+    if !combine_aligned::<E>(acc, other, op) {
+        combine_slices::<E>(acc, other, op);
+    }
+}
+
 fn combine_slices<E: Elem>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
     for (a, b) in acc.chunks_exact_mut(E::SIZE).zip(other.chunks_exact(E::SIZE)) {
         E::combine(E::load(a), E::load(b), op).store(a);
@@ -151,14 +193,14 @@ fn combine_slices<E: Elem>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
 pub(crate) fn reduce_into(ty: ElementType, op: ReduceOp, acc: &mut [u8], other: &[u8]) {
     debug_assert_eq!(acc.len(), other.len());
     match ty {
-        ElementType::F64 => combine_slices::<f64>(acc, other, op),
-        ElementType::F32 => combine_slices::<f32>(acc, other, op),
+        ElementType::F64 => combine_plain::<f64>(acc, other, op),
+        ElementType::F32 => combine_plain::<f32>(acc, other, op),
         ElementType::F16 => combine_slices::<f16>(acc, other, op),
         ElementType::BF16 => combine_slices::<bf16>(acc, other, op),
-        ElementType::I64 | ElementType::Index => combine_slices::<i64>(acc, other, op),
-        ElementType::I32 => combine_slices::<i32>(acc, other, op),
-        ElementType::I16 => combine_slices::<i16>(acc, other, op),
-        ElementType::I8 => combine_slices::<i8>(acc, other, op),
+        ElementType::I64 | ElementType::Index => combine_plain::<i64>(acc, other, op),
+        ElementType::I32 => combine_plain::<i32>(acc, other, op),
+        ElementType::I16 => combine_plain::<i16>(acc, other, op),
+        ElementType::I8 => combine_plain::<i8>(acc, other, op),
         ElementType::I1 => combine_slices::<Bit>(acc, other, op),
     }
 }

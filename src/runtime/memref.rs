@@ -44,6 +44,11 @@ pub struct StridedView {
 // runtime uses an output view only from the rank thread that created it
 // (it is stored in the world between a start call and the matching wait).
 unsafe impl Send for StridedView {}
+// SAFETY: the view's methods only copy between the addressed memory and
+// Rust buffers; the runtime shares a view (the in-process all-reduce's
+// output) only for writes of disjoint element ranges by different ranks,
+// while the owning rank waits and does not touch the memory.
+unsafe impl Sync for StridedView {}
 
 impl StridedView {
     /// Reads and validates the descriptor of an unranked memref argument.
@@ -186,24 +191,62 @@ impl StridedView {
     /// Copies the elements into a packed row-major byte buffer.
     pub fn read(&self) -> Vec<u8> {
         let es = self.elem_size;
-        let mut out = vec![0u8; self.packed_len()];
+        let len = self.packed_len();
+        // Not zeroed first: every byte is written below (the rows cover
+        // every element exactly once), so large reads skip a memset.
+        let mut out: Vec<u8> = super::pool::take(len);
+        let base = out.as_mut_ptr();
         let (row_len, stride) = self.row();
         self.for_each_row(|packed, start| {
-            let dst = &mut out[packed * es..(packed + row_len) * es];
+            // SAFETY: packed..packed+row_len is inside the `len`-byte
+            // capacity (the rows partition 0..numel).
+            let dst = unsafe { base.add(packed * es) };
             if stride == 1 || row_len == 1 {
                 // SAFETY: elements start..start+row_len are addressed by the
                 // view (contiguous row), valid for reads per the constructor
-                // contract; `dst` has exactly row_len * es bytes.
-                unsafe { ptr::copy_nonoverlapping(self.addr(start), dst.as_mut_ptr(), dst.len()) };
+                // contract; `dst` has room for row_len * es bytes.
+                unsafe { ptr::copy_nonoverlapping(self.addr(start), dst, row_len * es) };
             } else {
-                for (k, chunk) in dst.chunks_exact_mut(es).enumerate() {
+                for k in 0..row_len {
                     // SAFETY: element start + k * stride is addressed by the
-                    // view; `chunk` has es bytes.
-                    unsafe { ptr::copy_nonoverlapping(self.addr(start + k as i64 * stride), chunk.as_mut_ptr(), es) };
+                    // view; `dst + k * es` has room for es bytes.
+                    unsafe { ptr::copy_nonoverlapping(self.addr(start + k as i64 * stride), dst.add(k * es), es) };
                 }
             }
         });
+        // SAFETY: every one of the `len` bytes was written above.
+        unsafe { out.set_len(len) };
         out
+    }
+
+    /// Writes `data` (packed row-major) into the elements at packed
+    /// positions `first .. first + data.len() / elem_size`.
+    pub fn write_range(&self, first: usize, data: &[u8]) -> RtResult<()> {
+        let es = self.elem_size;
+        let count = data.len() / es;
+        if !data.len().is_multiple_of(es) || first.checked_add(count).is_none_or(|end| end > self.numel) {
+            return Err(RtError::Internal(format!("writing {count} elements at {first} into a memref of {} elements", self.numel)));
+        }
+        let end = first + count;
+        let (row_len, stride) = self.row();
+        self.for_each_row(|packed, start| {
+            let (lo, hi) = (packed.max(first), (packed + row_len).min(end));
+            if lo >= hi {
+                return;
+            }
+            let src = &data[(lo - first) * es..(hi - first) * es];
+            let row_start = start + (lo - packed) as i64 * stride;
+            if stride == 1 || row_len == 1 {
+                // SAFETY: as in `read`, with the memory valid for writes.
+                unsafe { ptr::copy_nonoverlapping(src.as_ptr(), self.addr(row_start), src.len()) };
+            } else {
+                for (k, chunk) in src.chunks_exact(es).enumerate() {
+                    // SAFETY: as in `read`, with the memory valid for writes.
+                    unsafe { ptr::copy_nonoverlapping(chunk.as_ptr(), self.addr(row_start + k as i64 * stride), es) };
+                }
+            }
+        });
+        Ok(())
     }
 
     /// Scatters a packed row-major byte buffer into the elements.

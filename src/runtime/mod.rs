@@ -1,5 +1,7 @@
 //! Blueprint runtime: the C ABI that lowered `dist` ops call, implemented
-//! with in-process ranks (one thread per logical rank) that really move data.
+//! with in-process ranks (one thread per logical rank) that really move data,
+//! and on MPI (one rank per process, [`mpi`]) once [`mpi::init`] ran in the
+//! process; the entry points pick the backend ([`backend`]).
 //!
 //! - [`abi`]: the `#[no_mangle] extern "C"` `_bprt_*` entry points and
 //!   [`symbols`], the table a JIT binds them from;
@@ -8,6 +10,8 @@
 //!   building them in Rust ([`OwnedMemRef`]);
 //! - [`dtype`]: element types and reductions;
 //! - [`error`]: [`RtError`], the C [`ErrorCode`]s and the last error;
+//! - [`mpi`]: the MPI world (MPICH loaded with `dlopen`): headers checked
+//!   across ranks, then nonblocking MPI collectives on cached communicators;
 //! - `ops` (start calls: local checks, deposit), `collective` (cross-rank
 //!   checks and the collectives' data movement at wait), `redistribute`
 //!   (`copy_reshape` / `copy_permute`).
@@ -30,18 +34,21 @@
 //! ```
 
 pub mod abi;
+pub(crate) mod backend;
 mod collective;
 pub mod dtype;
 pub mod error;
 pub mod memref;
+pub mod mpi;
 mod ops;
+mod pool;
 mod redistribute;
 pub mod world;
 
 #[cfg(test)]
 mod tests;
 
-pub use abi::symbols;
+pub use abi::{set_stop_hook, symbols, StopHook};
 pub use dtype::{ElementType, ReduceOp};
 pub use error::{clear_last_error, last_error, ErrorCode, RtError, RtResult};
 pub use memref::{OwnedMemRef, StridedView};

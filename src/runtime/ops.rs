@@ -7,11 +7,11 @@
 
 use std::ffi::c_void;
 
+use super::backend::Backend;
 use super::collective::{numel_of, BlockLayout, Contribution, OpKind};
 use super::dtype::{ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::{read_i64s, StridedView};
-use super::world::{current, World};
 
 /// An unranked memref argument: `(rank, desc)`.
 #[derive(Debug, Clone, Copy)]
@@ -58,7 +58,7 @@ impl Unranked {
 ///
 /// # Safety
 /// As for [`StridedView::from_unranked`] (reads only).
-unsafe fn participants(world: &World, u: Unranked) -> RtResult<Vec<usize>> {
+unsafe fn participants(world: &Backend, u: Unranked) -> RtResult<Vec<usize>> {
     // SAFETY: forwarded contract.
     let raw = unsafe { u.read_i64s("participants") }?;
     raw.into_iter().map(|p| world.check_rank("participant", p)).collect()
@@ -109,10 +109,11 @@ impl Collective {
         read_input: impl FnOnce(usize) -> bool,
         shape_rule: impl FnOnce(&[usize], Option<&[i64]>) -> RtResult<(OpKind, Option<Vec<i64>>)>,
     ) -> RtResult<i64> {
-        let (world, me) = current()?;
+        let world = Backend::current()?;
+        let me = world.rank();
         // SAFETY: forwarded contract.
         let parts = unsafe { participants(&world, self.participants) }?;
-        world.start_exchange(me, self.team, parts, |parts| {
+        world.start_exchange(self.team, parts, |parts| {
             let (in_shape, data) = if read_input(me) {
                 // SAFETY: forwarded contract.
                 let (shape, data) = unsafe { self.input.read("input", self.ty) }?;
@@ -135,6 +136,7 @@ impl Collective {
                 data,
                 out_shape: Some(out.sizes().to_vec()),
                 layout: None,
+                target: Some(out.clone()),
             };
             Ok((contribution, Some(out)))
         })
@@ -288,14 +290,15 @@ pub(crate) unsafe fn broadcast(
 /// # Safety
 /// As for [`StridedView::from_unranked`]; `output` (on `dest`) until the wait.
 pub(crate) unsafe fn send_recv(ty: ElementType, team: i64, input: Unranked, output: Unranked, source: i64, dest: i64) -> RtResult<i64> {
-    let (world, me) = current()?;
+    let world = Backend::current()?;
+    let me = world.rank();
     let source = world.check_rank("source", source)?;
     let dest = world.check_rank("dest", dest)?;
     if me != source && me != dest {
-        return Ok(world.start_noop(me));
+        return Ok(world.start_noop());
     }
     let parts = if source == dest { vec![source] } else { vec![source, dest] };
-    world.start_exchange(me, team, parts, |parts| {
+    world.start_exchange(team, parts, |parts| {
         let (in_shape, data) = if me == source {
             // SAFETY: forwarded contract.
             let (shape, data) = unsafe { input.read("input", ty) }?;
@@ -318,6 +321,7 @@ pub(crate) unsafe fn send_recv(ty: ElementType, team: i64, input: Unranked, outp
             data,
             out_shape: out.as_ref().map(|o| o.sizes().to_vec()),
             layout: None,
+            target: None,
         };
         Ok((contribution, out))
     })
@@ -358,9 +362,10 @@ impl Redistribution {
     /// Every memref satisfies [`StridedView::from_unranked`]'s contract,
     /// the output until the matching wait.
     unsafe fn start(self, ty: ElementType, team: i64, new_global: impl FnOnce(&[i64]) -> RtResult<(OpKind, Vec<i64>)>) -> RtResult<i64> {
-        let (world, me) = current()?;
+        let world = Backend::current()?;
+        let me = world.rank();
         let parts: Vec<usize> = (0..world.nranks()).collect();
-        world.start_exchange(me, team, parts, |parts| {
+        world.start_exchange(team, parts, |parts| {
             // SAFETY: forwarded contract (reads only).
             let (in_shape, data) = unsafe { self.input.read("input", ty) }?;
             // SAFETY: forwarded contract (reads only).
@@ -392,6 +397,7 @@ impl Redistribution {
                 data,
                 out_shape: Some(nl_shape),
                 layout: Some(BlockLayout { g_shape, l_offsets, ng_shape, nl_offsets }),
+                target: None,
             };
             Ok((contribution, Some(out)))
         })

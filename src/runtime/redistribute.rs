@@ -22,7 +22,7 @@ fn layout(c: &Contribution) -> RtResult<(&BlockLayout, &[i64], &[i64])> {
 }
 
 /// Checks that every rank agrees on the old and new global shapes.
-fn check_global_shapes(ordered: &[&Contribution]) -> RtResult<()> {
+pub(crate) fn check_global_shapes(ordered: &[&Contribution]) -> RtResult<()> {
     let (base, _, _) = layout(ordered[0])?;
     for c in &ordered[1..] {
         let (l, _, _) = layout(c)?;
@@ -56,25 +56,26 @@ fn linearize(idx: &[i64], strides: &[i64]) -> i64 {
     idx.iter().zip(strides).map(|(&i, &s)| i * s).sum()
 }
 
-/// Fills the new block of `ordered[k]`: `map(old_global, new_global)` gives
-/// the new global index of an old global index; `skip(c)` tells that rank
-/// `c`'s block cannot intersect the new block.
-fn gather(
+/// Where each element of `ordered[k]`'s new block comes from, in the
+/// block's row-major order: `(participant position, element index in that
+/// participant's block)`. `map(old_global, new_global)` gives the new global
+/// index of an old global index; `skip(c)` tells that rank `c`'s block
+/// cannot intersect the new block. The first participant holding an element
+/// wins; an element held by no rank is an error.
+fn sources(
     ordered: &[&Contribution],
     k: usize,
     mut map: impl FnMut(&[i64], &mut [i64]),
     skip: impl Fn(&Contribution) -> RtResult<bool>,
-) -> RtResult<Vec<u8>> {
-    let es = ordered[0].dtype.size();
+) -> RtResult<Vec<(usize, usize)>> {
     let (mine, _, out_shape) = layout(ordered[k])?;
     let out_n = shape_numel(out_shape).unwrap_or(0);
     let out_strides = row_major_strides(out_shape);
-    let mut out = vec![0u8; out_n * es];
-    let mut covered = vec![false; out_n];
+    let mut from = vec![(usize::MAX, 0usize); out_n];
     let mut left = out_n;
     let mut new_idx = vec![0i64; out_shape.len()];
     let mut old_idx = Vec::new();
-    for c in ordered {
+    for (position, c) in ordered.iter().enumerate() {
         if left == 0 {
             break;
         }
@@ -91,30 +92,44 @@ fn gather(
             if inside {
                 let rel: Vec<i64> = new_idx.iter().zip(&mine.nl_offsets).map(|(&j, &o)| j - o).collect();
                 let pos = linearize(&rel, &out_strides) as usize;
-                if !covered[pos] {
-                    covered[pos] = true;
+                if from[pos].0 == usize::MAX {
+                    from[pos] = (position, src);
                     left -= 1;
-                    out[pos * es..(pos + 1) * es].copy_from_slice(&c.data[src * es..(src + 1) * es]);
                 }
             }
             src += 1;
         });
     }
     if left > 0 {
-        let missing = covered.iter().position(|&c| !c).unwrap_or(0);
+        let missing = from.iter().position(|f| f.0 == usize::MAX).unwrap_or(0);
         return Err(RtError::Mismatch(format!(
             "{left} element(s) of rank {}'s new block (first at local position {missing}) are \
              held by no rank's block",
             ordered[k].rank
         )));
     }
-    Ok(out)
+    Ok(from)
+}
+
+/// Fills the new block of `ordered[k]` from the participants' data.
+fn gather(ordered: &[&Contribution], from: &[(usize, usize)]) -> Vec<u8> {
+    let es = ordered[0].dtype.size();
+    let mut out = vec![0u8; from.len() * es];
+    for (dst, &(c, src)) in out.chunks_exact_mut(es).zip(from) {
+        dst.copy_from_slice(&ordered[c].data[src * es..(src + 1) * es]);
+    }
+    out
 }
 
 /// `copy_reshape`: row-major linear order is preserved from `g_shape` to
 /// `ng_shape`.
 pub(crate) fn copy_reshape(ordered: &[&Contribution], k: usize) -> RtResult<Vec<u8>> {
     check_global_shapes(ordered)?;
+    Ok(gather(ordered, &reshape_sources(ordered, k)?))
+}
+
+/// [`sources`] of `ordered[k]`'s new block for `copy_reshape`.
+pub(crate) fn reshape_sources(ordered: &[&Contribution], k: usize) -> RtResult<Vec<(usize, usize)>> {
     let (base, _, _) = layout(ordered[0])?;
     let g_strides = row_major_strides(&base.g_shape);
     let ng_shape = base.ng_shape.clone();
@@ -143,13 +158,18 @@ pub(crate) fn copy_reshape(ordered: &[&Contribution], k: usize) -> RtResult<Vec<
             lin %= s;
         }
     };
-    gather(ordered, k, map, skip)
+    sources(ordered, k, map, skip)
 }
 
 /// `copy_permute`: new index `j` takes its value from old index `i` with
 /// `i[axes[d]] = j[d]`.
 pub(crate) fn copy_permute(ordered: &[&Contribution], k: usize, axes: &[usize]) -> RtResult<Vec<u8>> {
     check_global_shapes(ordered)?;
+    Ok(gather(ordered, &permute_sources(ordered, k, axes)?))
+}
+
+/// [`sources`] of `ordered[k]`'s new block for `copy_permute`.
+pub(crate) fn permute_sources(ordered: &[&Contribution], k: usize, axes: &[usize]) -> RtResult<Vec<(usize, usize)>> {
     let (mine, _, my_shape) = layout(ordered[k])?;
     let skip = |c: &Contribution| -> RtResult<bool> {
         let (l, in_shape, _) = layout(c)?;
@@ -166,5 +186,5 @@ pub(crate) fn copy_permute(ordered: &[&Contribution], k: usize, axes: &[usize]) 
             *j = old[a];
         }
     };
-    gather(ordered, k, map, skip)
+    sources(ordered, k, map, skip)
 }

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::collective::{complete, Contribution, Deposit, StartFailure};
+use super::collective::{agree, check, complete, Contribution, Deposit, OpKind, StartFailure};
+use super::dtype::reduce_into;
 use super::error::{RtError, RtResult};
 use super::memref::StridedView;
 
@@ -43,6 +44,15 @@ struct Slot {
     deposits: Vec<Option<Arc<Deposit>>>,
     /// Members that have consumed (or abandoned) the slot.
     consumed: usize,
+    /// Where the members of an all-reduce meet once every chunk is written.
+    gate: Arc<Gate>,
+}
+
+/// Counts the members that finished their share of an exchange.
+#[derive(Default)]
+struct Gate {
+    done: Mutex<usize>,
+    all: Condvar,
 }
 
 enum Pending {
@@ -202,15 +212,6 @@ impl World {
         lock(&self.slots).len()
     }
 
-    /// Checks that `rank` (named `what` in errors) is a rank of the world.
-    pub(crate) fn check_rank(&self, what: &str, rank: i64) -> RtResult<usize> {
-        usize::try_from(rank).ok().filter(|&r| r < self.nranks).ok_or_else(|| RtError::InvalidRank {
-            what: what.to_string(),
-            rank,
-            nranks: self.nranks,
-        })
-    }
-
     fn new_handle(state: &mut RankState, pending: Pending) -> i64 {
         let handle = state.next_handle;
         state.next_handle += 1;
@@ -266,7 +267,7 @@ impl World {
         };
         {
             let mut slots = lock(&self.slots);
-            let slot = slots.entry(key.clone()).or_insert_with(|| Slot { deposits: vec![None; n], consumed: 0 });
+            let slot = slots.entry(key.clone()).or_insert_with(|| Slot { deposits: vec![None; n], consumed: 0, gate: Arc::default() });
             slot.deposits[position] = Some(Arc::new(deposit));
             if result.is_err() {
                 // A failed start never waits: it consumes its share now.
@@ -294,7 +295,12 @@ impl World {
         let Pending::Exchange { key, output } = pending else {
             return Ok(());
         };
-        let deposits = self.collect(&key)?;
+        let (deposits, gate) = self.collect(&key)?;
+        if let Some(first) = deposits.first().and_then(|d| d.as_ref().as_ref().ok()) {
+            if matches!(first.kind, OpKind::AllReduce { .. }) {
+                return self.all_reduce(&deposits, me, &gate);
+            }
+        }
         if let Some(data) = complete(&deposits, me)? {
             let out = output.ok_or_else(|| RtError::Internal(format!("rank {me} has data to receive but no output")))?;
             out.write(&data)?;
@@ -304,7 +310,7 @@ impl World {
 
     /// Blocks until every member of `key`'s group has deposited (or the
     /// timeout passes), consumes this rank's share and returns the deposits.
-    fn collect(&self, key: &SlotKey) -> RtResult<Vec<Arc<Deposit>>> {
+    fn collect(&self, key: &SlotKey) -> RtResult<(Vec<Arc<Deposit>>, Arc<Gate>)> {
         let timeout = self.timeout();
         let deadline = Instant::now() + timeout;
         let mut slots = lock(&self.slots);
@@ -316,7 +322,7 @@ impl World {
                 slot.consumed += 1;
                 let done = slot.consumed == slot.deposits.len();
                 let result = if complete {
-                    Ok(slot.deposits.iter().flatten().cloned().collect())
+                    Ok((slot.deposits.iter().flatten().cloned().collect(), Arc::clone(&slot.gate)))
                 } else {
                     let missing = key.0 .1.iter().zip(&slot.deposits).filter(|(_, d)| d.is_none()).map(|(&r, _)| r).collect();
                     Err(RtError::Timeout { timeout, missing })
@@ -328,6 +334,52 @@ impl World {
             }
             slots = self.arrived.wait_timeout(slots, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
         }
+    }
+}
+
+impl World {
+    /// The all-reduce at wait, after every member deposited: the member at
+    /// position k of the participants reduces chunk k of the elements (in
+    /// participant order, so every rank's result is bitwise the same) and
+    /// writes it into every member's output; members leave once every chunk
+    /// is written. Each rank reads about one message and writes one, instead
+    /// of each reducing everything.
+    fn all_reduce(&self, deposits: &[Arc<Deposit>], me: usize, gate: &Gate) -> RtResult<()> {
+        let ordered = agree(deposits)?;
+        check(&ordered)?;
+        let first = ordered[0];
+        let OpKind::AllReduce { op } = first.kind else {
+            return Err(RtError::Internal("not an all-reduce".into()));
+        };
+        let n = ordered.len();
+        let k =
+            first.participants.iter().position(|&p| p == me).ok_or_else(|| RtError::Internal(format!("rank {me} is not a participant")))?;
+        let es = first.dtype.size();
+        let numel = first.data.len() / es;
+        let (lo, hi) = (numel * k / n, numel * (k + 1) / n);
+        let mut acc = super::pool::take((hi - lo) * es);
+        acc.extend_from_slice(&first.data[lo * es..hi * es]);
+        for c in &ordered[1..] {
+            reduce_into(first.dtype, op, &mut acc, &c.data[lo * es..hi * es]);
+        }
+        let written = ordered.iter().try_for_each(|c| match &c.target {
+            Some(out) => out.write_range(lo, &acc),
+            None => Err(RtError::Internal(format!("rank {} shared no output", c.rank))),
+        });
+        let timeout = self.timeout();
+        let deadline = Instant::now() + timeout;
+        let mut done = lock(&gate.done);
+        *done += 1;
+        gate.all.notify_all();
+        while *done < n {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(RtError::Timeout { timeout, missing: Vec::new() });
+            }
+            done = gate.all.wait_timeout(done, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+        super::pool::give(acc);
+        written
     }
 }
 

@@ -24,16 +24,6 @@ func.func @facts_only(%t: !dist.token) -> !dist.token {
 
 dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 dist.mesh @tp(axes = ["tp"], shape = [4])
-func.func @rank_query() -> index {
-  // expected-error @+1 {{'dist.rank' op cannot be lowered to runtime calls (only async communication, redistribution copies and waits are)}}
-  %r = dist.rank on @tp
-  return %r : index
-}
-
-// -----
-
-dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
-dist.mesh @tp(axes = ["tp"], shape = [4])
 func.func @unsupported_element(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
   // expected-error @+1 {{'dist.broadcast_start' op has element type f8E4M3FN, which the runtime does not support}}
   %h, %y = dist.broadcast_start %x on @tp over [0, 1] root = 0 phase = forward bytes = 4 {id = "bc", lineage = "l"} : tensor<4xf8E4M3FN>

@@ -8,6 +8,7 @@
 // CHECK-LABEL: module {
 // CHECK-NEXT: func.func private @_bprt_copy_permute_i64(i64, memref<*xi64>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xi64>, memref<*xi64>) -> i64
 // CHECK-NEXT: func.func private @_bprt_copy_reshape_i64(i64, memref<*xi64>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xindex>, memref<*xi64>) -> i64
+// CHECK-NEXT: func.func private @_bprt_op(memref<*xi8>) -> i64
 // CHECK-NEXT: func.func private @_bprt_wait(i64) -> i64
 // CHECK-NOT: func.func private
 // CHECK-NOT: dist.
@@ -21,8 +22,13 @@
 // CHECK: %[[EMPTY:.*]] = tensor.empty(%[[NS0]]) : tensor<?xi64>
 // CHECK: %[[OUT:.*]] = bufferization.to_buffer %[[EMPTY]] : tensor<?xi64> to memref<?xi64>
 // CHECK: %[[OUTU:.*]] = memref.cast %[[OUT]] : memref<?xi64> to memref<*xi64>
-// The shape and offset lists live on the stack for the call only.
+// The shape and offset lists live on the stack for the call only; the op
+// is announced first (an op without `id` is named by its op name), so a
+// runtime error can name it.
 // CHECK: %[[SCOPE:.*]] = memref.alloca_scope -> (i64) {
+// CHECK-NEXT: %[[NAME:.*]] = memref.get_global @__bprt_op_0 : memref<{{[0-9]+}}xi8>
+// CHECK-NEXT: %[[NAMEU:.*]] = memref.cast %[[NAME]] : memref<{{[0-9]+}}xi8> to memref<*xi8>
+// CHECK-NEXT: %{{.*}} = func.call @_bprt_op(%[[NAMEU]]) : (memref<*xi8>) -> i64
 // CHECK: %[[TEAM:.*]] = arith.constant 22 : i64
 // CHECK: %[[GS:.*]] = memref.alloca() : memref<2xindex>
 // CHECK: memref.store %[[G0]], %[[GS]]
@@ -66,6 +72,7 @@ func.func @permute_static(%local: tensor<2x6xi64>, %g0: index, %g1: index, %o0: 
 // CHECK-LABEL: module {
 // CHECK-NEXT: func.func private @_bprt_all_gather_bf16(i64, memref<*xi64>, memref<*xbf16>, memref<*xbf16>, i64) -> i64
 // CHECK-NEXT: func.func private @_bprt_all_reduce_f32(i64, memref<*xi64>, memref<*xf32>, memref<*xf32>, i32) -> i64
+// CHECK-NEXT: func.func private @_bprt_op(memref<*xi8>) -> i64
 // CHECK-NEXT: func.func private @_bprt_reduce_scatter_f16(i64, memref<*xi64>, memref<*xf16>, memref<*xf16>, i32, i64) -> i64
 // CHECK-NEXT: func.func private @_bprt_send_recv_i1(i64, memref<*xi1>, memref<*xi1>, i64, i64) -> i64
 // CHECK-NEXT: func.func private @_bprt_wait(i64) -> i64
@@ -97,4 +104,43 @@ func.func @collectives(%x: tensor<8x16xf32>, %h16: tensor<8x?xf16>, %b: tensor<?
   dist.wait %h2
   dist.wait %h3
   return %y, %r, %g, %f : tensor<8x16xf32>, tensor<2x?xf16>, tensor<?x4xbf16>, tensor<4xi1>
+}
+
+// -----
+
+// Rank queries become runtime calls on the mesh's team (its position among
+// the module's meshes), cast to index; the op names are constant globals,
+// one per op: `'id' at file:line:col`.
+// CHECK-LABEL: module {
+// CHECK-NEXT: func.func private @_bprt_all_reduce_i64(i64, memref<*xi64>, memref<*xi64>, memref<*xi64>, i32) -> i64
+// CHECK-NEXT: func.func private @_bprt_nprocs(i64) -> i64
+// CHECK-NEXT: func.func private @_bprt_op(memref<*xi8>) -> i64
+// CHECK-NEXT: func.func private @_bprt_prank(i64) -> i64
+// CHECK-NEXT: func.func private @_bprt_wait(i64) -> i64
+// CHECK-LABEL: func.func @ranks
+// CHECK: %[[TEAM:.*]] = arith.constant 1 : i64
+// CHECK-NEXT: %[[R:.*]] = call @_bprt_prank(%[[TEAM]]) : (i64) -> i64
+// CHECK-NEXT: %[[RI:.*]] = arith.index_cast %[[R]] : i64 to index
+// CHECK: %[[N:.*]] = call @_bprt_nprocs(%{{.*}}) : (i64) -> i64
+// CHECK-NEXT: %[[NI:.*]] = arith.index_cast %[[N]] : i64 to index
+// CHECK: memref.get_global @__bprt_op_0
+// CHECK: call @_bprt_all_reduce_i64
+// CHECK: memref.get_global @__bprt_op_1
+// CHECK: call @_bprt_all_reduce_i64
+// CHECK: return %[[RI]], %[[NI]]
+// 'ar' at ...: the quote, a, r, quote, space, a, t, space.
+// CHECK: memref.global "private" constant @__bprt_op_0 : memref<{{[0-9]+}}xi8> = dense<[39, 97, 114, 39, 32, 97, 116, 32,
+// CHECK-NEXT: memref.global "private" constant @__bprt_op_1 : memref<{{[0-9]+}}xi8> = dense<[39, 97, 114, 50, 39, 32,
+// CHECK-NOT: memref.global
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @dp(axes = ["dp"], shape = [2])
+dist.mesh @tp(axes = ["tp"], shape = [4])
+func.func @ranks(%x: tensor<4xi64>) -> (index, index, tensor<4xi64>) {
+  %r = dist.rank on @tp
+  %n = "dist.num_ranks"() {mesh = @tp} : () -> index
+  %h0, %y0 = dist.all_reduce_start %x on @tp over [0, 1, 2, 3] reduction = sum phase = forward bytes = 32 {id = "ar", lineage = "l"} : tensor<4xi64>
+  dist.wait %h0
+  %h1, %y1 = dist.all_reduce_start %y0 on @tp over [0, 1, 2, 3] reduction = sum phase = forward bytes = 32 {id = "ar2", lineage = "l"} : tensor<4xi64>
+  dist.wait %h1
+  return %r, %n, %y1 : index, index, tensor<4xi64>
 }

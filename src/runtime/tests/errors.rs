@@ -425,7 +425,7 @@ fn error_codes_round_trip() {
 #[test]
 fn symbol_table_lists_every_entry_point_once() {
     let table = symbols();
-    assert_eq!(table.len(), 4 + 8 * 10);
+    assert_eq!(table.len(), 5 + 8 * 10);
     let names: HashSet<&str> = table.iter().map(|(n, _)| *n).collect();
     assert_eq!(names.len(), table.len());
     for suffix in ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "i1", "index"] {

@@ -1,0 +1,67 @@
+// Programs that fail at run time; errors.test runs each one.
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @world(axes = ["tp"], shape = [4])
+func.func private @_bprt_wait(i64) -> i64
+
+// Rank 0 sums, the others take the maximum: mismatched collectives.
+func.func @mismatch() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c0 = arith.constant 0 : index
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  %first = arith.cmpi eq, %r, %c0 : index
+  %y = scf.if %first -> tensor<4xf32> {
+    %s = dist.all_reduce %x on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_sum", lineage = "l"} : tensor<4xf32>
+    scf.yield %s : tensor<4xf32>
+  } else {
+    %m = dist.all_reduce %x on @world over [0, 1, 2, 3] reduction = max phase = forward bytes = 16 {id = "ar_max", lineage = "l"} : tensor<4xf32>
+    scf.yield %m : tensor<4xf32>
+  }
+  return %y : tensor<4xf32>
+}
+
+// Rank 0 lists the participants in another order than the others.
+func.func @participants() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c0 = arith.constant 0 : index
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  %first = arith.cmpi eq, %r, %c0 : index
+  %y = scf.if %first -> tensor<4xf32> {
+    %s = dist.all_reduce %x on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_fwd", lineage = "l"} : tensor<4xf32>
+    scf.yield %s : tensor<4xf32>
+  } else {
+    %m = dist.all_reduce %x on @world over [3, 2, 1, 0] reduction = sum phase = forward bytes = 16 {id = "ar_rev", lineage = "l"} : tensor<4xf32>
+    scf.yield %m : tensor<4xf32>
+  }
+  return %y : tensor<4xf32>
+}
+
+// A wait on a handle the runtime never gave out.
+func.func @unknown_handle() {
+  %h = arith.constant 42 : i64
+  %s = func.call @_bprt_wait(%h) : (i64) -> i64
+  return
+}
+
+// The all-reduce's handle (the rank's first, 1) is waited on again.
+func.func @double_wait() -> tensor<4xf32> {
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  %y = dist.all_reduce %x on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar", lineage = "l"} : tensor<4xf32>
+  %h = arith.constant 1 : i64
+  %s = func.call @_bprt_wait(%h) : (i64) -> i64
+  return %y : tensor<4xf32>
+}
+
+// Rank 0 never joins the all-reduce: the others wait until the timeout.
+func.func @timeout() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c0 = arith.constant 0 : index
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  %first = arith.cmpi eq, %r, %c0 : index
+  %y = scf.if %first -> tensor<4xf32> {
+    scf.yield %x : tensor<4xf32>
+  } else {
+    %s = dist.all_reduce %x on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_late", lineage = "l"} : tensor<4xf32>
+    scf.yield %s : tensor<4xf32>
+  }
+  return %y : tensor<4xf32>
+}

@@ -1,0 +1,6 @@
+//! `blueprint-run`: lowers, JIT-compiles and runs a `dist` program on
+//! in-process ranks or under `mpirun`. See `blueprint-run --help`.
+
+fn main() {
+    std::process::exit(blueprint::tool::run(blueprint::run::main_with_args));
+}
