@@ -85,8 +85,9 @@ fn push_element(elements: &mut Vec<PipelineElement>, text: &str, error: &dyn Fn(
     Ok(())
 }
 
-/// Adds `elements` to `top`; with `verify_each`, Blueprint's verifiers run
-/// after every pass, as MLIR's own verifier does.
+/// Adds `elements` to `top`; with `verify_each`, MLIR's and Blueprint's
+/// verifiers run after every pass that may change the IR (turn the pass
+/// manager's own verifier off: it would verify after every pass).
 ///
 /// # Errors
 /// An unknown Blueprint pass or upstream pipeline text MLIR rejects.
@@ -119,7 +120,8 @@ pub fn add_elements(top: &OperationPassManager, elements: &[PipelineElement], ve
 pub fn run_pipeline(context: &Context, module: &mut Module, text: &str) -> Result<()> {
     let elements = parse_pipeline(text)?;
     let pass_manager = PassManager::new(context);
-    pass_manager.enable_verifier(true);
+    // `add_elements` verifies after every pass that may change the IR.
+    pass_manager.enable_verifier(false);
     add_elements(&pass_manager.as_operation_pass_manager(), &elements, true)?;
     let failed = || Error::Pipeline { pipeline: text.to_string(), reason: "a pass failed (see the diagnostics)".into() };
     pass_manager.run(module).map_err(|_| failed())?;

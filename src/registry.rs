@@ -121,10 +121,11 @@ pub static PASSES: &[PassInfo] = &[
     },
 ];
 
-/// The verifier pass, which the driver also runs after every pass.
+/// The verifier the drivers run after every pass that may change the IR:
+/// MLIR's verifier and Blueprint's (the pass manager's own verifier is off).
 #[must_use]
 pub fn create_verify_pass() -> Pass {
-    crate::passes::verify_pass::create()
+    crate::passes::verify_pass::after_pass::create()
 }
 
 #[must_use]
