@@ -138,14 +138,16 @@ fn report_scaling(
     sink: &DiagnosticSink,
     runs: usize,
 ) {
+    // Linear means a constant cost per unit of n (n collectives, n
+    // participants of one collective, n functions), not per op.
     let mut costs = Vec::new();
     for &n in sizes {
         let (took, ops) = per_op(context, sink, &make(n), pipeline, runs);
-        let each = took.as_secs_f64() * 1e6 / ops as f64;
+        let each = took.as_secs_f64() * 1e6 / n as f64;
         costs.push(each);
-        println!("{what:<34} n = {n:>7}: {:>10.2?} for {ops:>8} ops, {each:>7.2} µs/op", took);
+        println!("{what:<34} n = {n:>7}: {:>10.2?} for {ops:>8} ops, {each:>7.3} µs per n", took);
     }
-    println!("{what:<34} cost per op, largest / smallest: {:.2} (1.0 = linear)", costs[costs.len() - 1] / costs[0]);
+    println!("{what:<34} cost per n, largest / smallest: {:.2} (1.0 = linear)", costs[costs.len() - 1] / costs[0]);
 }
 
 /// Configurations per second of `blueprint-search`'s evaluation (the
