@@ -6,7 +6,7 @@
 //! profiles, anything an estimate reads) are not part of any layer, so they
 //! never change a digest.
 
-use melior::ir::{block::BlockLike, operation::OperationLike, operation::OperationPrintingFlags, OperationRef, RegionLike};
+use melior::ir::{operation::OperationLike, operation::OperationPrintingFlags, OperationRef};
 use sha2::{Digest, Sha256};
 
 use crate::ir::dialect_of;
@@ -40,15 +40,7 @@ pub fn layer_digest(module: OperationRef, dialect: &str) -> String {
 }
 
 fn top_level_ops<'c, 'a>(module: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
-    let mut ops = Vec::new();
-    let Ok(region) = module.region(0) else { return ops };
-    let Some(block) = region.first_block() else { return ops };
-    let mut next = block.first_operation();
-    while let Some(op) = next {
-        ops.push(op);
-        next = op.next_in_block();
-    }
-    ops
+    crate::ir::region_ops(module, 0)
 }
 
 fn holds_dialect(op: OperationRef, dialect: &str) -> bool {

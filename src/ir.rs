@@ -2,9 +2,10 @@
 
 use melior::ir::{
     attribute::{ArrayAttribute, DenseI64ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute, IntegerAttribute},
+    block::BlockLike,
     operation::{OperationLike, WalkOrder, WalkResult},
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
-    Attribute, AttributeLike, OperationRef, Type, TypeLike, Value, ValueLike,
+    Attribute, AttributeLike, OperationRef, RegionLike, Type, TypeLike, Value, ValueLike,
 };
 
 /// Every op under `root` (itself included) in pre-order. The walk's
@@ -18,6 +19,21 @@ pub fn collect_ops<'c, 'a>(root: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, '
         WalkResult::Advance
     });
     raw.into_iter().map(|r| unsafe { OperationRef::from_raw(r) }).collect()
+}
+
+/// The ops directly in the first block of region `index` of `op` (the
+/// whole region for Blueprint's single-block regions and for modules);
+/// empty when there is no such region.
+#[must_use]
+pub fn region_ops<'c, 'a>(op: OperationRef<'c, 'a>, index: usize) -> Vec<OperationRef<'c, 'a>> {
+    let mut ops = Vec::new();
+    let Some(block) = op.region(index).ok().and_then(|r| r.first_block()) else { return ops };
+    let mut next = block.first_operation();
+    while let Some(current) = next {
+        ops.push(current);
+        next = current.next_in_block();
+    }
+    ops
 }
 
 /// The op's full name, `dialect.mnemonic`.
@@ -75,6 +91,12 @@ pub fn enum_attr<E: crate::ods::OdsEnum>(op: OperationRef, name: &str) -> Option
 #[must_use]
 pub fn int_attr(op: OperationRef, name: &str) -> Option<i64> {
     int_value(op.attribute(name).ok()?)
+}
+
+/// A non-negative integer attribute (counts, sizes, indices).
+#[must_use]
+pub fn u64_attr(op: OperationRef, name: &str) -> Option<u64> {
+    int_attr(op, name).and_then(|v| u64::try_from(v).ok())
 }
 
 #[must_use]

@@ -7,7 +7,8 @@
 /// `builtin.module`: its name, command-line argument, summary, the function
 /// that runs it, and optionally the dialects it creates ops of.
 /// The dialects a pass may create ops of: Blueprint's three and `func`
-/// (every pass may), then `extra`. A host that has not loaded them (stock
+/// (every pass may), then `extra`; with no `extra`, what a host must load
+/// to hold Blueprint IR (the C API's registration). A host that has not loaded them (stock
 /// `mlir-opt` on ModelIR) loads them before the pass runs.
 #[must_use]
 pub fn dependent_dialects(extra: &[melior::dialect::DialectHandle]) -> Vec<melior::dialect::DialectHandle> {

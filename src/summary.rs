@@ -204,7 +204,7 @@ pub struct LayerWork {
 }
 
 fn count(op: OperationRef, name: &str) -> u64 {
-    int_attr(op, name).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+    crate::ir::u64_attr(op, name).unwrap_or(0)
 }
 
 fn class_of(op: OperationRef, kind: &str) -> TaskClass {
@@ -272,16 +272,8 @@ pub fn estimate_work(module: OperationRef, dialect: &str) -> LayerWork {
         let kind = OpKind::of(op);
         if matches!(kind, Some(OpKind::DistChunk | OpKind::PlanChunk)) && (count(op, "stage"), count(op, "chunk")) != (0, 0) {
             // The transfers of this chunk, not its template.
-            if let Ok(boundary) = op.region(1) {
-                let mut block = boundary.first_block();
-                while let Some(b) = block {
-                    let mut next = b.first_operation();
-                    while let Some(inner) = next {
-                        raw.extend(collect_ops(inner).into_iter().map(|o| o.to_raw()));
-                        next = inner.next_in_block();
-                    }
-                    block = b.next_in_region();
-                }
+            for inner in crate::ir::region_ops(op, 1) {
+                raw.extend(collect_ops(inner).into_iter().map(|o| o.to_raw()));
             }
             return WalkResult::Skip;
         }

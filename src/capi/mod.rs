@@ -23,10 +23,9 @@ use mlir_sys::{
     MlirOperation, MlirPass, MlirStringCallback, MlirStringRef,
 };
 
-use crate::{context::blueprint_dialect_handles, estimate_cli::EstimateArgs, registry::PASSES, workload::TrainingSpec};
+use crate::{estimate_cli::EstimateArgs, registry::PASSES, workload::TrainingSpec};
 
 extern "C" {
-    fn mlirGetDialectHandle__func__() -> mlir_sys::MlirDialectHandle;
     /// `src/capi/pass_registration.cpp`.
     fn blueprint_register_pass_by_index(index: isize);
 }
@@ -82,12 +81,10 @@ pub extern "C" fn blueprintRegisterDialects(registry: MlirDialectRegistry) -> Ml
         return FAILURE;
     }
     let ok = catch_unwind(|| {
-        for handle in blueprint_dialect_handles() {
+        for handle in crate::pass_macro::dependent_dialects(&[]) {
             // SAFETY: a live registry and a static handle.
             unsafe { mlirDialectHandleInsertDialect(handle.to_raw(), registry) };
         }
-        // SAFETY: as above.
-        unsafe { mlirDialectHandleInsertDialect(mlirGetDialectHandle__func__(), registry) };
     });
     if ok.is_ok() {
         SUCCESS
@@ -103,12 +100,10 @@ pub extern "C" fn blueprintLoadDialects(context: MlirContext) -> MlirLogicalResu
         return FAILURE;
     }
     let ok = catch_unwind(|| {
-        for handle in blueprint_dialect_handles() {
+        for handle in crate::pass_macro::dependent_dialects(&[]) {
             // SAFETY: a live context and a static handle.
             unsafe { mlirDialectHandleLoadDialect(handle.to_raw(), context) };
         }
-        // SAFETY: as above.
-        unsafe { mlirDialectHandleLoadDialect(mlirGetDialectHandle__func__(), context) };
     });
     if ok.is_ok() {
         SUCCESS

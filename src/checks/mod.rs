@@ -108,7 +108,7 @@ mod mesh_strategy {
             ("blocks", spec.model.blocks, "blocks"),
         ];
         for (attribute, value, source) in want {
-            let found = crate::ir::int_attr(op, attribute).and_then(|v| u64::try_from(v).ok());
+            let found = crate::ir::u64_attr(op, attribute);
             if found != Some(value) {
                 let found = found.map_or_else(|| "none".to_string(), |f| f.to_string());
                 checker.error(op, format!("'{}' has {attribute} = {found}, but the strategy has {source} = {value}", kind.name()));

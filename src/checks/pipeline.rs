@@ -14,11 +14,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike};
+use melior::ir::{operation::OperationLike, OperationRef};
 
 use super::{bound_spec, Checker, ExternalPass};
 use crate::{
-    ir::{collect_ops, enum_attr, i64_array_attr, int_attr, str_attr, symbol_attr},
+    ir::{collect_ops, enum_attr, i64_array_attr, str_attr, symbol_attr},
     ods::{self, OpKind},
     workload::{derive_training_block, BlockFacts, Recompute},
 };
@@ -39,7 +39,7 @@ struct Pipeline {
 }
 
 fn count(op: OperationRef, name: &str) -> Option<u64> {
-    int_attr(op, name).and_then(|v| u64::try_from(v).ok())
+    crate::ir::u64_attr(op, name)
 }
 
 fn check(checker: &mut Checker, module: OperationRef) {
@@ -139,23 +139,8 @@ fn structured_transfers(checker: &mut Checker, pipeline_op: OperationRef, pipeli
     let (p, v) = (pipeline.stages, pipeline.chunks);
     for chunk_op in ops.iter().filter(|op| OpKind::of(**op) == Some(OpKind::DistChunk) && symbol_attr(**op, "pipeline") == Some(name)) {
         let (Some(stage), Some(chunk)) = (count(*chunk_op, "stage"), count(*chunk_op, "chunk")) else { continue };
-        let transfers: Vec<OperationRef> = chunk_op
-            .region(1)
-            .ok()
-            .map(|region| {
-                let mut found = Vec::new();
-                let mut block = region.first_block();
-                while let Some(b) = block {
-                    let mut next = b.first_operation();
-                    while let Some(op) = next {
-                        found.extend(collect_ops(op).into_iter().filter(|o| is_transfer(*o)));
-                        next = op.next_in_block();
-                    }
-                    block = b.next_in_region();
-                }
-                found
-            })
-            .unwrap_or_default();
+        let transfers: Vec<OperationRef> =
+            crate::ir::region_ops(*chunk_op, 1).into_iter().flat_map(collect_ops).filter(|o| is_transfer(*o)).collect();
         for forward in [true, false] {
             let want = expected(p, v, stage, chunk, forward, facts);
             let phase = if forward { ods::Phase::Forward } else { ods::Phase::ActivationGradient };

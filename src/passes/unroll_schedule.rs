@@ -33,7 +33,7 @@ use melior::{
 
 use crate::{
     dialects::Builder,
-    ir::{collect_ops, enum_attr, i64_array_attr, int_attr, str_attr, symbol_attr},
+    ir::{collect_ops, enum_attr, i64_array_attr, str_attr, symbol_attr},
     ods::{OpKind, Phase},
 };
 
@@ -93,19 +93,13 @@ struct ChunkTasks<'c, 'a> {
 }
 
 fn count(op: OperationRef, name: &str) -> u64 {
-    int_attr(op, name).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+    crate::ir::u64_attr(op, name).unwrap_or(0)
 }
 
+/// A chunk region's ops without its terminator.
 fn region_ops<'c, 'a>(op: OperationRef<'c, 'a>, index: usize) -> Vec<OperationRef<'c, 'a>> {
-    let mut ops = Vec::new();
-    let Some(block) = op.region(index).ok().and_then(|r| r.first_block()) else { return ops };
-    let mut next = block.first_operation();
-    while let Some(current) = next {
-        next = current.next_in_block();
-        if OpKind::of(current) != Some(OpKind::DistYield) {
-            ops.push(current);
-        }
-    }
+    let mut ops = crate::ir::region_ops(op, index);
+    ops.retain(|o| OpKind::of(*o) != Some(OpKind::DistYield));
     ops
 }
 
