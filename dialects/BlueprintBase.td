@@ -105,6 +105,9 @@ def Blueprint_CommunicationCapability
     I32EnumAttrCase<"all_gather", 2>, I32EnumAttrCase<"all_to_all", 3>,
     I32EnumAttrCase<"broadcast", 4>, I32EnumAttrCase<"point_to_point", 5>]>;
 
+def Blueprint_TileOverlap : Blueprint_Enum<"TileOverlap", "how a tiled collective overlaps its linear", [
+    I32EnumAttrCase<"ring", 0>, I32EnumAttrCase<"pipe", 1>]>;
+
 def Blueprint_ConcurrencyGroup : Blueprint_Enum<"ConcurrencyGroup", "concurrency group", [
     I32EnumAttrCase<"compute", 0>, I32EnumAttrCase<"network", 1>]>;
 

@@ -102,6 +102,14 @@ defvar Dist_TaskAttrs = (ins StrAttr:$id, FlatSymbolRefAttr:$mesh,
 defvar Dist_Placement = (ins OptionalAttr<DenseI64ArrayAttr>:$slice,
                              OptionalAttr<DenseI64ArrayAttr>:$ranks);
 defvar Dist_PlacementFormat = "(`slice` $slice^)? (`ranks` $ranks^)?";
+// A TP collective tiled with the linear it feeds or drains: the id of the
+// linear's task in the same phase (the weight-gradient task for a
+// re-communication), the tile count and the overlap schedule. All three or
+// none.
+defvar Dist_Tiling = (ins OptionalAttr<StrAttr>:$tiled_with,
+                          OptionalAttr<Blueprint_PositiveCount>:$tiles,
+                          OptionalAttr<Blueprint_TileOverlap>:$overlap);
+defvar Dist_TilingFormat = "(`tiled_with` $tiled_with^)? (`tiles` `=` $tiles^)? (`overlap` `=` $overlap^)?";
 
 //===----------------------------------------------------------------------===//
 // Program structure
@@ -410,10 +418,10 @@ class Dist_AsyncStartFormDoc<string mnemonic, string operands> {
 multiclass Dist_Collective<string mnemonic, string summary_, string doc, dag extra,
                            string extraFormat, bit sameType, string startExample> {
   defvar types = Dist_CommTypes<sameType>;
-  defvar fmt = !strconcat("$input ", Dist_DepsFormat, " `on` $mesh ", Dist_PlacementFormat, " (`over` $participants^)? (`axes` $mesh_axes^)? ", extraFormat, " `phase` `=` $phase `bytes` `=` $message_bytes attr-dict `:` ", types.format);
+  defvar fmt = !strconcat("$input ", Dist_DepsFormat, " `on` $mesh ", Dist_PlacementFormat, " (`over` $participants^)? (`axes` $mesh_axes^)? ", extraFormat, " ", Dist_TilingFormat, " `phase` `=` $phase `bytes` `=` $message_bytes attr-dict `:` ", types.format);
   defvar args = Dist_CommArguments<!con(
       (ins OptionalAttr<DenseI64ArrayAttr>:$participants, OptionalAttr<StrArrayAttr>:$mesh_axes),
-      Dist_Placement, extra)>.value;
+      Dist_Placement, extra, Dist_Tiling)>.value;
   def "" : Dist_CollectiveOp<mnemonic, types.traits> {
     let summary = summary_;
     let description = doc;
@@ -443,6 +451,20 @@ defm Dist_AllReduce : Dist_Collective<"all_reduce",
            {id = "attn.tp_exit.fwd", lineage = "attn.dropout"} : tensor<4x2048x6144xf16>
     %g = dist.all_reduce %t on @world slice [-1, 2, -1] axes ["dp"] reduction = sum phase = weight_gradient
            bytes = 453083136 {id = "dp.grad_reduce", lineage = "block"} : !dist.token
+    ```
+
+    Every collective may be *tiled* with the linear it feeds or drains
+    (`mapping.tp_overlap`, Calculon's `LinearOverlapped`): `tiled_with`
+    names the compute task of that linear in the same phase (its weight
+    gradient for a `recommunication`), `tiles` the pieces the linear runs
+    in, `overlap` the schedule (`ring`: each piece's transfer hides behind
+    the next piece's compute; `pipe`: the same plus one exposed piece). A
+    tiled collective's local work is its reduction only.
+
+    ```mlir
+    %r = dist.all_reduce %y on @tp over [0, 1, 2, 3] reduction = sum tiled_with "attn.proj.fwd" tiles = 4
+           overlap = ring phase = forward bytes = 100663296 {id = "attn.tp_exit.fwd", lineage = "attn.dropout",
+           ops = 75497472} : tensor<4x2048x6144xf16>
     ```
 }], (ins Blueprint_Reduction:$reduction, OptionalAttr<I64Attr>:$axis),
     "`reduction` `=` $reduction", 1,

@@ -105,20 +105,28 @@ def Plan_CollectiveTaskOp : Plan_TaskOp<"collective_task"> {
     collective or point-to-point task; the capability names the
     communication it needs; `mesh_axes` names the logical mesh axes it spans
     (which abstract network scope it needs: tensor-, pipeline- or
-    data-parallel).
+    data-parallel). `tiled_with`, `tiles` and `overlap` are copied from a
+    tiled dist collective: the id of the compute task it overlaps, in
+    `tiles` pieces on a `ring` or `pipe` schedule.
 
     ```mlir
     %t = plan.collective_task "fw.ar0" after(%a) all_reduce bytes = 100663296 phase = forward
            ops = 0 read = 0 write = 0 demand(0, 0, 100663296) ranks = 8 group = network
            {lineage = "fw.ar0", mesh_axes = ["tp"]}
+    %u = plan.collective_task "attn.tp_exit.fwd" after(%t) all_reduce bytes = 100663296 phase = forward
+           ops = 44040192 read = 0 write = 0 demand(44040192, 0, 100663296) ranks = 8 group = network
+           tiled_with "attn.proj.fwd" tiles = 8 overlap = ring {lineage = "attn.dropout", mesh_axes = ["tp"]}
     ```
   }];
   let arguments = !con((ins Variadic<Plan_Token>:$deps), Plan_TaskAttrs,
                        (ins Blueprint_CommunicationCapability:$capability,
                             Blueprint_Count:$message_bytes,
-                            OptionalAttr<StrArrayAttr>:$mesh_axes));
+                            OptionalAttr<StrArrayAttr>:$mesh_axes,
+                            OptionalAttr<StrAttr>:$tiled_with,
+                            OptionalAttr<Blueprint_PositiveCount>:$tiles,
+                            OptionalAttr<Blueprint_TileOverlap>:$overlap));
   let results = (outs Plan_Token:$token);
-  let assemblyFormat = !strconcat("$id (`after` `(` $deps^ `)`)? $capability `bytes` `=` $message_bytes ", Plan_TaskFormat, " attr-dict");
+  let assemblyFormat = !strconcat("$id (`after` `(` $deps^ `)`)? $capability `bytes` `=` $message_bytes ", Plan_TaskFormat, " (`tiled_with` $tiled_with^)? (`tiles` `=` $tiles^)? (`overlap` `=` $overlap^)? attr-dict");
 }
 
 def Plan_BufferOp : Plan_Op<"buffer", [Symbol]> {

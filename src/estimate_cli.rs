@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::{
-    estimate::{estimate, Capability, EstimateOptions, TaskClass as EstimateClass, TaskFacts, TimingSeconds, TpOverlap},
+    estimate::{estimate, Capability, EstimateOptions, TaskClass as EstimateClass, TaskFacts, TaskTiling, TimingSeconds, TpOverlap},
     pictures::{memory::memory_svg, timeline::timeline_svg, timeline::TimelineLabels},
     schedule::{ProcessorMemory, Schedule, Slot},
     simulate::{simulate, slots_from_triples, ChunkDurations, Communication, Simulation, StepInput},
@@ -22,7 +22,9 @@ pub struct EstimateArgs {
     pub pp_net: Option<usize>,
     pub dp_net: Option<usize>,
     pub dp_overlap: bool,
-    pub tp_overlap: TpOverlap,
+    /// What the user expects the plan to tile (`--tp-overlap`): checked
+    /// against the plan's strategy, since tiling is part of the program.
+    pub tp_overlap: Option<TpOverlap>,
     pub allow_over_capacity: bool,
     /// Where to draw the simulated step and the per-stage memory.
     pub timeline: Option<String>,
@@ -67,12 +69,12 @@ impl EstimateArgs {
                 })
             }
             "--tp-overlap" => {
-                self.tp_overlap = match value("--tp-overlap")?.as_str() {
+                self.tp_overlap = Some(match value("--tp-overlap")?.as_str() {
                     "none" => TpOverlap::None,
                     "ring" => TpOverlap::Ring,
                     "pipe" => TpOverlap::Pipe,
                     other => return Err(format!("blueprint-translate: --tp-overlap takes none, ring or pipe, got '{other}'")),
-                }
+                })
             }
             _ => return Ok(false),
         }
@@ -142,6 +144,14 @@ pub fn estimate_tasks(work: &LayerWork) -> Vec<TaskFacts> {
                 message_bytes: t.message_bytes,
                 shared_by: t.shared_by,
                 group_size: None,
+                tiling: t.tiling.as_ref().map(|(with, tiles, overlap)| TaskTiling {
+                    with: crate::lineage::base_id(with).to_string(),
+                    tiles: *tiles,
+                    overlap: match overlap {
+                        crate::ods::TileOverlap::Ring => TpOverlap::Ring,
+                        crate::ods::TileOverlap::Pipe => TpOverlap::Pipe,
+                    },
+                }),
             })
         })
         .collect()
@@ -186,8 +196,15 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     };
     let binding =
         NetworkBinding { tp: need(args.tp_net, "--tp-net")?, pp: need(args.pp_net, "--pp-net")?, dp: need(args.dp_net, "--dp-net")? };
-    let options =
-        EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false, tensor_par_overlap: args.tp_overlap };
+    if let Some(asked) = args.tp_overlap.filter(|asked| *asked != spec.mapping.tp_overlap) {
+        return Err(format!(
+            "blueprint-translate: error: --tp-overlap {} does not match the plan, distributed with mapping.tp_overlap = {}: tiling the TP collectives with their linears changes the block's tasks and memory (Q, K and V fuse into one linear, as in Calculon), so it is a strategy choice; set mapping.tp_overlap = \"{}\" in the spec and distribute again",
+            asked.name(),
+            spec.mapping.tp_overlap.name(),
+            asked.name()
+        ));
+    }
+    let options = EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false };
     let tasks = estimate_tasks(work);
     let block = work.block_facts();
     let estimate = estimate(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;

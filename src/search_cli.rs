@@ -35,7 +35,7 @@ OPTIONS:\n\
 \x20 --datatype T            float8, float16 (default), bfloat16 or float32\n\
 \x20 --top K                 Configurations to report (default 10)\n\
 \x20 --no-dp-overlap         Do not explore DP overlap\n\
-\x20 --no-tp-overlap         Accepted for Calculon compatibility: TP overlap is never explored (not supported by the estimate)\n\
+\x20 --no-tp-overlap         Do not explore TP overlap (ring / pipe tiling of the TP collectives)\n\
 \x20 --fused-activation F    true (default, as Calculon), false or all\n\
 \x20 --calculon-dp-overlap   Rank by Calculon's DP-overlap figure (with its recompute defect)\n\
 \x20 --threads T             Worker threads (default: every core)\n\
@@ -57,6 +57,7 @@ struct Args {
     datatype: Option<Datatype>,
     top: Option<usize>,
     no_dp_overlap: bool,
+    no_tp_overlap: bool,
     fused: Option<Vec<bool>>,
     calculon_dp_overlap: bool,
     threads: Option<usize>,
@@ -105,7 +106,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                 });
             }
             "--no-dp-overlap" => a.no_dp_overlap = true,
-            "--no-tp-overlap" => {}
+            "--no-tp-overlap" => a.no_tp_overlap = true,
             "--calculon-dp-overlap" => a.calculon_dp_overlap = true,
             "-o" => a.output = Some(value("-o")?),
             "--emit-plan" => a.emit_plan = Some(value("--emit-plan")?),
@@ -185,6 +186,7 @@ fn run(args: &[String]) -> Result<i32, String> {
         datatype: a.datatype.unwrap_or(Datatype::Float16),
         top: a.top.unwrap_or(10),
         dp_overlap: !a.no_dp_overlap,
+        tp_overlap: !a.no_tp_overlap,
         fused_activation: a.fused.unwrap_or_else(|| vec![true]),
         calculon_dp_overlap: a.calculon_dp_overlap,
         samples: a.samples,

@@ -128,7 +128,7 @@ impl ChunkDurations {
         let blocks = blocks_per_chunk as f64;
         let chunk_fw = base * s.bfw + s.efw;
         let chunk_bw = base * s.bbw + s.ebw;
-        let recompute = blocks * t.block_re_time + base * t.baseblock_recomm_time + t.edgeblock_recomm_time;
+        let recompute = blocks * t.block_re_time + base * t.baseblock_recomm_time_exposed + t.edgeblock_recomm_time_exposed;
         Self {
             forward: chunk_fw - t.block_fw_pp_time,
             recompute,

@@ -72,6 +72,9 @@ pub struct TaskWork {
     pub message_bytes: u64,
     /// Ranks that split the task's work evenly (1 when unshared).
     pub shared_by: u64,
+    /// A collective tiled with a linear: the linear's task id, the tiles
+    /// and the schedule.
+    pub tiling: Option<(String, u64, ods::TileOverlap)>,
     pub site: Site,
     /// How many times the task runs in the step (on each rank of its slice).
     pub runs: u64,
@@ -324,6 +327,9 @@ fn layer_work_of<'c, 'a>(ops: Vec<OperationRef<'c, 'a>>, dialect: &str) -> Layer
                 write_bytes: count(op, "write_bytes"),
                 message_bytes: count(op, "message_bytes"),
                 shared_by: count(op, "shared_by").max(1),
+                tiling: str_attr(op, "tiled_with").map(|with| {
+                    (with.to_string(), count(op, "tiles"), enum_attr::<ods::TileOverlap>(op, "overlap").unwrap_or(ods::TileOverlap::Ring))
+                }),
                 site,
                 runs,
                 representative,
@@ -443,7 +449,11 @@ impl LayerWork {
     /// The block facts these tasks and memory facts state.
     #[must_use]
     pub fn block_facts(&self) -> BlockFacts {
-        let flops = |p: &str| self.block_phase(p).ops;
+        // Calculon's flops of a tiled linear leave its collective's reduction out.
+        let flops = |p: &str| {
+            let tiled: u64 = self.representative().filter(|t| t.phase == p && t.tiling.is_some()).map(|t| t.ops).sum();
+            self.block_phase(p).ops.saturating_sub(tiled)
+        };
         let bytes = |p: &str| {
             let t = self.block_phase(p);
             t.read_bytes + t.write_bytes
@@ -563,6 +573,10 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             write_bytes: inv.write_bytes,
             message_bytes: inv.message_bytes(),
             shared_by: inv.shared_by,
+            tiling: inv.tiling.as_ref().map(|t| {
+                let overlap = if t.overlap == crate::workload::TpOverlap::Pipe { ods::TileOverlap::Pipe } else { ods::TileOverlap::Ring };
+                (format!("{}.{}", t.with, crate::workload::tiled_phase(inv.phase).suffix()), t.tiles, overlap)
+            }),
             site: Site::Flat,
             runs: if phase == "optimizer" { blocks } else { blocks.saturating_mul(microbatches) },
             representative: true,
@@ -580,6 +594,7 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             write_bytes: 0,
             message_bytes: bytes,
             shared_by: 1,
+            tiling: None,
             site: Site::Flat,
             runs,
             representative: false,

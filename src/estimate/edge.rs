@@ -29,6 +29,15 @@ fn gather(task: &TaskFacts, phase: Phase) -> TaskFacts {
         message_bytes: task.message_bytes,
         shared_by: 1,
         group_size: task.group_size,
+        // The linear it overlaps, in its own phase.
+        tiling: task.tiling.as_ref().map(|t| super::TaskTiling {
+            with: format!(
+                "{}.{}",
+                t.with.rsplit_once('.').map_or(t.with.as_str(), |(s, _)| s),
+                crate::workload::tiled_phase(phase).suffix()
+            ),
+            ..t.clone()
+        }),
     }
 }
 

@@ -37,6 +37,7 @@ use thiserror::Error;
 
 use crate::schedule::ProcessorMemory;
 use crate::system::{datatype_name, NetworkBinding, NetworkBindingError, NetworkOp, SystemProfile};
+pub use crate::workload::TpOverlap;
 use crate::workload::{BlockDerivation, BlockFacts, CollectiveKind, Engine, Phase, PrimitiveInvocation, SpecError, TrainingSpec};
 
 pub use layer_time::BlockTimes;
@@ -151,6 +152,19 @@ pub struct TaskFacts {
     /// Ranks of the collective's group when the task states them; else the
     /// strategy's group for the task's class (TP for the block's collectives).
     pub group_size: Option<u64>,
+    /// A TP collective tiled with a linear.
+    pub tiling: Option<TaskTiling>,
+}
+
+/// How a collective task is tiled with a linear (the plan's `tiled_with`,
+/// `tiles`, `overlap`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskTiling {
+    /// Base id of the linear's task it overlaps (its weight gradient for a
+    /// re-communication), e.g. `attn.proj.fwd`.
+    pub with: String,
+    pub tiles: u64,
+    pub overlap: TpOverlap,
 }
 
 impl TaskFacts {
@@ -179,6 +193,11 @@ impl From<&PrimitiveInvocation> for TaskFacts {
             message_bytes: inv.message_bytes(),
             shared_by: inv.shared_by,
             group_size: None,
+            tiling: inv.tiling.as_ref().map(|t| TaskTiling {
+                with: format!("{}.{}", t.with, crate::workload::tiled_phase(inv.phase).suffix()),
+                tiles: t.tiles,
+                overlap: t.overlap,
+            }),
         }
     }
 }
@@ -187,27 +206,6 @@ impl From<&PrimitiveInvocation> for TaskFacts {
 #[must_use]
 pub fn block_tasks(derivation: &BlockDerivation) -> Vec<TaskFacts> {
     derivation.invocations.iter().map(TaskFacts::from).collect()
-}
-
-/// Tensor-parallel communication overlap (Calculon's `tensor_par_overlap`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TpOverlap {
-    #[default]
-    None,
-    Ring,
-    Pipe,
-}
-
-impl TpOverlap {
-    #[must_use]
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Ring => "ring",
-            Self::Pipe => "pipe",
-        }
-    }
 }
 
 /// Estimate inputs beyond the plan: they never change a plan.
@@ -220,7 +218,6 @@ pub struct EstimateOptions {
     /// defect) in `timing_seconds` instead of the correct one. Both are in
     /// [`Estimate::dp_overlap`] either way.
     pub calculon_compat_dp_overlap: bool,
-    pub tensor_par_overlap: TpOverlap,
 }
 
 /// Calculon's ten time fields of one step, in seconds.
@@ -324,8 +321,6 @@ pub enum EstimateError {
     MissingDatatype { unit: &'static str, datatype: &'static str },
     #[error("task '{id}': {reason}")]
     Task { id: String, reason: &'static str },
-    #[error("tensor_par_overlap = {0} is not supported by the closed form: Calculon prices an overlapped linear and its collective as one tiled layer (Q, K and V fused, no separate TP layers), a different block structure from the algebra's")]
-    TpOverlapUnsupported(&'static str),
     #[error(
         "calculon_compat_dp_overlap: Calculon's DP-overlap figure follows its layer order, which needs the forward task '{0}'; the block has none"
     )]
@@ -344,7 +339,7 @@ pub enum EstimateError {
 /// # Errors
 /// An invalid spec, a binding that does not fit the system, a datatype the
 /// system does not rate, a task whose capability does not fit its class or
-/// phase, TP overlap (not representable), or, in compat mode, a block
+/// phase, or, in compat mode, a block
 /// without Calculon's layer layout.
 pub fn estimate(
     tasks: &[TaskFacts],
@@ -372,7 +367,7 @@ pub fn estimate(
 /// `spec` must be valid ([`TrainingSpec::validate`]).
 ///
 /// # Errors
-/// TP overlap (not representable), a TP tier that does not exist, a
+/// A TP tier that does not exist, a
 /// datatype the system does not rate, a task whose capability does not fit
 /// its class or phase, or, in compat mode, a block without Calculon's layer
 /// layout.
@@ -384,9 +379,6 @@ pub fn price_block(
     options: &EstimateOptions,
 ) -> Result<BlockTimes, EstimateError> {
     let map = &spec.mapping;
-    if options.tensor_par_overlap != TpOverlap::None {
-        return Err(EstimateError::TpOverlapUnsupported(options.tensor_par_overlap.name()));
-    }
     let datatype = spec.workload.datatype;
     let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
     let tp_tier =

@@ -83,6 +83,7 @@ impl DpOverlapInputs<'_> {
             ov_edge += t.block_optim_time - t.block_optim_mem_time;
             compute += t.block_optim_flops_time;
         }
+        // Calculon subtracts the TP link times here, not the exposed ones.
         if self.shares_tp {
             ov_base -= t.baseblock_recomm_time + t.baseblock_agrad_tp_time;
             ov_edge -= t.edgeblock_recomm_time + t.edgeblock_agrad_tp_time;
@@ -156,10 +157,10 @@ pub(super) fn compose(
     let bw_time = mult * t.block_agrad_time + mult * t.block_wgrad_time;
     let optim_step_time = bpp as f64 * t.block_optim_time;
     let recompute_time = mult * t.block_re_time;
-    let tp_fw = mv * (base * t.baseblock_fw_tp_time + t.edgeblock_fw_tp_time);
-    let tp_bw = mv * (base * t.baseblock_agrad_tp_time + t.edgeblock_agrad_tp_time);
+    let tp_fw = mv * (base * t.baseblock_fw_tp_time_exposed + t.edgeblock_fw_tp_time_exposed);
+    let tp_bw = mv * (base * t.baseblock_agrad_tp_time_exposed + t.edgeblock_agrad_tp_time_exposed);
     let tp_comm_exposed_time = tp_fw + tp_bw;
-    let recomm_exposed_time = mv * (base * t.baseblock_recomm_time + t.edgeblock_recomm_time);
+    let recomm_exposed_time = mv * (base * t.baseblock_recomm_time_exposed + t.edgeblock_recomm_time_exposed);
     let pp_comm_exposed_time = if p > 1 { mv * t.block_fw_pp_time + mv * t.block_bw_pp_time } else { 0.0 };
 
     let BlockSlots { bfw, efw, bbw, ebw, bfw_over, efw_over, bbw_over, ebw_over } = BlockSlots::of(&t);
@@ -276,16 +277,17 @@ impl BlockSlots {
     pub fn of(t: &BlockTimes) -> Self {
         // Nothing is offloaded, so the offload overheads are
         // max(0, memory time − block time) = 0 in practice.
-        let bfw_plain = t.block_fw_time + t.baseblock_fw_tp_time;
-        let efw_plain = t.block_fw_time + t.edgeblock_fw_tp_time + t.block_fw_pp_time;
+        let bfw_plain = t.block_fw_time + t.baseblock_fw_tp_time_exposed;
+        let efw_plain = t.block_fw_time + t.edgeblock_fw_tp_time_exposed + t.block_fw_pp_time;
         let bfw_over = positive_part(t.block_fw_mem_time - bfw_plain);
         let efw_over = positive_part(t.block_fw_mem_time - efw_plain);
-        let bbw_plain = t.block_re_time + t.baseblock_recomm_time + t.block_agrad_time + t.block_wgrad_time + t.baseblock_agrad_tp_time;
+        let bbw_plain =
+            t.block_re_time + t.baseblock_recomm_time_exposed + t.block_agrad_time + t.block_wgrad_time + t.baseblock_agrad_tp_time_exposed;
         let ebw_plain = t.block_re_time
-            + t.edgeblock_recomm_time
+            + t.edgeblock_recomm_time_exposed
             + t.block_agrad_time
             + t.block_wgrad_time
-            + t.edgeblock_agrad_tp_time
+            + t.edgeblock_agrad_tp_time_exposed
             + t.block_bw_pp_time;
         let bw_mem = t.block_agrad_mem_time + t.block_wgrad_mem_time;
         let bbw_over = positive_part(bw_mem - bbw_plain);

@@ -109,6 +109,54 @@ fn every_oracle_case_matches_calculon() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Calculon with `tensor_par_overlap` ring and pipe (see the README beside it).
+const TP_OVERLAP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/tp-overlap-cases.json");
+
+#[test]
+fn tp_overlap_cases_match_calculon() {
+    // Every oracle case with TP > 1 under ring and pipe, and the recorded
+    // p2p_rs_ag, roofline and DP-overlap cases under ring: block facts,
+    // memory per processor and step time.
+    let cases = cases_of(TP_OVERLAP);
+    assert_eq!(cases.len(), 66);
+    assert!(cases.iter().any(|c| c.spec.mapping.tp_overlap == TpOverlap::Pipe));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(TP_OVERLAP).expect("recorded")).expect("JSON");
+    let mut failures = Vec::new();
+    for (case, recorded) in cases.iter().zip(doc["cases"].as_array().expect("cases")) {
+        let derivation = derive_training_block(&case.spec).expect("derives");
+        let facts = BlockFacts::from_derivation(&derivation, &case.spec);
+        let want: BlockFacts = serde_json::from_value(recorded["block"].clone()).expect("block facts");
+        for (field, got, want) in facts.mismatches(&want) {
+            failures.push(format!("{}: {field} = {got}, Calculon {want}", case.name));
+        }
+        let memory = crate::schedule::ProcessorMemory::calculon(&facts, &case.spec);
+        for (field, got) in memory.fields() {
+            let want = recorded["per_processor"][field].as_f64().unwrap_or(f64::NAN);
+            if !close(got, want) {
+                failures.push(format!("{}: per_processor.{field} = {got}, Calculon {want}", case.name));
+            }
+        }
+        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true };
+        failures.extend(mismatches(case, &run(case, &options)));
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn tiled_linears_hide_communication() {
+    // The same strategy with and without tiling: ring hides TP time, pipe
+    // exposes one tile more than ring; the plain block exposes all of it.
+    let case = &cases_of(&format!("{ORACLES}/fullmodel-random.json"))[0];
+    let with = |overlap| {
+        let mut c =
+            Case { spec: case.spec.clone(), name: case.name.clone(), ..cases_of(&format!("{ORACLES}/fullmodel-random.json")).remove(0) };
+        c.spec.mapping.tp_overlap = overlap;
+        run(&c, &EstimateOptions::default()).timing_seconds.tp_comm_exposed_time
+    };
+    let (none, ring, pipe) = (with(TpOverlap::None), with(TpOverlap::Ring), with(TpOverlap::Pipe));
+    assert!(ring < none && ring < pipe, "none {none}, ring {ring}, pipe {pipe}");
+}
+
 #[test]
 fn recorded_cases_match_calculon() {
     // p2p_rs_ag edge blocks, roofline processing, DP overlap (Calculon's
@@ -262,8 +310,11 @@ fn bad_inputs_are_errors() {
     bf16.workload.datatype = Datatype::Bfloat16;
     let message = error_of(ok, &a100, &bf16, &EstimateOptions::default());
     assert!(message.contains("matrix.bfloat16 is missing"), "{message}");
-    let message = error_of(ok, &a100, &case.spec, &EstimateOptions { tensor_par_overlap: TpOverlap::Ring, ..EstimateOptions::default() });
-    assert!(message.contains("tensor_par_overlap = ring is not supported"), "{message}");
+    // TP overlap needs TP communication to overlap (Calculon asserts it).
+    let mut untiled = case.spec.clone();
+    (untiled.mapping.tp, untiled.mapping.pp, untiled.mapping.tp_overlap) = (1, 1, TpOverlap::Ring);
+    let message = error_of(ok, &a100, &untiled, &EstimateOptions::default());
+    assert!(message.contains("mapping.tp_overlap = ring requires mapping.tp > 1"), "{message}");
     let mut invalid = case.spec.clone();
     invalid.mapping.tp = 0;
     let message = error_of(ok, &a100, &invalid, &EstimateOptions::default());
@@ -341,6 +392,7 @@ fn pipeline_and_data_parallel_tasks_are_priced_from_the_block_facts() {
         message_bytes: block.block_fw_pp_size,
         shared_by: 1,
         group_size: Some(2),
+        tiling: None,
     });
     let with_transfer =
         estimate(&tasks, &block, &case.spec, &system(&case.system), &case.binding, &EstimateOptions::default()).expect("estimates");

@@ -356,6 +356,11 @@ impl<'c, 'g> Unroller<'_, 'c, '_, 'g> {
         // SAFETY: cloning a live op gives a new, unparented op we own.
         let mut op = unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(task.to_raw())) };
         let b = self.b;
+        // A tiled collective names its linear's instance: the same suffix.
+        if let Some(with) = str_attr(task, "tiled_with") {
+            let suffix = id.get(str_attr(task, "id").unwrap_or_default().len()..).unwrap_or_default();
+            op.set_attribute("tiled_with", b.string(&format!("{with}{suffix}")));
+        }
         op.set_attribute("id", b.string(id));
         op.set_attribute("stage", b.count(stage));
         op.set_attribute("chunk", b.count(at.chunk));

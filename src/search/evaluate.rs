@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::rank::{Candidate, TopK};
 use super::space::{Config, KeySpace};
-use crate::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateOptions, TpOverlap};
+use crate::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateOptions};
 use crate::system::{NetworkBinding, NetworkBindingError, SystemProfile};
 use crate::workload::{derive_training_block, BlockFacts, Datatype, ModelSpec, SpecError};
 
@@ -171,11 +171,7 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
     let per_tier = count / space.tp_nets.len() as u64;
     let mut index = offset;
     for &tp_net in &space.tp_nets {
-        let price_options = EstimateOptions {
-            data_par_overlap: overlap_any,
-            calculon_compat_dp_overlap: cx.calculon_dp_overlap,
-            tensor_par_overlap: TpOverlap::None,
-        };
+        let price_options = EstimateOptions { data_par_overlap: overlap_any, calculon_compat_dp_overlap: cx.calculon_dp_overlap };
         let with_prefix = match price_block(&tasks, &spec, cx.system, tp_net, &price_options) {
             Ok(t) => t,
             Err(error) => {

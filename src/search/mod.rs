@@ -45,6 +45,8 @@ pub struct SearchOptions {
     pub top: usize,
     /// Explore DP overlap (on unless `--no-dp-overlap`).
     pub dp_overlap: bool,
+    /// Explore TP overlap ring / pipe (on unless `--no-tp-overlap`).
+    pub tp_overlap: bool,
     /// Fused-activation choices (Calculon's default: fused only).
     pub fused_activation: Vec<bool>,
     /// Rank by Calculon's DP-overlap figure (with its recompute defect).
@@ -82,14 +84,6 @@ pub struct Control<'a> {
     pub total: Option<&'a (dyn Fn(u64) + Sync)>,
 }
 
-/// Calculon's configuration counts for the same space (it also counts the
-/// offload and TP overlap configurations Blueprint cannot evaluate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-pub struct CalculonCount {
-    pub no_tp_overlap: u64,
-    pub with_tp_overlap: u64,
-}
-
 /// A finished (or interrupted) search.
 #[derive(Debug, Clone)]
 pub struct SearchResult {
@@ -98,8 +92,9 @@ pub struct SearchResult {
     /// Block keys (one derivation each).
     pub block_keys: u64,
     /// What Calculon's `llm-optimal-execution` would count on the same
-    /// model, system and options: with `--no-tp-overlap`, and without.
-    pub calculon_configurations: CalculonCount,
+    /// model, system and options (it also counts offload configurations on
+    /// a system with a second memory tier, which Blueprint does not model).
+    pub calculon_configurations: u64,
     pub outcome: Outcome,
     pub wall: Duration,
     pub threads: usize,
@@ -153,6 +148,7 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
         networks: system.networks().len(),
         dp_overlap: options.dp_overlap,
         fused_activation: options.fused_activation.clone(),
+        tp_overlap: options.tp_overlap,
     };
     let keys = space.keys();
     let mut offsets = Vec::with_capacity(keys.len());
@@ -165,10 +161,7 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
         announce(total);
     }
     let has_mem2 = system.mem2().capacity_bytes() > 0.0;
-    let calculon_configurations = CalculonCount {
-        no_tp_overlap: keys.iter().map(|k| k.calculon_count(has_mem2, false)).sum(),
-        with_tp_overlap: keys.iter().map(|k| k.calculon_count(has_mem2, true)).sum(),
-    };
+    let calculon_configurations = keys.iter().map(|k| k.calculon_count(has_mem2)).sum();
     let samples = sample_indices(total, options.samples);
     let cx = evaluate::Context {
         model: &space.model,

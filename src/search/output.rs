@@ -13,11 +13,11 @@ use crate::schedule::ProcessorMemory;
 use crate::system::{datatype_name, NetworkBinding};
 use crate::workload::{ModelSpec, TrainingMappingSpec, TrainingWorkloadSpec};
 
-/// The estimate options of a configuration (`blueprint-translate --estimate`'s).
+/// The estimate options of a configuration (`blueprint-translate
+/// --estimate`'s; TP overlap is the mapping's `tp_overlap`).
 #[derive(Debug, Clone, Serialize)]
 pub struct EstimateOptionsOut {
     pub data_par_overlap: bool,
-    pub tensor_par_overlap: &'static str,
 }
 
 /// One reported configuration.
@@ -62,7 +62,7 @@ impl Entry {
             workload: spec.workload,
             mapping: spec.mapping,
             networks: n,
-            estimate_options: EstimateOptionsOut { data_par_overlap: config.data_par_overlap, tensor_par_overlap: "none" },
+            estimate_options: EstimateOptionsOut { data_par_overlap: config.data_par_overlap },
             sample_rate: estimate.map(|e| e.sample_rate),
             total_time: estimate.map(|e| e.timing_seconds.total_time),
             timing_seconds: estimate.map(|e| e.timing_seconds),
@@ -102,8 +102,8 @@ pub struct Totals {
     /// Block keys: one block derivation each.
     pub block_keys: u64,
     /// What Calculon would count for the same model, system and options
-    /// (offload and TP overlap included, which this space leaves out).
-    pub calculon_configurations: super::CalculonCount,
+    /// (offload included, which this space leaves out).
+    pub calculon_configurations: u64,
     /// Fitting DP-overlap configurations whose Calculon figure differs.
     pub dp_overlap_differs_from_calculon: u64,
     pub interrupted: bool,
@@ -141,7 +141,6 @@ pub struct Report {
 #[must_use]
 pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bool) -> Vec<String> {
     let mut notes = vec![
-        "TP overlap (tensor_par_overlap ring / pipe) is not supported by Blueprint's estimate yet: the space is Calculon's --no-tp-overlap one (tensor_par_overlap = none throughout)".to_string(),
         format!(
             "DP overlap with recompute: Blueprint's exposed DP time uses the recomputed layers' own flop and memory times; Calculon adds a running prefix sum of the forward times for every recomputed layer (a defect), so its figure is larger. {} (entries where the two differ show both under dp_overlap; {} fitting configurations differ)",
             if options.calculon_dp_overlap { "Ranked by Calculon's figure (--calculon-dp-overlap)" } else { "Ranked by Blueprint's figure" },
@@ -149,12 +148,12 @@ pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bo
         ),
         "Memory per processor is Calculon's stage-0 convention (every stage taken as equal); a configuration that exceeds the first memory tier is pruned (memory_tier1)".to_string(),
         "Blueprint's schedule rule prunes interleaved 1F1B configurations whose microbatch count PP does not divide (interleaved_microbatches, Megatron's rule); Calculon evaluates them".to_string(),
-        "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), each ascending".to_string(),
+        "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP overlap (none, ring, pipe), TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), each ascending".to_string(),
     ];
     if system_has_mem2 {
         notes.push(format!(
-            "The system has a second memory tier: Calculon would also explore weight, activation and optimizer offload ({} configurations with --no-tp-overlap, {} with TP overlap, see totals.calculon_configurations); Blueprint's estimate models no offload, so those configurations are not in this space",
-            result.calculon_configurations.no_tp_overlap, result.calculon_configurations.with_tp_overlap
+            "The system has a second memory tier: Calculon would also explore weight, activation and optimizer offload ({} configurations, see totals.calculon_configurations); Blueprint's estimate models no offload, so those configurations are not in this space",
+            result.calculon_configurations
         ));
     }
     if result.outcome.partial {
@@ -201,7 +200,7 @@ pub fn report(model: &ModelSpec, system: &str, system_has_mem2: bool, options: &
             max_batch: options.max_batch,
             datatype: datatype_name(options.datatype),
             dp_overlap: options.dp_overlap,
-            tp_overlap: false,
+            tp_overlap: options.tp_overlap,
             fused_activation: options.fused_activation.clone(),
             offload: false,
             ranking: "sample_rate descending, then index ascending",

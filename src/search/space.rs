@@ -18,9 +18,9 @@
 //!   1), the PP and DP tiers likewise, DP overlap (with DP > 1, unless
 //!   turned off).
 //!
-//! Not enumerated: TP overlap ring / pipe (the estimate has no exact model
-//! of it, so the space is Calculon's `--no-tp-overlap` one) and weight /
-//! activation / optimizer offload (Calculon explores them only on systems
+//! - per TP > 1, TP overlap none / ring / pipe (unless turned off).
+//!
+//! Not enumerated: weight / activation / optimizer offload (Calculon explores them only on systems
 //! with a second memory tier; the estimate models no offload).
 //!
 //! The canonical order — the order of the loops above, outermost first, with
@@ -29,7 +29,7 @@
 //! ranking, so the output never depends on the thread count.
 
 use crate::system::NetworkBinding;
-use crate::workload::{Datatype, ModelSpec, Recompute, TpComm, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec};
+use crate::workload::{Datatype, ModelSpec, Recompute, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec};
 
 /// Recompute policies in the canonical order.
 pub const RECOMPUTES: [Recompute; 3] = [Recompute::None, Recompute::AttnOnly, Recompute::Full];
@@ -91,6 +91,7 @@ pub struct BlockKey {
     pub seq_par_ag_redo: bool,
     pub fused_activation: bool,
     pub optimizer_sharding: bool,
+    pub tp_overlap: TpOverlap,
 }
 
 /// One point of the space.
@@ -121,6 +122,7 @@ impl Config {
                 seq_par_ag_redo: k.seq_par_ag_redo,
                 fused_activation: k.fused_activation,
                 optimizer_sharding: k.optimizer_sharding,
+                tp_overlap: k.tp_overlap,
                 pipeline_schedule: None,
             },
         }
@@ -139,6 +141,9 @@ pub struct Space {
     pub dp_overlap: bool,
     /// Fused-activation choices, in order (Calculon's default: `[true]`).
     pub fused_activation: Vec<bool>,
+    /// Explore TP overlap ring / pipe with TP > 1 (Calculon's default;
+    /// `--no-tp-overlap` turns it off).
+    pub tp_overlap: bool,
 }
 
 /// The configurations of one block key, in the canonical inner order:
@@ -166,17 +171,15 @@ impl KeySpace {
     /// The configurations Calculon's `llm-optimal-execution` counts for this
     /// key: the same, times its offload choices on a system with a second
     /// memory tier (weight and optimizer offload on / off, activation
-    /// offload on / off but for full recompute) and, when TP overlap is
-    /// allowed and TP > 1, its three TP overlap modes.
+    /// offload on / off but for full recompute).
     #[must_use]
-    pub fn calculon_count(&self, has_mem2: bool, tp_overlap: bool) -> u64 {
+    pub fn calculon_count(&self, has_mem2: bool) -> u64 {
         let offload = match (has_mem2, self.key.recompute) {
             (false, _) => 1,
             (true, Recompute::Full) => 4,
             (true, _) => 8,
         };
-        let overlap = if tp_overlap && self.key.tp > 1 { 3 } else { 1 };
-        self.count() * offload * overlap
+        self.count() * offload
     }
 
     /// Configurations per (TP tier, interleaving, PP tier, DP tier).
@@ -187,6 +190,15 @@ impl KeySpace {
 }
 
 impl Space {
+    /// TP overlap modes for TP `tp`, in the canonical order.
+    fn tp_overlaps(&self, tp: u64) -> Vec<TpOverlap> {
+        if self.tp_overlap && tp > 1 {
+            vec![TpOverlap::None, TpOverlap::Ring, TpOverlap::Pipe]
+        } else {
+            vec![TpOverlap::None]
+        }
+    }
+
     fn tiers(&self, group: u64) -> Vec<usize> {
         if group > 1 {
             (0..self.networks).collect()
@@ -210,7 +222,9 @@ impl Space {
                             for tp_comm in TP_COMMS {
                                 let can_redo = tp_comm == TpComm::RsAg && recompute != Recompute::Full;
                                 for seq_par_ag_redo in if can_redo { vec![false, true] } else { vec![false] } {
-                                    for &fused_activation in &self.fused_activation {
+                                    for (&fused_activation, tp_overlap) in
+                                        self.fused_activation.iter().flat_map(|f| self.tp_overlaps(tp).into_iter().map(move |o| (f, o)))
+                                    {
                                         let key = BlockKey {
                                             tp,
                                             pp,
@@ -222,6 +236,7 @@ impl Space {
                                             seq_par_ag_redo,
                                             fused_activation,
                                             optimizer_sharding,
+                                            tp_overlap,
                                         };
                                         keys.push(KeySpace {
                                             key,
@@ -279,8 +294,15 @@ mod tests {
 
     #[test]
     fn counts_multiply_the_inner_choices() {
-        let space =
-            Space { model: model(768, 16, 12), procs: 8, max_batch: 8, networks: 2, dp_overlap: true, fused_activation: vec![true] };
+        let space = Space {
+            model: model(768, 16, 12),
+            procs: 8,
+            max_batch: 8,
+            networks: 2,
+            dp_overlap: true,
+            fused_activation: vec![true],
+            tp_overlap: true,
+        };
         let keys = space.keys();
         // TP 8, PP 1, DP 1: one binding, no overlap, no sharding.
         let k = keys.iter().find(|k| k.key.tp == 8).expect("tp 8");

@@ -26,6 +26,8 @@ fn options(procs: u64, max_batch: u64) -> SearchOptions {
         datatype: Datatype::Float16,
         top: 10,
         dp_overlap: true,
+        // The recorded Calculon searches ran with --no-tp-overlap.
+        tp_overlap: false,
         fused_activation: vec![true],
         calculon_dp_overlap: false,
         samples: 0,
@@ -205,6 +207,7 @@ fn calculons_good_count_is_fit_plus_the_schedule_rule() {
         networks: s.networks().len(),
         dp_overlap: true,
         fused_activation: vec![true],
+        tp_overlap: false,
     };
     let mut good = 0u64;
     for k in space.keys() {
@@ -240,13 +243,17 @@ fn calculons_counts_with_offload_and_tp_overlap() {
     // --no-tp-overlap and 3,232,128 without; megatron-126M on 8, batch 8,
     // h100_80g_nvl8, -f all --no-dp-overlap: 68,704 with --no-tp-overlap,
     // 170,848 without.
+    let counts = |o: &SearchOptions, name: &str, system_name: &str| {
+        let (without, with) = (o.clone(), SearchOptions { tp_overlap: true, ..o.clone() });
+        let count =
+            |o: &SearchOptions| search(&model(name), &system(system_name), o, Control::default()).expect("search").calculon_configurations;
+        (count(&without), count(&with))
+    };
     let mut o = options(64, 64);
     o.top = 1;
-    let r = search(&model("gpt3-175B"), &system("a100_80g"), &o, Control::default()).expect("search");
-    assert_eq!((r.calculon_configurations.no_tp_overlap, r.calculon_configurations.with_tp_overlap), (1_158_848, 3_232_128));
+    assert_eq!(counts(&o, "gpt3-175B", "a100_80g"), (1_158_848, 3_232_128));
     let mut o = options(8, 8);
     o.fused_activation = vec![false, true];
     o.dp_overlap = false;
-    let r = search(&model("megatron-126M"), &system("h100_80g_nvl8"), &o, Control::default()).expect("search");
-    assert_eq!((r.calculon_configurations.no_tp_overlap, r.calculon_configurations.with_tp_overlap), (68_704, 170_848));
+    assert_eq!(counts(&o, "megatron-126M", "h100_80g_nvl8"), (68_704, 170_848));
 }

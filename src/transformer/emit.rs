@@ -7,7 +7,7 @@ use melior::ir::{block::BlockLike, BlockRef, Location, Operation, OperationRef, 
 use crate::{
     dialects::{dist, result, BuildError, Builder},
     ods::{self, Reduction},
-    workload::{CollectiveKind, Engine, Phase, Primitive, PrimitiveInvocation},
+    workload::{tiled_phase, CollectiveKind, Engine, Phase, Primitive, PrimitiveInvocation, TpOverlap},
 };
 
 /// Where generated ops go and where they are located.
@@ -107,6 +107,8 @@ pub(crate) fn emit_invocation<'c, 'a>(
     let location = e.at(&id);
     let axes = e.b.strings(place.axes);
     if let Some(collective) = inv.collective {
+        let tiled_with = inv.tiling.as_ref().map(|t| format!("{}{}.{}", place.id_prefix, t.with, tiled_phase(inv.phase).suffix()));
+        let tiling = inv.tiling.as_ref().zip(tiled_with.as_deref()).map(|(t, with)| (with, t.tiles, tile_overlap(t.overlap)));
         let common = |reduction| CollectiveFields {
             inv,
             id: &id,
@@ -117,6 +119,7 @@ pub(crate) fn emit_invocation<'c, 'a>(
             axes,
             reduction,
             message_bytes: collective.message_bytes,
+            tiling,
         };
         return e.push(match collective.kind {
             CollectiveKind::AllReduce => common(Some(Reduction::Sum)).all_reduce(e, location),
@@ -160,6 +163,8 @@ struct CollectiveFields<'x, 'c, 'a> {
     axes: melior::ir::Attribute<'c>,
     reduction: Option<Reduction>,
     message_bytes: u64,
+    /// The linear's task id, tiles and schedule of a tiled collective.
+    tiling: Option<(&'x str, u64, ods::TileOverlap)>,
 }
 
 impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
@@ -180,6 +185,9 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
                 ops: Some(self.inv.ops),
                 read_bytes: Some(self.inv.read_bytes),
                 write_bytes: Some(self.inv.write_bytes),
+                tiled_with: self.tiling.map(|t| t.0),
+                tiles: self.tiling.map(|t| t.1),
+                overlap: self.tiling.map(|t| t.2),
                 ..Default::default()
             },
         }
@@ -204,6 +212,9 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
                 ops: Some(self.inv.ops),
                 read_bytes: Some(self.inv.read_bytes),
                 write_bytes: Some(self.inv.write_bytes),
+                tiled_with: self.tiling.map(|t| t.0),
+                tiles: self.tiling.map(|t| t.1),
+                overlap: self.tiling.map(|t| t.2),
                 ..Default::default()
             },
         }
@@ -227,10 +238,21 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
                 ops: Some(self.inv.ops),
                 read_bytes: Some(self.inv.read_bytes),
                 write_bytes: Some(self.inv.write_bytes),
+                tiled_with: self.tiling.map(|t| t.0),
+                tiles: self.tiling.map(|t| t.1),
+                overlap: self.tiling.map(|t| t.2),
                 ..Default::default()
             },
         }
         .build(&e.b, location)
+    }
+}
+
+/// The ODS case of a tiling schedule (`none` never tiles).
+pub(crate) fn tile_overlap(overlap: TpOverlap) -> ods::TileOverlap {
+    match overlap {
+        TpOverlap::Pipe => ods::TileOverlap::Pipe,
+        TpOverlap::None | TpOverlap::Ring => ods::TileOverlap::Ring,
     }
 }
 

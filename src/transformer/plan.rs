@@ -29,7 +29,7 @@ use crate::{
     mesh::Meshes,
     ods::{
         CommunicationCapability, ComputeCapability, ConcurrencyGroup, Engine, MemoryKind, MemorySpace, ObjectiveKind, OpKind, Phase,
-        PipelineSchedule,
+        PipelineSchedule, TileOverlap,
     },
 };
 
@@ -374,6 +374,9 @@ fn plan_task<'c, 'a>(
             results: &[plan_token],
             optional: plan::CollectiveTaskOptional {
                 mesh_axes: op.attribute("mesh_axes").ok().or(along),
+                tiled_with: str_attr(op, "tiled_with"),
+                tiles: positive("tiles"),
+                overlap: enum_attr::<TileOverlap>(op, "overlap"),
                 block,
                 stage,
                 chunk,

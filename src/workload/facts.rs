@@ -151,6 +151,10 @@ pub struct WorkItem {
     pub collective: Option<(CollectiveKind, u64)>,
     /// Ranks that split the work evenly (see [`PrimitiveInvocation::shared_by`]).
     pub shared_by: u64,
+    /// A collective tiled with its linear ([`PrimitiveInvocation::tiling`]):
+    /// Calculon prices its reduction inside the linear's network time, so
+    /// the block's flops leave it out.
+    pub tiled: bool,
 }
 
 impl From<&PrimitiveInvocation> for WorkItem {
@@ -162,6 +166,7 @@ impl From<&PrimitiveInvocation> for WorkItem {
             write_bytes: inv.write_bytes,
             collective: inv.collective.map(|c| (c.kind, c.message_bytes)),
             shared_by: inv.shared_by,
+            tiled: inv.tiling.is_some(),
         }
     }
 }
@@ -170,6 +175,8 @@ impl From<&PrimitiveInvocation> for WorkItem {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct PhaseSum {
     pub ops: u64,
+    /// The part of `ops` done by collectives tiled with their linears.
+    pub tiled_ops: u64,
     /// Read plus write bytes.
     pub bytes: u64,
     pub message_bytes: u64,
@@ -192,6 +199,9 @@ impl WorkTotals {
     pub fn add(&mut self, item: WorkItem) {
         let sum = &mut self.sums[item.phase.index()];
         sum.ops = sum.ops.saturating_add(item.ops);
+        if item.tiled {
+            sum.tiled_ops = sum.tiled_ops.saturating_add(item.ops);
+        }
         sum.bytes = sum.bytes.saturating_add(item.read_bytes.saturating_add(item.write_bytes));
         sum.items = sum.items.saturating_add(1);
         sum.ops_per_rank += share(item.ops, item.shared_by);
@@ -245,9 +255,10 @@ pub fn facts_from_work(items: impl IntoIterator<Item = WorkItem>, memory: &Block
     let recomm = totals.phase(Phase::Recommunication);
     let pp = pipeline_message_bytes(spec);
     BlockFacts {
-        block_fw_flops: fw.ops,
-        block_agrad_flops: agrad.ops,
-        block_wgrad_flops: wgrad.ops,
+        // Calculon's flops of a tiled linear leave its collective's reduction out.
+        block_fw_flops: fw.ops - fw.tiled_ops,
+        block_agrad_flops: agrad.ops - agrad.tiled_ops,
+        block_wgrad_flops: wgrad.ops - wgrad.tiled_ops,
         block_optim_flops: optim.ops_per_rank,
         block_fw_mem_accessed: fw.bytes,
         block_agrad_mem_accessed: agrad.bytes,

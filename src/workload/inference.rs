@@ -220,6 +220,7 @@ impl<'a> Builder<'a> {
 
     fn push(&mut self, source: &str, primitive: Primitive, work: Work, collective: Option<CollectiveFacts>) {
         self.invocations.push(PrimitiveInvocation {
+            tiling: None,
             name: format!("{source}.{}", self.phase.suffix()),
             primitive,
             phase: self.phase,

@@ -171,6 +171,7 @@ fn training_twin(spec: &InferenceSpec) -> TrainingSpec {
             seq_par_ag_redo: false,
             fused_activation: false,
             optimizer_sharding: false,
+            tp_overlap: crate::workload::TpOverlap::None,
             pipeline_schedule: None,
         },
     }

@@ -38,10 +38,10 @@ pub use inference::{
 };
 pub use inference_spec::{InferenceMappingSpec, InferencePhase, InferenceSpec, InferenceWorkloadSpec};
 pub use spec::{
-    Datatype, ModelSpec, PipelineSchedule, Recompute, ScheduleKind, SpecError, TpComm, TrainingMappingSpec, TrainingSpec,
+    Datatype, ModelSpec, PipelineSchedule, Recompute, ScheduleKind, SpecError, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec,
     TrainingWorkloadSpec, MAX_SPEC_INTEGER, MAX_WORLD_SIZE,
 };
 pub use training::{
-    derive_training_block, share, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine, Phase, Primitive,
-    PrimitiveInvocation,
+    derive_training_block, share, tiled_phase, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine, Phase, Primitive,
+    PrimitiveInvocation, Tiling,
 };

@@ -188,6 +188,45 @@ pub enum TpComm {
     P2pRsAg,
 }
 
+/// Tensor-parallel communication overlapped with the linears it belongs to
+/// (Calculon's `tensor_par_overlap`): the linear is split into `tp` tiles
+/// whose communication runs while the next tile computes. The block changes
+/// with it, as in Calculon: Q, K and V become one fused linear, and each TP
+/// collective belongs to its linear instead of standing alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TpOverlap {
+    /// Separate TP collectives, fully exposed.
+    #[default]
+    None,
+    /// Ring-scheduled tiles: every tile's transfer hides behind a tile's compute.
+    Ring,
+    /// Pipelined tiles: as `ring`, plus one exposed transfer tile to fill the pipe.
+    Pipe,
+}
+
+impl TpOverlap {
+    /// The spec's spelling.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::None => "none",
+            Self::Ring => "ring",
+            Self::Pipe => "pipe",
+        }
+    }
+
+    /// Whether the collectives are tiled with their linears.
+    #[must_use]
+    pub const fn is_overlapped(self) -> bool {
+        !matches!(self, Self::None)
+    }
+
+    fn is_none(&self) -> bool {
+        !self.is_overlapped()
+    }
+}
+
 /// Logical mapping of the model onto TP × PP × DP ranks.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -206,6 +245,9 @@ pub struct TrainingMappingSpec {
     pub fused_activation: bool,
     /// Shard optimizer state and weight gradients over DP (ZeRO-1 style).
     pub optimizer_sharding: bool,
+    /// TP communication tiled with its linears (absent = `none`).
+    #[serde(default, skip_serializing_if = "TpOverlap::is_none")]
+    pub tp_overlap: TpOverlap,
     /// The pipeline schedule; when absent, `1f1b` for one chunk per stage
     /// and `interleaved_1f1b` for `pipeline_interleaving > 1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -361,6 +403,8 @@ pub enum SpecError {
     AgRedoWithFullRecompute,
     #[error("mapping.optimizer_sharding = true requires mapping.dp > 1")]
     ShardingWithoutDataParallel,
+    #[error("mapping.tp_overlap = {0} requires mapping.tp > 1 (there is no TP communication to overlap)")]
+    OverlapWithoutTensorParallel(&'static str),
     #[error("{what} = {value} exceeds the supported limit {limit}")]
     TooLarge { what: &'static str, value: u128, limit: u128 },
     // ------------------------------------------------ inference-only rules
@@ -544,6 +588,11 @@ impl TrainingSpec {
                 return Err(SpecError::InterleavedMicrobatches { microbatches: self.microbatch_count(), pp: map.pp });
             }
             _ => {}
+        }
+
+        // Calculon's Execution asserts it too.
+        if map.tp_overlap.is_overlapped() && map.tp == 1 {
+            return Err(SpecError::OverlapWithoutTensorParallel(map.tp_overlap.name()));
         }
 
         // Calculon's Execution asserts both for seq_par_ag_redo. At TP = 1

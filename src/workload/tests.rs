@@ -80,6 +80,7 @@ fn base_spec() -> TrainingSpec {
             seq_par_ag_redo: false,
             fused_activation: false,
             optimizer_sharding: false,
+            tp_overlap: crate::workload::TpOverlap::None,
             pipeline_schedule: None,
         },
     }

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::{Recompute, SpecError, TrainingSpec};
+use super::spec::{Recompute, SpecError, TpComm, TpOverlap, TrainingSpec};
 
 /// When, relative to one training step of a block, work happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -168,6 +168,34 @@ pub struct PrimitiveInvocation {
     /// not be a whole number (as in Calculon's distributed optimizer).
     #[serde(default = "one")]
     pub shared_by: u64,
+    /// For a TP collective tiled with its linear (`mapping.tp_overlap`):
+    /// the linear and how the tiles overlap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiling: Option<Tiling>,
+}
+
+/// How a TP collective is tiled with the linear it feeds or drains
+/// (Calculon's `LinearOverlapped`): the linear runs as `tiles` pieces and
+/// each piece's communication overlaps the next piece's compute. The
+/// collective's local work is its reduction only; its traffic is the
+/// linear's. Calculon prices the pair as one layer, so the block's flops
+/// leave the reduction out (it is in the network time).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tiling {
+    /// Source of the linear (`attn.qkv`, `attn.proj`, `mlp.fc1`, `mlp.fc2`).
+    pub with: String,
+    pub tiles: u64,
+    pub overlap: TpOverlap,
+}
+
+/// The phase of the linear task a tiled collective of `phase` overlaps:
+/// its own, except that a re-communication feeds the weight gradient.
+#[must_use]
+pub const fn tiled_phase(phase: Phase) -> Phase {
+    match phase {
+        Phase::Recommunication => Phase::WeightGradient,
+        other => other,
+    }
 }
 
 const fn one() -> u64 {
@@ -292,6 +320,10 @@ struct Dims {
     /// DP shards of optimizer state / weight gradients (1 when unsharded).
     optim_shards: u64,
     sequence_parallel: bool,
+    /// Calculon's `tensor_par_comm_type == 'rs_ag'` (the tiled linears
+    /// size their buffers by it; `p2p_rs_ag` counts as all-reduce there).
+    rs_ag: bool,
+    overlap: TpOverlap,
 }
 
 impl Dims {
@@ -308,6 +340,8 @@ impl Dims {
             elem: spec.workload.datatype.bytes(),
             optim_shards: if map.optimizer_sharding { map.dp } else { 1 },
             sequence_parallel: map.sequence_parallel(),
+            rs_ag: map.tp_comm == TpComm::RsAg,
+            overlap: map.tp_overlap,
         }
     }
 
@@ -418,6 +452,7 @@ fn invocation(source: &str, primitive: Primitive, phase: Phase, work: Work, coll
         collective,
         source: source.to_owned(),
         shared_by: 1,
+        tiling: None,
     }
 }
 
@@ -660,6 +695,68 @@ impl<'a> Builder<'a> {
         }
     }
 
+    /// A linear tiled with its TP collectives (`mapping.tp_overlap`), sized
+    /// as Calculon's `LinearOverlapped`: `(m, n, k)` are the full sizes; an
+    /// entry (`exit == false`, column-parallel) splits `k` by TP and gathers
+    /// its input (all-gather forward under `rs_ag`, identity otherwise;
+    /// reduce-scatter or all-reduce backward), an exit (row-parallel) splits
+    /// `n` and reduces its output (reduce-scatter or all-reduce forward,
+    /// all-gather or identity backward). `regather` re-issues the forward
+    /// collective for the weight gradient.
+    fn tiled_linear(&mut self, source: &str, comm: &str, (m, n, k): (u64, u64, u64), exit: bool, recompute: bool, regather: bool) {
+        let d = self.dims;
+        let (e, t) = (d.elem, d.tp);
+        let (n, k) = if exit { (n / t, k) } else { (n, k / t) };
+        let ops = 2 * m * n * k;
+        // Calculon's activation (`act_space`) and gradient (`act_grads` plus
+        // the network buffer) elements of the tiled linear.
+        let (act, act_grads) = match (exit, d.rs_ag) {
+            (false, true) => (m * n / t, m * k),
+            (false, false) => (m * n, 0),
+            (true, true) => (m * n, 2 * (m * k / t)),
+            (true, false) => (0, 2 * m * k),
+        };
+        let (x, w, y) = (m * n * e, n * k * e, m * k * e);
+        let fwd = Work { ops, read: x + w, write: y };
+        // Calculon counts the weights plus its activation and gradient
+        // buffers for both gradients (`Layer.get_agrad_mem_accessed`).
+        let agrad = Work { ops, read: w + act_grads * e, write: act * e };
+        let wgrad = Work { ops, read: (act + act_grads) * e, write: w };
+        self.forward(source, Primitive::Matmul, fwd, recompute);
+        self.backward(source, Primitive::Matmul, agrad, Some(wgrad));
+        self.parameters(source, n * k);
+        self.memory.activation(act * e, OWNED_STORED);
+        self.memory.act_grads += act_grads * e;
+
+        let tiling = Tiling { with: source.to_owned(), tiles: t, overlap: d.overlap };
+        let (forward, backward) = match (exit, d.rs_ag) {
+            (false, true) => (Some(CollectiveKind::AllGather), Some(CollectiveKind::ReduceScatter)),
+            (false, false) => (None, Some(CollectiveKind::AllReduce)),
+            (true, true) => (Some(CollectiveKind::ReduceScatter), Some(CollectiveKind::AllGather)),
+            (true, false) => (Some(CollectiveKind::AllReduce), None),
+        };
+        let mut tiled = |phase, kind| {
+            let (mut work, facts) = self.collective_work(kind);
+            (work.read, work.write) = (0, 0);
+            let mut inv = invocation(comm, Primitive::Collective, phase, work, Some(facts));
+            inv.tiling = Some(tiling.clone());
+            match phase {
+                Phase::Forward => self.forward.push(inv),
+                Phase::Recommunication => self.recomm.push(inv),
+                _ => self.backward.push(vec![inv]),
+            }
+        };
+        if let Some(kind) = forward {
+            tiled(Phase::Forward, kind);
+            if regather {
+                tiled(Phase::Recommunication, kind);
+            }
+        }
+        if let Some(kind) = backward {
+            tiled(Phase::ActivationGradient, kind);
+        }
+    }
+
     fn finish(self, spec: &TrainingSpec) -> BlockDerivation {
         let d = self.dims;
         let full_recompute = spec.mapping.recompute == Recompute::Full;
@@ -709,34 +806,54 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
 
     let mut b = Builder::new(&dims);
 
+    let tiled = map.tp_overlap.is_overlapped();
+    let attn_full_width = dims.heads * dims.head_dim;
+
     // Attention half.
     b.fork("attn.fork", boundary, 2, true);
     b.layer_norm("attn.ln", boundary, full);
-    b.tp_entry("attn.tp_entry", drop_attn_input);
-    b.fork("attn.qkv_fork", dims.activation(), 3, !drop_attn_input);
-    for source in ["attn.q", "attn.k", "attn.v"] {
-        b.linear(source, (tokens, hidden, attn_width), full, shared_unstored);
+    if tiled {
+        // Calculon fuses Q, K and V into one tiled linear.
+        b.tiled_linear("attn.qkv", "attn.tp_entry", (tokens, hidden, 3 * attn_full_width), false, full, drop_attn_input);
+    } else {
+        b.tp_entry("attn.tp_entry", drop_attn_input);
+        b.fork("attn.qkv_fork", dims.activation(), 3, !drop_attn_input);
+        for source in ["attn.q", "attn.k", "attn.v"] {
+            b.linear(source, (tokens, hidden, attn_width), full, shared_unstored);
+        }
     }
     let (head_batch, s, hd) = (dims.local_head_batch(), dims.seq, dims.head_dim);
     b.batch_matmul("attn.scores", (head_batch, s, hd, s), attn_core, !attn_core);
     b.softmax("attn.softmax", dims.scores(), attn_core, !attn_core);
     b.dropout("attn.prob_dropout", dims.scores(), attn_core, !attn_core);
     b.batch_matmul("attn.context", (head_batch, s, s, hd), full, true);
-    b.linear("attn.proj", (tokens, attn_width, hidden), full, OWNED_STORED);
-    b.tp_exit("attn.tp_exit", full);
+    if tiled {
+        b.tiled_linear("attn.proj", "attn.tp_exit", (tokens, attn_full_width, hidden), true, full, full);
+    } else {
+        b.linear("attn.proj", (tokens, attn_width, hidden), full, OWNED_STORED);
+        b.tp_exit("attn.tp_exit", full);
+    }
     b.dropout("attn.dropout", boundary, full, true);
     b.residual("attn.residual", boundary, full);
 
     // MLP half.
     b.fork("mlp.fork", boundary, 2, true);
     b.layer_norm("mlp.ln", boundary, full);
-    b.tp_entry("mlp.tp_entry", drop_mlp_input);
     let ffn_local = dims.ffn / dims.tp;
-    let fc1_input = Residency { shared: false, stored: !drop_mlp_input };
-    b.linear("mlp.fc1", (tokens, hidden, ffn_local), full, fc1_input);
+    if tiled {
+        b.tiled_linear("mlp.fc1", "mlp.tp_entry", (tokens, hidden, dims.ffn), false, full, drop_mlp_input);
+    } else {
+        b.tp_entry("mlp.tp_entry", drop_mlp_input);
+        let fc1_input = Residency { shared: false, stored: !drop_mlp_input };
+        b.linear("mlp.fc1", (tokens, hidden, ffn_local), full, fc1_input);
+    }
     b.gelu("mlp.gelu", tokens * ffn_local, full, map.fused_activation);
-    b.linear("mlp.fc2", (tokens, ffn_local, hidden), full, OWNED_STORED);
-    b.tp_exit("mlp.tp_exit", full);
+    if tiled {
+        b.tiled_linear("mlp.fc2", "mlp.tp_exit", (tokens, dims.ffn, hidden), true, full, full);
+    } else {
+        b.linear("mlp.fc2", (tokens, ffn_local, hidden), full, OWNED_STORED);
+        b.tp_exit("mlp.tp_exit", full);
+    }
     b.dropout("mlp.dropout", boundary, full, true);
     b.residual("mlp.residual", boundary, full);
 

@@ -5,7 +5,7 @@ Run with Calculon's dependencies and source on the path, e.g.
 PYTHONPATH=/work/calculon-src /work/calculon-venv/bin/python record-estimate-cases.py ...
 
 Each input case: name, model (a Calculon model file in shared/oracles/calculon/models),
-workload, mapping (Blueprint's names), system (a file in shared/oracles/calculon/systems,
+workload, mapping (Blueprint's names, `tp_overlap` included), system (a file in shared/oracles/calculon/systems,
 or in ./systems), networks {tp, pp, dp}, optional overlap {dp: bool}. Output: the format of
 shared/oracles/calculon/fullmodel-random.json plus `sample_rate`, and, under DP overlap,
 `dp_overlap_fixed`: Calculon's own step composition re-run after replacing its defective
@@ -43,7 +43,7 @@ def run(case):
                batch_size=wl['global_batch'], microbatch_size=wl['microbatch'], datatype=wl['datatype'],
                fused_activation=mp['fused_activation'], attention_type='multihead', activation_recompute=mp['recompute'],
                pipeline_interleaving=mp['pipeline_interleaving'], optimizer_sharding=mp['optimizer_sharding'],
-               tensor_par_comm_type=mp['tp_comm'], tensor_par_overlap='none', seq_par_ag_redo=mp['seq_par_ag_redo'],
+               tensor_par_comm_type=mp['tp_comm'], tensor_par_overlap=mp.get('tp_overlap', 'none'), seq_par_ag_redo=mp['seq_par_ag_redo'],
                data_par_overlap=dp_overlap, weight_offload=False, activations_offload=False, optimizer_offload=False,
                training=True)
     syst = System(json.load(open(system_file(case['system']))))

@@ -2,13 +2,13 @@
 (calculon-ai/calculon @ caa4b11, unmodified), in the format of
 shared/oracles/calculon/search-megatron-126M-8.json:
 
-  python3 record-search-case.py MODEL PROCS MAX_BATCH SYSTEM TOP CPUS > search-MODEL-PROCS.json
+  python3 record-search-case.py MODEL PROCS MAX_BATCH SYSTEM TOP CPUS [tp-overlap] > search-MODEL-PROCS.json
 
 MODEL is a file of shared/oracles/calculon/models (without .json), SYSTEM one of
 shared/oracles/calculon/systems. The command run is
   calculon llm-optimal-execution models/MODEL.json PROCS MAX_BATCH float16 systems/SYSTEM.json out.json
       -t TOP --no-tp-overlap -c CPUS
-with the calculon of /work/calculon-venv; its wall time is recorded. Use a
+(without --no-tp-overlap when the last argument is `tp-overlap`) with the calculon of /work/calculon-venv; its wall time is recorded. Use a
 system without a second memory tier (a100_nomem2): otherwise Calculon also
 explores offload, which Blueprint's estimate does not model.
 """
@@ -23,10 +23,11 @@ PER = ["weight_space", "act_space", "act_checkpoint_size", "act_grad_space", "we
 
 def main():
     model, procs, batch, system, top, cpus = sys.argv[1:7]
+    tp_overlap = sys.argv[7:] == ['tp-overlap']
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, 'out.json')
         command = ['llm-optimal-execution', f'models/{model}.json', procs, batch, 'float16', f'systems/{system}.json',
-                   'out.json', '-t', top, '--no-tp-overlap', '-c', cpus]
+                   'out.json', '-t', top, *([] if tp_overlap else ['--no-tp-overlap']), '-c', cpus]
         start = time.time()
         run = subprocess.run([CALCULON, *command[:6], out, *command[7:]], cwd=SHARED, capture_output=True, text=True)
         wall = time.time() - start

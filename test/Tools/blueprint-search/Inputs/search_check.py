@@ -26,10 +26,11 @@ PIPELINE = "builtin.module(distribute-transformer-training, plan-transformer-tra
 def two_paths(search_path, system):
     report = json.load(open(search_path))
     entries = [("top", e) for e in report["top"]] + [("sample", e) for e in report.get("sample", [])]
-    checked, bad = 0, 0
+    checked, bad, tiled = 0, 0, 0
     for where, e in entries:
         if "timing_seconds" not in e:
             continue
+        tiled += e["mapping"].get("tp_overlap", "none") != "none"
         spec = json.dumps({"model": report["model"], "workload": e["workload"], "mapping": e["mapping"]})
         module = subprocess.run(["blueprint-translate", "--import-transformer-training", "-"], input=spec,
                                 capture_output=True, text=True)
@@ -54,6 +55,7 @@ def two_paths(search_path, system):
             bad += 1
         checked += 1
     print(f"{checked - bad} of {checked} configurations identical through the MLIR pipeline")
+    print(f"{tiled} of them with TP overlap (ring or pipe)")
 
 
 def execution(e):
@@ -64,7 +66,7 @@ def execution(e):
         "batch_size": w["global_batch"], "microbatch_size": w["microbatch"], "datatype": w["datatype"],
         "fused_activation": m["fused_activation"], "activation_recompute": m["recompute"],
         "pipeline_interleaving": m["pipeline_interleaving"], "optimizer_sharding": m["optimizer_sharding"],
-        "tensor_par_comm_type": m["tp_comm"], "tensor_par_overlap": e["estimate_options"]["tensor_par_overlap"],
+        "tensor_par_comm_type": m["tp_comm"], "tensor_par_overlap": m.get("tp_overlap", "none"),
         "seq_par_ag_redo": m["seq_par_ag_redo"], "data_par_overlap": e["estimate_options"]["data_par_overlap"],
     }
 
