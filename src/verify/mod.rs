@@ -14,6 +14,7 @@ mod model;
 mod ods_rules;
 mod plan;
 mod step;
+mod tiling;
 
 use melior::ir::{operation::OperationLike, OperationRef};
 
@@ -69,6 +70,7 @@ pub fn verify_blueprint(root: OperationRef) -> bool {
     model::check(&mut checker, &blueprint);
     dist::check(&mut checker, &blueprint);
     plan::check(&mut checker, &kinds);
+    tiling::check(&mut checker, &kinds);
     step::check(&mut checker, &blueprint);
     !checker.failed()
 }

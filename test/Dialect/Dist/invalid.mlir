@@ -905,3 +905,51 @@ func.func @team_symbol(%l: tensor<?xi64>, %i: index) {
   dist.wait %h
   return
 }
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @tp(axes = ["tp"], shape = [4])
+func.func @tiling0(%a: !dist.token) {
+  %t = dist.compute "fw.mm" on @tp phase = forward matrix matmul(%a : !dist.token) ops = 64 read = 32 write = 16 {lineage = "mm"} : !dist.token
+  %g = dist.compute "fw.gelu" on @tp phase = forward vector gelu(%t : !dist.token) ops = 64 read = 32 write = 16 {lineage = "gelu"} : !dist.token
+  // expected-error @+1 {{'dist.all_reduce' op a tiled collective states 'tiled_with', 'tiles' and 'overlap' together, but 'tiles', 'overlap' is missing}}
+  %r = dist.all_reduce %t on @tp over [0, 1, 2, 3] reduction = sum tiled_with "fw.mm" phase = forward bytes = 64 {id = "fw.ar", lineage = "mm"} : !dist.token
+  return
+}
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @tp(axes = ["tp"], shape = [4])
+func.func @tiling1(%a: !dist.token) {
+  %t = dist.compute "fw.mm" on @tp phase = forward matrix matmul(%a : !dist.token) ops = 64 read = 32 write = 16 {lineage = "mm"} : !dist.token
+  %g = dist.compute "fw.gelu" on @tp phase = forward vector gelu(%t : !dist.token) ops = 64 read = 32 write = 16 {lineage = "gelu"} : !dist.token
+  // expected-error @+1 {{'dist.all_reduce' op 'tiled_with' names 'fw.none', which is no compute task of this program}}
+  %r = dist.all_reduce %t on @tp over [0, 1, 2, 3] reduction = sum tiled_with "fw.none" tiles = 4 overlap = ring phase = forward bytes = 64 {id = "fw.ar", lineage = "mm"} : !dist.token
+  return
+}
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @tp(axes = ["tp"], shape = [4])
+func.func @tiling2(%a: !dist.token) {
+  %t = dist.compute "fw.mm" on @tp phase = forward matrix matmul(%a : !dist.token) ops = 64 read = 32 write = 16 {lineage = "mm"} : !dist.token
+  %g = dist.compute "fw.gelu" on @tp phase = forward vector gelu(%t : !dist.token) ops = 64 read = 32 write = 16 {lineage = "gelu"} : !dist.token
+  // expected-error @+1 {{'dist.all_reduce' op 'tiled_with' must name a matmul task, but 'fw.gelu' is not one}}
+  %r = dist.all_reduce %t on @tp over [0, 1, 2, 3] reduction = sum tiled_with "fw.gelu" tiles = 4 overlap = ring phase = forward bytes = 64 {id = "fw.ar", lineage = "mm"} : !dist.token
+  return
+}
+
+// -----
+
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @tp(axes = ["tp"], shape = [4])
+func.func @tiling3(%a: !dist.token) {
+  %t = dist.compute "fw.mm" on @tp phase = forward matrix matmul(%a : !dist.token) ops = 64 read = 32 write = 16 {lineage = "mm"} : !dist.token
+  %g = dist.compute "fw.gelu" on @tp phase = forward vector gelu(%t : !dist.token) ops = 64 read = 32 write = 16 {lineage = "gelu"} : !dist.token
+  // expected-error @+1 {{'dist.all_gather' op in phase 'recommunication' it overlaps a linear in phase 'weight_gradient', but 'fw.mm' is in phase 'forward'}}
+  %r = dist.all_gather %t on @tp over [0, 1, 2, 3] tiled_with "fw.mm" tiles = 4 overlap = ring phase = recommunication bytes = 64 {id = "re.ag", lineage = "mm"} : !dist.token -> !dist.token
+  return
+}

@@ -74,6 +74,15 @@ func.func @tasks() {
   // CHECK: dist.all_reduce %[[V]] on @tp over [0, 1, 2, 3] axes ["tp"] reduction = sum phase = forward bytes = 512 {id = "ar.work", lineage = "res", ops = 256 : i64, read_bytes = 512 : i64, write_bytes = 512 : i64} : tensor<2x8x16xf16>
   // GENERIC: "dist.all_reduce"(%{{.*}}) {id = "ar.work", lineage = "res", mesh = @tp, mesh_axes = ["tp"], message_bytes = 512 : i64, ops = 256 : i64, participants = array<i64: 0, 1, 2, 3>, phase = 0 : i32, read_bytes = 512 : i64, reduction = 0 : i32, write_bytes = 512 : i64}
   %arw = dist.all_reduce %v on @tp over [0, 1, 2, 3] axes ["tp"] reduction = sum phase = forward bytes = 512 {id = "ar.work", lineage = "res", ops = 256 : i64, read_bytes = 512 : i64, write_bytes = 512 : i64} : tensor<2x8x16xf16>
+  // A collective tiled with the linear it drains (mapping.tp_overlap).
+  // CHECK: %[[LIN:.*]] = dist.compute "attn.proj.fwd" on @tp phase = forward matrix matmul(%[[DONE]] : !dist.token) ops = 64 read = 32 write = 16 {lineage = "proj"} : !dist.token
+  %lin = dist.compute "attn.proj.fwd" on @tp phase = forward matrix matmul(%done : !dist.token) ops = 64 read = 32 write = 16 {lineage = "proj"} : !dist.token
+  // CHECK: dist.all_reduce %[[LIN]] on @tp over [0, 1, 2, 3] reduction = sum tiled_with "attn.proj.fwd" tiles = 4 overlap = ring phase = forward bytes = 512 {id = "attn.tp_exit.fwd", lineage = "proj", ops = 384 : i64} : !dist.token
+  // GENERIC: "dist.all_reduce"(%{{.*}}) {id = "attn.tp_exit.fwd", lineage = "proj", mesh = @tp, message_bytes = 512 : i64, ops = 384 : i64, overlap = 0 : i32, participants = array<i64: 0, 1, 2, 3>, phase = 0 : i32, reduction = 0 : i32, tiled_with = "attn.proj.fwd", tiles = 4 : i64} : (!dist.token) -> !dist.token
+  %tiled = dist.all_reduce %lin on @tp over [0, 1, 2, 3] reduction = sum tiled_with "attn.proj.fwd" tiles = 4 overlap = ring phase = forward bytes = 512 {id = "attn.tp_exit.fwd", lineage = "proj", ops = 384 : i64} : !dist.token
+  // CHECK: %{{.*}}, %{{.*}} = dist.all_gather_start %[[LIN]] on @tp over [0, 1, 2, 3] tiled_with "attn.proj.fwd" tiles = 4 overlap = pipe phase = forward bytes = 512 {id = "ag.tiled", lineage = "proj"} : !dist.token -> !dist.token
+  %h, %agt = dist.all_gather_start %lin on @tp over [0, 1, 2, 3] tiled_with "attn.proj.fwd" tiles = 4 overlap = pipe phase = forward bytes = 512 {id = "ag.tiled", lineage = "proj"} : !dist.token -> !dist.token
+  dist.wait %h
   // CHECK: dist.output %[[R]] "y" on @tp split {{\[\[}}], [], []] {lineage = "block.out"} : tensor<2x8x16xf16>
   // GENERIC: "dist.output"(%{{.*}}) {id = "y", lineage = "block.out", mesh = @tp, split_axes = {{\[\[}}], [], []]} : (tensor<2x8x16xf16>) -> ()
   dist.output %r "y" on @tp split [[], [], []] {lineage = "block.out"} : tensor<2x8x16xf16>

@@ -281,3 +281,25 @@ plan.chunk @c of @step stage = 0 chunk = 0 first_block = 0 blocks = 2 {
 } boundary {
   plan.yield
 }
+
+// -----
+
+plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+func.func @tiling0() {
+  %a = plan.compute_task "fw.mm" matrix_multiply phase = forward ops = 100 read = 40 write = 20 demand(100, 60, 0) ranks = 8 group = compute {lineage = "fw.mm"}
+  %l = plan.compute_task "fw.ln" vector_elementwise phase = forward ops = 100 read = 40 write = 20 demand(100, 60, 0) ranks = 8 group = compute {lineage = "fw.ln"}
+  // expected-error @+1 {{'plan.collective_task' op a tiled collective states 'tiled_with', 'tiles' and 'overlap' together, but 'tiled_with' is missing}}
+  %b = plan.collective_task "fw.ar" after(%a) all_reduce bytes = 64 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 64) ranks = 8 group = network tiles = 8 overlap = ring {lineage = "fw.mm"}
+  return
+}
+
+// -----
+
+plan.header schema "blueprint.plan" version "1.0" source "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+func.func @tiling1() {
+  %a = plan.compute_task "fw.mm" matrix_multiply phase = forward ops = 100 read = 40 write = 20 demand(100, 60, 0) ranks = 8 group = compute {lineage = "fw.mm"}
+  %l = plan.compute_task "fw.ln" vector_elementwise phase = forward ops = 100 read = 40 write = 20 demand(100, 60, 0) ranks = 8 group = compute {lineage = "fw.ln"}
+  // expected-error @+1 {{'plan.collective_task' op 'tiled_with' must name a matmul task, but 'fw.ln' is not one}}
+  %b = plan.collective_task "fw.ar" after(%a) all_reduce bytes = 64 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 64) ranks = 8 group = network tiled_with "fw.ln" tiles = 8 overlap = ring {lineage = "fw.mm"}
+  return
+}

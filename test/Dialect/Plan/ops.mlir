@@ -35,6 +35,10 @@ func.func @plan() {
   // CHECK: %[[B:.*]] = plan.collective_task "fw.ar" after(%[[A]]) all_reduce bytes = 64 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 64) ranks = 8 group = network {lineage = "fw.ar"}{{$}}
   // GENERIC: "plan.collective_task"(%{{.*}}) {capability = 0 : i32, compute_demand = 0 : i64, group = 1 : i32, id = "fw.ar", lineage = "fw.ar", memory_demand = 0 : i64, message_bytes = 64 : i64, network_demand = 64 : i64, ops = 0 : i64, phase = 0 : i32, ranks = 8 : i64, read_bytes = 0 : i64, write_bytes = 0 : i64} : (!plan.token) -> !plan.token
   %b = plan.collective_task "fw.ar" after(%a) all_reduce bytes = 64 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 64) ranks = 8 group = network {lineage = "fw.ar"}
+  // A collective tiled with the linear it feeds (mapping.tp_overlap).
+  // CHECK: plan.collective_task "fw.ag" after(%[[B]]) all_gather bytes = 64 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 64) ranks = 8 group = network tiled_with "fw.qkv" tiles = 8 overlap = pipe {lineage = "fw.qkv"}{{$}}
+  // GENERIC: "plan.collective_task"(%{{.*}}) {capability = 2 : i32, {{.*}}overlap = 1 : i32, phase = 0 : i32, {{.*}}tiled_with = "fw.qkv", tiles = 8 : i64
+  %tiled = plan.collective_task "fw.ag" after(%b) all_gather bytes = 64 phase = forward ops = 0 read = 0 write = 0 demand(0, 0, 64) ranks = 8 group = network tiled_with "fw.qkv" tiles = 8 overlap = pipe {lineage = "fw.qkv"}
   // CHECK: %[[C:.*]] = plan.compute_task "fw.gelu" after(%[[A]], %[[B]]) vector_elementwise phase = forward ops = 100 read = 40 write = 20 demand(100, 60, 0) ranks = 8 group = compute {lineage = "fw.qkv"}{{$}}
   // GENERIC: "plan.compute_task"(%{{.*}}, %{{.*}}) {capability = 1 : i32,
   %c = plan.compute_task "fw.gelu" after(%a, %b) vector_elementwise phase = forward ops = 100 read = 40 write = 20 demand(100, 60, 0) ranks = 8 group = compute {lineage = "fw.qkv"}

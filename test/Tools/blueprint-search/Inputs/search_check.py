@@ -10,8 +10,9 @@ Calculon's oracle files or from the MLIR pipeline, never from the search).
       per_processor must be identical
   search_check.py oracle SEARCH.json ORACLE.json
       the best sample rate equals Calculon's to relative 1e-9, the best
-      configuration is one of Calculon's tied best, and the configuration
-      count equals Calculon's configurations_evaluated
+      configuration is one of Calculon's tied best, the configuration
+      count equals Calculon's configurations_evaluated, and how many of
+      the top K equal Calculon's in order
   search_check.py strip SEARCH.json
       the report without what depends on the machine (wall time, rate,
       threads), for comparing runs
@@ -82,6 +83,16 @@ def oracle(search_path, oracle_path):
     tied = [t["execution"] for t in want["top"] if t["sample_rate"] == rate]
     hit = any(all(t[k] == v for k, v in ours.items()) for t in tied)
     print(f"best configuration {'is' if hit else 'IS NOT'} one of Calculon's {len(tied)} tied best")
+    # The whole top K, in order: every rate equal, every configuration
+    # one of Calculon's with that rate.
+    same = 0
+    for mine, theirs in zip(report["top"], want["top"]):
+        rate_ok = abs(mine["sample_rate"] - theirs["sample_rate"]) <= 1e-9 * theirs["sample_rate"]
+        ours = execution(mine)
+        config_ok = any(all(t["execution"][k] == v for k, v in ours.items())
+                        for t in want["top"] if t["sample_rate"] == theirs["sample_rate"])
+        same += rate_ok and config_ok
+    print(f"top {same} of {len(want['top'])} equal Calculon's")
 
 
 def strip(search_path):
