@@ -480,6 +480,7 @@ def load_specs():
         except (OSError, ValueError):
             pass
     case_files = [ROOT / "test/Inputs/calculon/recorded-cases.json",
+                  ROOT / "test/Inputs/calculon/tp-overlap-cases.json",
                   SHARED / "oracles/calculon/seqsel-table5.json",
                   SHARED / "oracles/calculon/fullmodel-random.json"]
     case_files += sorted((SHARED / "oracles/inference").glob("*.json"))
