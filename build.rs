@@ -884,7 +884,16 @@ fn emit_builder(out: &mut String, op: &OpDef) {
         }
     }
     out.push_str("            let mut attributes: Vec<(::melior::ir::Identifier<'c>, ::melior::ir::Attribute<'c>)> = Vec::new();\n");
-    for attr in &op.attributes {
+    // Pushed in the byte order of their names, the order of MLIR's
+    // dictionaries: MLIR then only checks the order instead of sorting
+    // the attributes of every op built.
+    let mut sorted: Vec<&Attribute> = op.attributes.iter().collect();
+    sorted.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    let segments_at = sorted.partition_point(|a| a.name.as_bytes() < b"operandSegmentSizes".as_slice());
+    for (index, attr) in sorted.iter().enumerate() {
+        if op.operand_segments && index == segments_at {
+            out.push_str("            attributes.push((b.identifier(\"operandSegmentSizes\"), b.i32_array(&segments)));\n");
+        }
         let (_, convert) = attribute_field(&attr.kind);
         if attr.kind == AttrKind::Unit {
             let _ = writeln!(
@@ -903,7 +912,7 @@ fn emit_builder(out: &mut String, op: &OpDef) {
                 writeln!(out, "            {{ let f = self.{}; attributes.push((b.identifier({:?}), {convert})); }}", attr.name, attr.name);
         }
     }
-    if op.operand_segments {
+    if op.operand_segments && segments_at == sorted.len() {
         out.push_str("            attributes.push((b.identifier(\"operandSegmentSizes\"), b.i32_array(&segments)));\n");
     }
     let _ = writeln!(out, "            let builder = ::melior::ir::operation::OperationBuilder::new({full:?}, location).add_operands(&operands).add_attributes(&attributes);");

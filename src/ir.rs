@@ -1,7 +1,7 @@
 //! Small read-only helpers over melior's IR handles.
 
 use melior::ir::{
-    attribute::{ArrayAttribute, DenseI64ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute, IntegerAttribute},
+    attribute::{ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute},
     block::BlockLike,
     operation::{OperationLike, WalkOrder, WalkResult},
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
@@ -101,10 +101,9 @@ pub fn u64_attr(op: OperationRef, name: &str) -> Option<u64> {
 
 #[must_use]
 pub fn int_value(attribute: Attribute) -> Option<i64> {
-    if !attribute.is_integer() {
-        return None;
-    }
-    IntegerAttribute::try_from(attribute).ok().map(|a| a.value())
+    let raw = attribute.to_raw();
+    // SAFETY: a live attribute, read only when it is an integer.
+    unsafe { mlir_sys::mlirAttributeIsAInteger(raw).then(|| mlir_sys::mlirIntegerAttrGetValueInt(raw)) }
 }
 
 #[must_use]
@@ -119,8 +118,10 @@ pub fn i64_array_value(attribute: Attribute) -> Option<Vec<i64>> {
     if !attribute.is_dense_i64_array() {
         return None;
     }
-    let array = DenseI64ArrayAttribute::try_from(attribute).ok()?;
-    (0..array.len()).map(|i| array.element(i).ok()).collect()
+    let raw = attribute.to_raw();
+    // SAFETY: a live dense i64 array, read within its length.
+    let len = unsafe { mlir_sys::mlirDenseArrayGetNumElements(raw) };
+    Some((0..len).map(|i| unsafe { mlir_sys::mlirDenseI64ArrayGetElement(raw, i) }).collect())
 }
 
 /// Elements of a `array<i32: ...>` attribute (such as `operandSegmentSizes`).
@@ -316,4 +317,107 @@ pub fn is_same_type(a: Type, b: Type) -> bool {
 #[must_use]
 pub fn attr_string_list(op: OperationRef, name: &str) -> Option<Vec<String>> {
     string_list(op.attribute(name).ok()?)
+}
+
+/// A hasher for keys that are pointers (uniqued MLIR objects, values):
+/// one multiply, instead of SipHash over eight bytes.
+#[derive(Default)]
+pub struct PtrHasher(u64);
+
+impl std::hash::Hasher for PtrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        // The low bits of a pointer are alignment zeros: mix them up.
+        self.0 = (value as u64 ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_right(29);
+    }
+}
+
+/// A map keyed by pointers, hashed by [`PtrHasher`].
+pub type PtrMap<V> = std::collections::HashMap<usize, V, std::hash::BuildHasherDefault<PtrHasher>>;
+
+/// An op's attributes read once. Each `op.attribute(name)` is a search
+/// through MLIR's dictionary with string compares; a pass that reads many
+/// attributes of an op reads them from here instead.
+pub struct Attrs<'c> {
+    entries: Vec<(&'c [u8], Attribute<'c>)>,
+}
+
+impl<'c> Attrs<'c> {
+    #[must_use]
+    pub fn of(op: OperationRef<'c, '_>) -> Self {
+        let raw = op.to_raw();
+        // SAFETY: a live op; names and attributes live as long as its context.
+        let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
+        let entries = (0..n)
+            .map(|i| unsafe {
+                let named = mlir_sys::mlirOperationGetAttribute(raw, i);
+                let name = mlir_sys::mlirIdentifierStr(named.name);
+                let bytes = if name.data.is_null() { &[][..] } else { std::slice::from_raw_parts(name.data.cast::<u8>(), name.length) };
+                (bytes, Attribute::from_raw(named.attribute))
+            })
+            .collect();
+        Self { entries }
+    }
+
+    #[must_use]
+    pub fn get(&self, name: &str) -> Option<Attribute<'c>> {
+        let name = name.as_bytes();
+        // Length and first byte rule out most names without a compare call.
+        self.entries.iter().find(|(n, _)| n.len() == name.len() && n.first() == name.first() && *n == name).map(|(_, a)| *a)
+    }
+
+    #[must_use]
+    pub fn int(&self, name: &str) -> Option<i64> {
+        int_value(self.get(name)?)
+    }
+
+    /// A non-negative integer attribute.
+    #[must_use]
+    pub fn u64(&self, name: &str) -> Option<u64> {
+        self.int(name).and_then(|v| u64::try_from(v).ok())
+    }
+
+    /// A count: 0 when absent or negative.
+    #[must_use]
+    pub fn count(&self, name: &str) -> u64 {
+        self.u64(name).unwrap_or(0)
+    }
+
+    #[must_use]
+    pub fn str(&self, name: &str) -> Option<&'c str> {
+        string_value(self.get(name)?)
+    }
+
+    #[must_use]
+    pub fn enumerated<E: crate::ods::OdsEnum>(&self, name: &str) -> Option<E> {
+        E::from_value(self.int(name)?)
+    }
+
+    #[must_use]
+    pub fn i64_array(&self, name: &str) -> Option<Vec<i64>> {
+        i64_array_value(self.get(name)?)
+    }
+
+    #[must_use]
+    pub fn symbol(&self, name: &str) -> Option<&'c str> {
+        let attribute = self.get(name)?;
+        if !attribute.is_flat_symbol_ref() {
+            return None;
+        }
+        FlatSymbolRefAttribute::try_from(attribute).ok().map(|a| a.value())
+    }
+
+    #[must_use]
+    pub fn has(&self, name: &str) -> bool {
+        self.get(name).is_some()
+    }
 }

@@ -127,11 +127,6 @@ impl OpKind {
     /// The kind of an op, if it is one of Blueprint's.
     #[must_use]
     pub fn of(op: melior::ir::OperationRef) -> Option<Self> {
-        // Every rule asks for the kind of every op: look the name's bytes up
-        // with a cheap hash, without UTF-8 validation or allocation.
-        type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
-        static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static [u8], OpKind, Fnv>> = std::sync::OnceLock::new();
-        let table = BY_NAME.get_or_init(|| Self::ALL.iter().map(|k| (k.name().as_bytes(), *k)).collect());
         // SAFETY: a live op's name is a live identifier of its context.
         let raw = unsafe { mlir_sys::mlirIdentifierStr(mlir_sys::mlirOperationGetName(op.to_raw())) };
         if raw.data.is_null() {
@@ -139,13 +134,43 @@ impl OpKind {
         }
         // SAFETY: the identifier's bytes live as long as the context.
         let bytes = unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) };
+        // Every rule asks for the kind of every op. Names are uniqued, so
+        // the name's address finds the last answer for it; the bytes are
+        // compared too, since an address may be reused by a later context.
+        thread_local! {
+            static BY_ADDRESS: std::cell::RefCell<crate::ir::PtrMap<(Box<[u8]>, Option<OpKind>)>> = Default::default();
+        }
+        BY_ADDRESS.with(|cache| {
+            let key = raw.data as usize;
+            if let Some((name, kind)) = cache.borrow().get(&key) {
+                if **name == *bytes {
+                    return *kind;
+                }
+            }
+            let kind = Self::by_name_bytes(bytes);
+            let mut cache = cache.borrow_mut();
+            // Names of contexts long gone must not accumulate.
+            if cache.len() >= 4096 {
+                cache.clear();
+            }
+            cache.insert(key, (bytes.into(), kind));
+            kind
+        })
+    }
+
+    fn by_name_bytes(bytes: &[u8]) -> Option<Self> {
+        type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+        static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static [u8], OpKind, Fnv>> = std::sync::OnceLock::new();
+        let table = BY_NAME.get_or_init(|| Self::ALL.iter().map(|k| (k.name().as_bytes(), *k)).collect());
         table.get(bytes).copied()
     }
 
     /// The op's dialect name.
     #[must_use]
     pub fn dialect(self) -> &'static str {
-        self.name().split('.').next().unwrap_or("")
+        // Asked for every op by every layer rule: a byte scan, no searcher.
+        let name = self.name();
+        name.as_bytes().iter().position(|&b| b == b'.').map_or(name, |dot| &name[..dot])
     }
 }
 

@@ -14,7 +14,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::{
-    ir::{attr_string_list, collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr, symbol_attr},
+    ir::{collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr, string_list, symbol_attr, Attrs},
     ods::{self, OpKind},
     schedule::ProcessorMemory,
     workload::BlockFacts,
@@ -210,11 +210,11 @@ fn count(op: OperationRef, name: &str) -> u64 {
     crate::ir::u64_attr(op, name).unwrap_or(0)
 }
 
-fn class_of(op: OperationRef, kind: &str) -> TaskClass {
+fn class_of(attrs: &Attrs, kind: &str) -> TaskClass {
     if kind == "point_to_point" {
         return TaskClass::Pipeline;
     }
-    let axes = attr_string_list(op, "mesh_axes").or_else(|| str_attr(op, "along").map(|a| vec![a.to_string()]));
+    let axes = attrs.get("mesh_axes").and_then(string_list).or_else(|| attrs.str("along").map(|a| vec![a.to_string()]));
     match axes.as_deref() {
         Some([axis]) if axis == "dp" => TaskClass::DataParallel,
         Some([axis]) if axis == "pp" => TaskClass::Pipeline,
@@ -233,14 +233,34 @@ fn enclosing_chunk<'c, 'a>(op: OperationRef<'c, 'a>) -> Option<(OperationRef<'c,
     Some((parent, template))
 }
 
+/// What the summary reads of a chunk, once per chunk.
+#[derive(Clone, Copy)]
+struct ChunkFacts {
+    stage: u64,
+    chunk: u64,
+    microbatches: u64,
+    blocks: u64,
+}
+
 /// Where `op` sits and how often it runs in a step of `microbatches`.
-fn site_and_runs(op: OperationRef, phase: &str, microbatches: &HashMap<String, u64>) -> (Site, u64, bool) {
+fn site_and_runs(
+    op: OperationRef,
+    attrs: &Attrs,
+    phase: &str,
+    microbatches: &HashMap<String, u64>,
+    chunks: &mut crate::ir::PtrMap<ChunkFacts>,
+) -> (Site, u64, bool) {
     match enclosing_chunk(op) {
         Some((chunk, template)) => {
-            let (stage, index) = (count(chunk, "stage"), count(chunk, "chunk"));
-            let m = symbol_attr(chunk, "pipeline").and_then(|p| microbatches.get(p)).copied().unwrap_or(1);
+            let facts = *chunks.entry(chunk.to_raw().ptr as usize).or_insert_with(|| ChunkFacts {
+                stage: count(chunk, "stage"),
+                chunk: count(chunk, "chunk"),
+                microbatches: symbol_attr(chunk, "pipeline").and_then(|p| microbatches.get(p)).copied().unwrap_or(1),
+                blocks: count(chunk, "blocks"),
+            });
+            let (stage, index, m) = (facts.stage, facts.chunk, facts.microbatches);
             if template {
-                let blocks = count(chunk, "blocks");
+                let blocks = facts.blocks;
                 let runs = if phase == "optimizer" { blocks } else { blocks.saturating_mul(m) };
                 (Site::Template { stage, chunk: index }, runs, stage == 0 && index == 0)
             } else {
@@ -250,7 +270,7 @@ fn site_and_runs(op: OperationRef, phase: &str, microbatches: &HashMap<String, u
         None => {
             // An instance of an unrolled step is representative when it is
             // of block 0 and microbatch 0 (or of no microbatch).
-            let first = |name: &str| int_attr(op, name).is_none_or(|v| v == 0);
+            let first = |name: &str| attrs.int(name).is_none_or(|v| v == 0);
             (Site::Flat, 1, first("block") && first("microbatch"))
         }
     }
@@ -307,28 +327,35 @@ fn layer_work_of<'c, 'a>(ops: Vec<OperationRef<'c, 'a>>, dialect: &str) -> Layer
     let mut memory = MemoryFacts::new();
     let mut stage_memory: BTreeMap<u64, MemoryFacts> = BTreeMap::new();
     let mut schedules = BTreeMap::new();
+    let mut chunks = crate::ir::PtrMap::default();
     for op in ops {
         let Some(kind) = OpKind::of(op) else { continue };
         if kind.dialect() != dialect {
             continue;
         }
-        let id = str_attr(op, "id").unwrap_or_default().to_string();
-        let phase = enum_attr::<ods::Phase>(op, "phase").map_or("", ods::Phase::name).to_string();
-        let task = |engine: &str, class: TaskClass| {
-            let (site, runs, representative) = site_and_runs(op, &phase, &microbatches);
+        // One pass over the op's attributes; the facts below read from it.
+        let attrs = Attrs::of(op);
+        let id = attrs.str("id").unwrap_or_default().to_string();
+        let phase = attrs.enumerated::<ods::Phase>("phase").map_or("", ods::Phase::name).to_string();
+        let mut task = |engine: &str, class: TaskClass| {
+            let (site, runs, representative) = site_and_runs(op, &attrs, &phase, &microbatches, &mut chunks);
             TaskWork {
                 id: id.clone(),
                 phase: phase.clone(),
                 engine: engine.to_string(),
                 class,
-                primitive: enum_attr::<ods::Primitive>(op, "primitive").map(|p| p.name().to_string()),
-                ops: count(op, "ops"),
-                read_bytes: count(op, "read_bytes"),
-                write_bytes: count(op, "write_bytes"),
-                message_bytes: count(op, "message_bytes"),
-                shared_by: count(op, "shared_by").max(1),
-                tiling: str_attr(op, "tiled_with").map(|with| {
-                    (with.to_string(), count(op, "tiles"), enum_attr::<ods::TileOverlap>(op, "overlap").unwrap_or(ods::TileOverlap::Ring))
+                primitive: attrs.enumerated::<ods::Primitive>("primitive").map(|p| p.name().to_string()),
+                ops: attrs.count("ops"),
+                read_bytes: attrs.count("read_bytes"),
+                write_bytes: attrs.count("write_bytes"),
+                message_bytes: attrs.count("message_bytes"),
+                shared_by: attrs.count("shared_by").max(1),
+                tiling: attrs.str("tiled_with").map(|with| {
+                    (
+                        with.to_string(),
+                        attrs.count("tiles"),
+                        attrs.enumerated::<ods::TileOverlap>("overlap").unwrap_or(ods::TileOverlap::Ring),
+                    )
                 }),
                 site,
                 runs,
@@ -340,21 +367,22 @@ fn layer_work_of<'c, 'a>(ops: Vec<OperationRef<'c, 'a>>, dialect: &str) -> Layer
                 schedules.insert(count(op, "stage"), crate::ir::i64_array_attr(op, "slots").unwrap_or_default());
             }
             OpKind::DistCompute => {
-                tasks.push(task(enum_attr::<ods::Engine>(op, "engine").map_or("", ods::Engine::name), TaskClass::Compute))
+                tasks.push(task(attrs.enumerated::<ods::Engine>("engine").map_or("", ods::Engine::name), TaskClass::Compute))
             }
             k if k.is_communication() => {
                 let capability = crate::transformer::plan::communication_capability(k).name();
-                tasks.push(task(capability, class_of(op, capability)));
+                tasks.push(task(capability, class_of(&attrs, capability)));
             }
             OpKind::PlanComputeTask => {
                 tasks.push(task(
-                    enum_attr::<ods::ComputeCapability>(op, "capability").map_or("", ods::ComputeCapability::name),
+                    attrs.enumerated::<ods::ComputeCapability>("capability").map_or("", ods::ComputeCapability::name),
                     TaskClass::Compute,
                 ));
             }
             OpKind::PlanCollectiveTask => {
-                let capability = enum_attr::<ods::CommunicationCapability>(op, "capability").map_or("", ods::CommunicationCapability::name);
-                tasks.push(task(capability, class_of(op, capability)));
+                let capability =
+                    attrs.enumerated::<ods::CommunicationCapability>("capability").map_or("", ods::CommunicationCapability::name);
+                tasks.push(task(capability, class_of(&attrs, capability)));
             }
             OpKind::DistMemory | OpKind::PlanBuffer => {
                 let (kind_attr, size) = if kind == OpKind::DistMemory { ("kind", "bytes") } else { ("contents", "size") };

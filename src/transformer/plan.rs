@@ -11,8 +11,6 @@
 //!
 //! Validation comes first; on any error the module is left unchanged.
 
-use std::collections::HashMap;
-
 use melior::{
     ir::{block::BlockLike, operation::OperationLike, Block, Module, OperationRef, Region, RegionLike, Value, ValueLike},
     pass::ExternalPass,
@@ -23,8 +21,8 @@ use crate::{
     dialects::{plan, result, BuildError, Builder},
     digest::layer_digest,
     ir::{
-        attr_string_list, collect_ops, defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of, str_attr, string_list_list,
-        symbol_attr, tensor_element, tensor_shape, type_string,
+        collect_ops, defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of, str_attr, string_list, string_list_list,
+        symbol_attr, tensor_element, tensor_shape, type_string, Attrs,
     },
     mesh::Meshes,
     ods::{
@@ -205,7 +203,7 @@ fn emit_plan<'c>(
     }
     let plan_token = b.plan_token();
     // Plan token of each dist token (keyed by the raw value).
-    let mut tokens: HashMap<usize, Value> = HashMap::new();
+    let mut tokens: TokenMap = TokenMap::default();
     for &op in ops {
         if OpKind::of(op) != Some(OpKind::DistChunk) {
             continue;
@@ -224,7 +222,7 @@ fn emit_plan<'c>(
                 let e = Emitter::new(b, block, op.location());
                 let mut last = block.argument(0).ok().map(Value::from);
                 for task in block_ops(source) {
-                    if let Some(token) = plan_task(&e, task, meshes, &mut tokens)? {
+                    if let Some(token) = plan_task(&e, task, meshes, plan_token, &mut tokens)? {
                         last = Some(token);
                     }
                 }
@@ -268,12 +266,15 @@ fn emit_plan<'c>(
         let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
         let e = Emitter::new(b, body, anchor);
         for op in flat {
-            plan_task(&e, op, meshes, &mut tokens)?;
+            plan_task(&e, op, meshes, plan_token, &mut tokens)?;
         }
         e.push(b.func_return(&[], anchor))?;
     }
     Ok(())
 }
+
+/// Plan token of each dist token, keyed by the raw value.
+type TokenMap<'c, 'a> = crate::ir::PtrMap<Value<'c, 'a>>;
 
 /// The plan's symbol for a dist symbol (both live in one module).
 #[must_use]
@@ -306,28 +307,31 @@ fn plan_task<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, '_>,
     meshes: &Meshes,
-    tokens: &mut HashMap<usize, Value<'c, 'a>>,
+    plan_token: melior::ir::Type<'c>,
+    tokens: &mut TokenMap<'c, 'a>,
 ) -> Result<Option<Value<'c, 'a>>, BuildError> {
     let Some(kind) = OpKind::of(op) else { return Ok(None) };
     if !is_task(op) {
         return Ok(None);
     }
     let b = e.b;
-    let plan_token = b.plan_token();
-    let positive = |name: &str| int_attr(op, name).and_then(|v| u64::try_from(v).ok());
+    // Each attribute is read from one pass over the op's attributes.
+    let attrs = Attrs::of(op);
+    let positive = |name: &str| attrs.u64(name);
     let (block, stage, chunk, microbatch) = (positive("block"), positive("stage"), positive("chunk"), positive("microbatch"));
     let deps = dep_tokens(op, tokens);
-    let facts = Facts::of(op);
-    let id = str_attr(op, "id").unwrap_or_default();
-    let phase = enum_attr::<Phase>(op, "phase").unwrap_or(Phase::Forward);
-    let mesh = meshes.of_op(op);
+    let facts = Facts::of(&attrs);
+    let id = attrs.str("id").unwrap_or_default();
+    let phase = attrs.enumerated::<Phase>("phase").unwrap_or(Phase::Forward);
+    let mesh = attrs.symbol("mesh").and_then(|m| meshes.get(m));
     let built = if kind == OpKind::DistCompute {
-        let capability = match enum_attr::<Engine>(op, "engine") {
+        let capability = match attrs.enumerated::<Engine>("engine") {
             Some(Engine::Matrix) => ComputeCapability::MatrixMultiply,
             _ => ComputeCapability::VectorElementwise,
         };
-        let ranks = i64_array_attr(op, "ranks")
-            .map_or_else(|| mesh.map_or(1, |m| m.slice_size(i64_array_attr(op, "slice").as_deref())), |r| r.len() as u64);
+        let ranks = attrs
+            .i64_array("ranks")
+            .map_or_else(|| mesh.map_or(1, |m| m.slice_size(attrs.i64_array("slice").as_deref())), |r| r.len() as u64);
         plan::ComputeTask {
             deps: &deps,
             id,
@@ -348,14 +352,14 @@ fn plan_task<'c, 'a>(
         .build(&b, b.named_location(id, op.location()))
     } else {
         let capability = communication_capability(kind);
-        let axes = attr_string_list(op, "mesh_axes");
-        let ranks = match i64_array_attr(op, "participants") {
+        let axes = attrs.get("mesh_axes").and_then(string_list);
+        let ranks = match attrs.i64_array("participants") {
             Some(p) => p.len() as u64,
             None if kind == OpKind::DistP2P => 2,
             None => mesh.zip(axes.as_ref()).and_then(|(m, a)| m.group_size(a)).unwrap_or(1),
         };
-        let message = count(op, "message_bytes");
-        let along = str_attr(op, "along").map(|a| b.strings(&[a]));
+        let message = attrs.count("message_bytes");
+        let along = attrs.str("along").map(|a| b.strings(&[a]));
         plan::CollectiveTask {
             deps: &deps,
             id,
@@ -373,10 +377,10 @@ fn plan_task<'c, 'a>(
             message_bytes: message,
             results: &[plan_token],
             optional: plan::CollectiveTaskOptional {
-                mesh_axes: op.attribute("mesh_axes").ok().or(along),
-                tiled_with: str_attr(op, "tiled_with"),
+                mesh_axes: attrs.get("mesh_axes").or(along),
+                tiled_with: attrs.str("tiled_with"),
                 tiles: positive("tiles"),
-                overlap: enum_attr::<TileOverlap>(op, "overlap"),
+                overlap: attrs.enumerated::<TileOverlap>("overlap"),
                 block,
                 stage,
                 chunk,
@@ -405,8 +409,8 @@ struct Facts {
 }
 
 impl Facts {
-    fn of(op: OperationRef) -> Self {
-        Self { ops: count(op, "ops"), read: count(op, "read_bytes"), write: count(op, "write_bytes") }
+    fn of(attrs: &Attrs) -> Self {
+        Self { ops: attrs.count("ops"), read: attrs.count("read_bytes"), write: attrs.count("write_bytes") }
     }
 }
 
@@ -424,7 +428,7 @@ pub(crate) fn communication_capability(kind: OpKind) -> CommunicationCapability 
 
 /// Plan tokens of the dist tasks `op` depends on (directly, or through a
 /// value result of a task; tensor dependencies on boundary values carry none).
-fn dep_tokens<'c, 'a>(op: OperationRef, tokens: &HashMap<usize, Value<'c, 'a>>) -> Vec<Value<'c, 'a>> {
+fn dep_tokens<'c, 'a>(op: OperationRef, tokens: &TokenMap<'c, 'a>) -> Vec<Value<'c, 'a>> {
     let mut deps: Vec<Value> = Vec::new();
     let mut add = |token: Value<'c, 'a>| {
         if !deps.iter().any(|d| d.to_raw().ptr == token.to_raw().ptr) {

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use melior::ir::{operation::OperationLike, OperationRef};
+use melior::ir::{operation::OperationLike, AttributeLike, OperationRef};
 
 use super::{position_of, Checker};
 use crate::ir::{dialect_of, name_of, str_attr, visit_nested, Nested};
@@ -119,7 +119,7 @@ const LAYERS: [Layer; 3] = [
 /// rule reports it; other rules skip it to avoid a second message).
 #[must_use]
 pub fn is_forbidden(dialect: &str, name: &str) -> bool {
-    let bare = name.rsplit('.').next().unwrap_or(name);
+    let bare = bare_name(name);
     LAYERS.iter().any(|layer| layer.dialect == dialect && names_forbidden(layer.forbidden, bare))
 }
 
@@ -150,13 +150,31 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(crate::ods::Op
             continue;
         }
         check_header(checker, layer, &layer_ops);
-        check_unique(checker, &layer_ops, "id", "id");
-        check_unique(checker, &layer_ops, "sym_name", "symbol");
-        for &op in &layer_ops {
-            check_forbidden(checker, op, layer);
+        // One read of each op's attributes serves the unique-id, unique-
+        // symbol and forbidden-field rules (reported in that order).
+        let mut names = NameCache::default();
+        let read: Vec<OpFields> = layer_ops.iter().map(|&op| read_fields(op, layer, &mut names)).collect();
+        check_unique(checker, &read, |f| f.id, "id");
+        check_unique(checker, &read, |f| f.sym_name, "symbol");
+        for fields in read {
+            for problem in fields.problems {
+                checker.error(fields.op, problem);
+            }
         }
     }
 }
+
+/// What the layer rules read from one op.
+struct OpFields<'c, 'a> {
+    op: OperationRef<'c, 'a>,
+    id: Option<&'c str>,
+    sym_name: Option<&'c str>,
+    problems: Vec<String>,
+}
+
+/// Whether each attribute name (by its uniqued address) is forbidden in
+/// the layer: a step has few distinct names and many ops.
+type NameCache = crate::ir::PtrMap<bool>;
 
 fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
     let header_name = format!("{}.header", layer.dialect);
@@ -208,10 +226,12 @@ pub fn is_content_digest(digest: &str) -> bool {
     digest.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
-fn check_unique(checker: &mut Checker, ops: &[OperationRef], attribute: &str, what: &str) {
-    let mut seen: HashMap<&str, OperationRef> = HashMap::new();
-    for &op in ops {
-        let Some(value) = str_attr(op, attribute) else { continue };
+fn check_unique<'c>(checker: &mut Checker, ops: &[OpFields<'c, '_>], field: impl Fn(&OpFields<'c, '_>) -> Option<&'c str>, what: &str) {
+    type Fnv = std::hash::BuildHasherDefault<crate::ods::FnvHasher>;
+    let mut seen: HashMap<&str, OperationRef, Fnv> = HashMap::default();
+    for fields in ops {
+        let op = fields.op;
+        let Some(value) = field(fields) else { continue };
         if value.is_empty() {
             checker.error(op, format!("{what} must not be empty"));
             continue;
@@ -225,18 +245,60 @@ fn check_unique(checker: &mut Checker, ops: &[OperationRef], attribute: &str, wh
     }
 }
 
-fn check_forbidden(checker: &mut Checker, op: OperationRef, layer: &Layer) {
-    let mut problems = Vec::new();
-    for (name, value) in op.attributes() {
-        let name = crate::ir::identifier_str(name);
-        let bare = name.rsplit('.').next().unwrap_or(name);
-        if names_forbidden(layer.forbidden, bare) {
-            problems.push(format!("attribute '{name}' is a placement or target field, illegal in the '{}' layer", layer.dialect));
+fn read_fields<'c, 'a>(op: OperationRef<'c, 'a>, layer: &Layer, names: &mut NameCache) -> OpFields<'c, 'a> {
+    let mut fields = OpFields { op, id: None, sym_name: None, problems: Vec::new() };
+    let raw = op.to_raw();
+    // SAFETY: a live op; its names and attributes live as long as its context.
+    let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
+    for i in 0..n {
+        let named = unsafe { mlir_sys::mlirOperationGetAttribute(raw, i) };
+        let identifier = unsafe { melior::ir::Identifier::from_raw(named.name) };
+        let name_ref = identifier.as_string_ref().to_raw();
+        let name_bytes = if name_ref.data.is_null() {
+            &[][..]
+        } else {
+            unsafe { std::slice::from_raw_parts(name_ref.data.cast::<u8>(), name_ref.length) }
+        };
+        let value = unsafe { melior::ir::Attribute::from_raw(named.attribute) };
+        let is_string = value.is_string();
+        match name_bytes {
+            b"id" if is_string => fields.id = crate::ir::string_value(value),
+            b"sym_name" if is_string => fields.sym_name = crate::ir::string_value(value),
+            _ => {}
         }
+        // Names are checked as text only where a message needs them.
+        let name = || crate::ir::identifier_str(identifier);
+        let forbidden = *names.entry(name_ref.data as usize).or_insert_with(|| names_forbidden(layer.forbidden, bare_name(name())));
+        if forbidden {
+            fields.problems.push(format!(
+                "attribute '{}' is a placement or target field, illegal in the '{}' layer",
+                name(),
+                layer.dialect
+            ));
+        }
+        if is_string {
+            let text = unsafe { mlir_sys::mlirStringAttrGetValue(named.attribute) };
+            let bytes =
+                if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
+            // (Text that is not UTF-8 reads as a placeholder naming no target.)
+            if let (Some(target), Ok(text)) = (target_name_in_bytes(bytes), std::str::from_utf8(bytes)) {
+                fields.problems.push(format!(
+                    "attribute '{}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
+                    name(),
+                    layer.dialect
+                ));
+            }
+            continue;
+        }
+        // Integers, dense arrays and symbols (most attributes) nest nothing.
+        if !value.is_array() && !value.is_dictionary() {
+            continue;
+        }
+        let name = name();
         visit_nested(value, &mut |nested| match nested {
             Nested::Key(key) => {
                 if names_forbidden(layer.forbidden, key) {
-                    problems.push(format!(
+                    fields.problems.push(format!(
                         "attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer",
                         layer.dialect
                     ));
@@ -244,7 +306,7 @@ fn check_forbidden(checker: &mut Checker, op: OperationRef, layer: &Layer) {
             }
             Nested::String(text) => {
                 if let Some(target) = target_name_in(text) {
-                    problems.push(format!(
+                    fields.problems.push(format!(
                         "attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
                         layer.dialect
                     ));
@@ -252,16 +314,28 @@ fn check_forbidden(checker: &mut Checker, op: OperationRef, layer: &Layer) {
             }
         });
     }
-    for problem in problems {
-        checker.error(op, problem);
+    fields
+}
+
+/// The name after its last `.` (a dialect-prefixed name's own part).
+fn bare_name(name: &str) -> &str {
+    match name.as_bytes().iter().rposition(|&b| b == b'.') {
+        Some(dot) => &name[dot + 1..],
+        None => name,
     }
 }
 
 /// The first target library or runtime name that appears as a word in `text`.
 fn target_name_in(text: &str) -> Option<&'static str> {
-    text.split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|word| !word.is_empty())
-        .find_map(|word| TARGET_NAMES.iter().copied().find(|t| word.eq_ignore_ascii_case(t)))
+    target_name_in_bytes(text.as_bytes())
+}
+
+fn target_name_in_bytes(text: &[u8]) -> Option<&'static str> {
+    // Words are runs of ASCII letters and digits; only words as long as
+    // some target name are compared.
+    text.split(|b| !b.is_ascii_alphanumeric())
+        .filter(|word| (3..=7).contains(&word.len()))
+        .find_map(|word| TARGET_NAMES.iter().copied().find(|t| t.len() == word.len() && word.eq_ignore_ascii_case(t.as_bytes())))
 }
 
 #[cfg(test)]
@@ -274,6 +348,12 @@ mod tests {
         assert_eq!(target_name_in("use CUDA graphs"), Some("cuda"));
         assert_eq!(target_name_in("relationship.hipster"), None);
         assert_eq!(target_name_in("attn.qkv"), None);
+    }
+
+    #[test]
+    fn target_names_are_three_to_seven_letters() {
+        // target_name_in compares only words of these lengths.
+        assert!(TARGET_NAMES.iter().all(|t| (3..=7).contains(&t.len())));
     }
 
     #[test]

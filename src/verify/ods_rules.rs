@@ -3,7 +3,9 @@
 //! confinement of declared attributes are checked by the generated C++
 //! verifiers whenever IR is parsed or a pass ends.)
 
-use melior::ir::{operation::OperationLike, OperationRef};
+use std::collections::HashMap;
+
+use melior::ir::OperationRef;
 
 use super::Checker;
 use crate::{ir::dialect_of, ods::OpKind};
@@ -12,17 +14,29 @@ use crate::{ir::dialect_of, ods::OpKind};
 const STRUCTURAL_ATTRIBUTES: [&str; 2] = ["operandSegmentSizes", "resultSegmentSizes"];
 
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    // Whether a name is declared by a kind, by the name's uniqued address:
+    // a step has many ops of few kinds with few distinct names.
+    type Fnv = std::hash::BuildHasherDefault<crate::ods::FnvHasher>;
+    let mut known: HashMap<(OpKind, usize), bool, Fnv> = HashMap::default();
     for &(kind, op) in ops {
         let spec = kind.spec();
-        for (name, _) in op.attributes() {
-            let name = crate::ir::identifier_str(name);
-            // Dialect-prefixed names are discardable annotations; the
-            // forbidden-field rules still apply to them (layering.rs).
-            if name.contains('.') || STRUCTURAL_ATTRIBUTES.contains(&name) {
-                continue;
-            }
-            if spec.attribute(name).is_none() && !super::layering::is_forbidden(dialect_of(spec.name), name) {
-                checker.error(op, unknown_attribute_message(spec.name, name));
+        let raw = op.to_raw();
+        // SAFETY: a live op; its attribute names live as long as its context.
+        let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
+        for i in 0..n {
+            let identifier = unsafe { melior::ir::Identifier::from_raw(mlir_sys::mlirOperationGetAttribute(raw, i).name) };
+            let address = identifier.as_string_ref().to_raw().data as usize;
+            let allowed = *known.entry((kind, address)).or_insert_with(|| {
+                let name = crate::ir::identifier_str(identifier);
+                // Dialect-prefixed names are discardable annotations; the
+                // forbidden-field rules still apply to them (layering.rs).
+                name.contains('.')
+                    || STRUCTURAL_ATTRIBUTES.contains(&name)
+                    || spec.attribute(name).is_some()
+                    || super::layering::is_forbidden(dialect_of(spec.name), name)
+            });
+            if !allowed {
+                checker.error(op, unknown_attribute_message(spec.name, crate::ir::identifier_str(identifier)));
             }
         }
     }
