@@ -18,6 +18,67 @@ pub const MAX_NESTING_DEPTH: usize = 1000;
 /// [`MAX_NESTING_DEPTH`], skipping string literals and `//` comments.
 #[must_use]
 pub fn too_deep(source: &[u8]) -> Option<(usize, usize)> {
+    // Every input is scanned: a fast pass without positions first, the
+    // located one only for input that is too deep.
+    if nests_too_deep(source) {
+        locate_too_deep(source)
+    } else {
+        None
+    }
+}
+
+/// Bytes that change the scanner's state; the rest are skipped at once.
+const SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let specials = *b"\"/([{<)]}>";
+    let mut k = 0;
+    while k < specials.len() {
+        table[specials[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// Whether [`locate_too_deep`] finds a position: the same scan without
+/// line and column bookkeeping.
+fn nests_too_deep(source: &[u8]) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < source.len() {
+        let byte = source[i];
+        if !SPECIAL[byte as usize] {
+            i += 1;
+            continue;
+        }
+        match byte {
+            b'"' => {
+                i += 1;
+                while i < source.len() && source[i] != b'"' && source[i] != b'\n' {
+                    i += if source[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if source.get(i + 1) == Some(&b'/') => {
+                while i + 1 < source.len() && source[i + 1] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' | b'<' => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return true;
+                }
+            }
+            b'>' if i > 0 && source[i - 1] == b'-' => {}
+            b'>' if source.get(i + 1) == Some(&b'=') => {}
+            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+fn locate_too_deep(source: &[u8]) -> Option<(usize, usize)> {
     let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
     let mut i = 0;
     while i < source.len() {
@@ -106,4 +167,39 @@ fn parse_operation<'c>(context: &'c Context, source: &[u8], name: &str) -> Optio
         )
     };
     (!raw.ptr.is_null()).then(|| unsafe { melior::ir::Operation::from_raw(raw) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{locate_too_deep, nests_too_deep, too_deep, MAX_NESTING_DEPTH};
+
+    /// The fast scan and the located one agree, brackets inside strings,
+    /// escapes, comments, `->` and `>=` included.
+    #[test]
+    fn fast_scan_agrees_with_located_scan() {
+        let deep = "(".repeat(MAX_NESTING_DEPTH + 1);
+        let at_limit = "(".repeat(MAX_NESTING_DEPTH);
+        let cases = [
+            String::new(),
+            at_limit.clone(),
+            deep.clone(),
+            format!("\"{deep}\""),
+            format!("\"a\\\"{deep}\""),
+            format!("\"unterminated\n{deep}"),
+            format!("// {deep}\n"),
+            format!("// c\n{deep}"),
+            format!("{at_limit}->"),
+            format!("{at_limit}-><"),
+            format!("{at_limit}>=<"),
+            format!("{at_limit}><"),
+            format!("{at_limit}\"\\\\\"<"),
+            format!("x / y {deep}"),
+        ];
+        for case in &cases {
+            let located = locate_too_deep(case.as_bytes());
+            assert_eq!(nests_too_deep(case.as_bytes()), located.is_some(), "{case:?}");
+            assert_eq!(too_deep(case.as_bytes()), located, "{case:?}");
+        }
+        assert_eq!(too_deep(format!("\n  {deep}").as_bytes()), Some((2, 3 + MAX_NESTING_DEPTH)));
+    }
 }
