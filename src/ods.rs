@@ -139,7 +139,22 @@ impl OpKind {
         }
         // SAFETY: the identifier's bytes live as long as the context.
         let bytes = unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) };
-        table.get(bytes).copied()
+        // Consecutive questions are mostly about ops of one kind (a step is
+        // thousands of `dist.compute`): compare with the last answer's name
+        // before hashing. By name, not by pointer, so it holds across contexts.
+        thread_local! {
+            static LAST: std::cell::Cell<Option<OpKind>> = const { std::cell::Cell::new(None) };
+        }
+        if let Some(last) = LAST.with(std::cell::Cell::get) {
+            if last.name().as_bytes() == bytes {
+                return Some(last);
+            }
+        }
+        let kind = table.get(bytes).copied();
+        if kind.is_some() {
+            LAST.with(|cell| cell.set(kind));
+        }
+        kind
     }
 
     /// The op's dialect name.
