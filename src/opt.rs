@@ -315,6 +315,11 @@ fn printing_flags(options: &Options) -> OperationPrintingFlags {
     if options.print_debug_info {
         flags = flags.enable_debug_info(true, false);
     }
+    // Only verified modules are printed (after parsing and after every pass
+    // that may change the IR); otherwise MLIR's printer verifies the whole
+    // module once more before printing the custom form.
+    // SAFETY: live flags.
+    unsafe { mlir_sys::mlirOpPrintingFlagsAssumeVerified(flags.to_raw()) };
     flags
 }
 
