@@ -45,6 +45,7 @@ fn run() -> Result<(), String> {
     let dialects_dir = manifest.join("dialects");
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={}", manifest.join("src/capi/pass_registration.cpp").display());
+    println!("cargo:rerun-if-changed={}", manifest.join("src/capi/print.cpp").display());
     println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
     println!("cargo:rerun-if-changed={}", dialects_dir.join("BlueprintBase.td").display());
     // `melior::dialect!` (typed builders) reads the ODS from here.
@@ -162,7 +163,9 @@ fn compile_dialects(prefix: &str, dialects_dir: &Path, out_dir: &Path) -> Result
         .flag("-w")
         .files(&units)
         // Pass registration by name for the C API and the mlir-opt plugin.
-        .file(manifest_dir().join("src/capi/pass_registration.cpp"));
+        .file(manifest_dir().join("src/capi/pass_registration.cpp"))
+        // Buffered printing (the C API's printer calls back per token).
+        .file(manifest_dir().join("src/capi/print.cpp"));
     build.try_compile("blueprint_dialects").map_err(|e| format!("compiling the dialects' C++: {e}"))?;
     Ok(())
 }

@@ -296,16 +296,51 @@ pub fn location_text(location: melior::ir::Location) -> String {
 #[must_use]
 pub fn op_bytes(op: OperationRef, flags: &melior::ir::operation::OperationPrintingFlags) -> Vec<u8> {
     let mut buffer = Vec::new();
-    // SAFETY: a live op and flags; `append_bytes` appends to `buffer`.
-    unsafe {
-        mlir_sys::mlirOperationPrintWithFlags(
-            op.to_raw(),
-            flags.to_raw(),
-            Some(crate::diagnostics::append_bytes),
-            (&raw mut buffer).cast(),
-        );
-    }
+    // Writing into a Vec cannot fail.
+    let _ = print_op_to(op, flags, &mut buffer);
     buffer
+}
+
+extern "C" {
+    // src/capi/print.cpp: mlirOperationPrintWithFlags through a buffer.
+    fn blueprintOperationPrintBuffered(
+        op: mlir_sys::MlirOperation,
+        flags: mlir_sys::MlirOpPrintingFlags,
+        callback: mlir_sys::MlirStringCallback,
+        user_data: *mut std::ffi::c_void,
+    );
+}
+
+/// Prints an op with `flags` into `out` as MLIR produces it, 64 KiB at a
+/// time, never holding the whole text.
+///
+/// # Errors
+/// The first error of `out`; nothing more is written after it.
+pub fn print_op_to(
+    op: OperationRef,
+    flags: &melior::ir::operation::OperationPrintingFlags,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    struct Sink<'a> {
+        out: &'a mut dyn std::io::Write,
+        error: Option<std::io::Error>,
+    }
+    unsafe extern "C" fn write_chunk(text: mlir_sys::MlirStringRef, data: *mut std::ffi::c_void) {
+        // SAFETY: `data` is the `Sink` below, alive for the whole print.
+        let sink = unsafe { &mut *data.cast::<Sink>() };
+        if sink.error.is_some() || text.data.is_null() || text.length == 0 {
+            return;
+        }
+        // SAFETY: MLIR passes a valid (pointer, length) pair.
+        let bytes = unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) };
+        if let Err(error) = sink.out.write_all(bytes) {
+            sink.error = Some(error);
+        }
+    }
+    let mut sink = Sink { out, error: None };
+    // SAFETY: a live op and flags; `write_chunk` writes to `sink`.
+    unsafe { blueprintOperationPrintBuffered(op.to_raw(), flags.to_raw(), Some(write_chunk), (&raw mut sink).cast()) };
+    sink.error.map_or(Ok(()), Err)
 }
 
 #[must_use]

@@ -11,7 +11,7 @@ mod diagnostics_check;
 use std::io::{Read, Write};
 
 use melior::{
-    ir::operation::OperationPrintingFlags,
+    ir::{operation::OperationPrintingFlags, Module},
     pass::{PassIrPrintingOptions, PassManager},
     Context,
 };
@@ -200,15 +200,12 @@ fn read_input(options: &Options) -> Result<(String, Vec<u8>)> {
     }
 }
 
-/// One chunk of the input: its text padded with newlines so that line
-/// numbers in diagnostics are those of the whole file.
-struct Chunk {
-    text: Vec<u8>,
-}
-
-fn split_chunks(bytes: &[u8], split: bool) -> Vec<Chunk> {
+/// Splits the input on `// -----` lines; each chunk's text is padded with
+/// newlines so that line numbers in diagnostics are those of the whole
+/// file. Without splitting the input is the one chunk, not copied.
+fn split_chunks(bytes: Vec<u8>, split: bool) -> Vec<Vec<u8>> {
     if !split {
-        return vec![Chunk { text: bytes.to_vec() }];
+        return vec![bytes];
     }
     let mut chunks = Vec::new();
     let mut current: Vec<u8> = Vec::new();
@@ -219,7 +216,7 @@ fn split_chunks(bytes: &[u8], split: bool) -> Vec<Chunk> {
         if trimmed.trim_end().starts_with(SPLIT_MARKER) && trimmed.trim() == SPLIT_MARKER {
             let mut text = vec![b'\n'; lines_before];
             text.extend_from_slice(&current);
-            chunks.push(Chunk { text });
+            chunks.push(text);
             current.clear();
             line_no += 1;
             lines_before = line_no;
@@ -230,7 +227,7 @@ fn split_chunks(bytes: &[u8], split: bool) -> Vec<Chunk> {
     }
     let mut text = vec![b'\n'; lines_before];
     text.extend_from_slice(&current);
-    chunks.push(Chunk { text });
+    chunks.push(text);
     chunks
 }
 
@@ -238,17 +235,19 @@ fn split_chunks(bytes: &[u8], split: bool) -> Vec<Chunk> {
 /// `--verify-diagnostics`, whether all diagnostics matched).
 pub fn run(options: &Options) -> Result<bool> {
     let (name, bytes) = read_input(options)?;
-    let chunks = split_chunks(&bytes, options.split_input_file);
-    let mut outputs = Vec::new();
+    let chunks = split_chunks(bytes, options.split_input_file);
+    let single = chunks.len() == 1;
+    let mut outputs: Vec<Vec<u8>> = Vec::new();
     let mut all_ok = true;
-    for chunk in &chunks {
+    for mut chunk in chunks {
         let context = create_context();
         context.set_allow_unregistered_dialects(options.allow_unregistered);
         let sink = DiagnosticSink::attach(&context);
-        let printed = process_chunk(&context, &sink, options, &name, &chunk.text)?;
+        let mut timings = Timings::default();
+        let module = process_chunk(&context, &sink, options, &name, &mut chunk, &mut timings)?;
         let diagnostics = sink.take();
         if options.verify_diagnostics {
-            let text = String::from_utf8_lossy(&chunk.text);
+            let text = String::from_utf8_lossy(&chunk);
             let problems = diagnostics_check::check(&name, &text, &diagnostics);
             for problem in &problems {
                 eprintln!("{problem}");
@@ -256,20 +255,38 @@ pub fn run(options: &Options) -> Result<bool> {
             all_ok &= problems.is_empty();
         } else {
             report(&diagnostics);
-            all_ok &= printed.is_some() && !diagnostics.iter().any(|d| d.severity == Severity::Error);
+            all_ok &= module.is_some() && !diagnostics.iter().any(|d| d.severity == Severity::Error);
         }
-        if let Some(text) = printed {
-            outputs.push(text);
+        let Some(module) = module else { continue };
+        let flags = printing_flags(options);
+        if single {
+            // One chunk: print straight into the output, never holding
+            // the text (nothing is written if the chunk failed).
+            if !all_ok {
+                return Ok(false);
+            }
+            write_output(options, |out| crate::ir::print_op_to(module.as_operation(), &flags, out).and_then(|()| out.write_all(b"\n")))?;
+            timings.report(options);
+            return Ok(true);
         }
+        let mut text = crate::ir::op_bytes(module.as_operation(), &flags);
+        text.push(b'\n');
+        timings.report(options);
+        outputs.push(text);
     }
     if !all_ok {
         return Ok(false);
     }
-    let mut text = outputs.join(&format!("{SPLIT_MARKER}\n"));
-    if options.verify_diagnostics && outputs.is_empty() {
-        text.clear();
-    }
-    write_output(options, &text)?;
+    let marker = format!("{SPLIT_MARKER}\n");
+    write_output(options, |out| {
+        for (i, text) in outputs.iter().enumerate() {
+            if i > 0 {
+                out.write_all(marker.as_bytes())?;
+            }
+            out.write_all(text)?;
+        }
+        Ok(())
+    })?;
     Ok(true)
 }
 
@@ -279,39 +296,18 @@ fn report(diagnostics: &[Diagnostic]) {
     }
 }
 
-fn write_output(options: &Options, text: &str) -> Result<()> {
+fn write_output(options: &Options, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
     match options.output.as_deref() {
         None | Some("-") => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(|source| Error::WriteOutput { path: "<stdout>".into(), source })
+            let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            write(&mut stdout).and_then(|()| stdout.flush()).map_err(|source| Error::WriteOutput { path: "<stdout>".into(), source })
         }
-        Some(path) => crate::tool::write_file_atomically(std::path::Path::new(path), text.as_bytes())
+        Some(path) => crate::tool::write_file_atomically_with(std::path::Path::new(path), write)
             .map_err(|source| Error::WriteOutput { path: path.to_string(), source }),
     }
 }
 
-/// Parses, verifies, runs the pipeline and prints one chunk. `Ok(None)`
-/// means the chunk failed with diagnostics already emitted.
-fn process_chunk(context: &Context, sink: &DiagnosticSink, options: &Options, name: &str, source: &[u8]) -> Result<Option<String>> {
-    let started = std::time::Instant::now();
-    let Some(mut module) = parse_module(context, sink, source, name) else {
-        return Ok(None);
-    };
-    let parsed = std::time::Instant::now();
-    // The parser has already run MLIR's verifier (the generated C++ verifiers).
-    if !verify_blueprint(module.as_operation()) {
-        return Ok(None);
-    }
-    let verified = std::time::Instant::now();
-    if !options.pipeline.is_empty() {
-        let pass_manager = build_pass_manager(context, options)?;
-        if pass_manager.run(&mut module).is_err() {
-            return Ok(None);
-        }
-    }
+fn printing_flags(options: &Options) -> OperationPrintingFlags {
     let mut flags = OperationPrintingFlags::new();
     if options.print_generic {
         flags = flags.print_generic_operation_form();
@@ -319,22 +315,77 @@ fn process_chunk(context: &Context, sink: &DiagnosticSink, options: &Options, na
     if options.print_debug_info {
         flags = flags.enable_debug_info(true, false);
     }
-    let ran = std::time::Instant::now();
-    // Printed into bytes and checked as UTF-8 once: melior's string
-    // printing converts every fragment the printer emits.
-    let bytes = crate::ir::op_bytes(module.as_operation(), &flags);
-    let printed = String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    if options.timing {
-        let seconds = |from: std::time::Instant, to: std::time::Instant| (to - from).as_secs_f64();
-        eprintln!(
-            "blueprint-opt: parse (and MLIR verify) {:.4} s, Blueprint verify {:.4} s, pipeline {:.4} s, print {:.4} s",
-            seconds(started, parsed),
-            seconds(parsed, verified),
-            seconds(verified, ran),
-            seconds(ran, std::time::Instant::now())
-        );
+    // Only verified modules are printed (after parsing and after every pass
+    // that may change the IR); otherwise MLIR's printer verifies the whole
+    // module once more before printing the custom form.
+    // SAFETY: live flags.
+    unsafe { mlir_sys::mlirOpPrintingFlagsAssumeVerified(flags.to_raw()) };
+    flags
+}
+
+/// When each phase of a chunk ended, for `--mlir-timing`.
+#[derive(Default)]
+struct Timings {
+    started: Option<std::time::Instant>,
+    parsed: Option<std::time::Instant>,
+    verified: Option<std::time::Instant>,
+    ran: Option<std::time::Instant>,
+}
+
+impl Timings {
+    /// Reports the phases, the print ending now.
+    fn report(&self, options: &Options) {
+        let (Some(started), Some(parsed), Some(verified), Some(ran)) = (self.started, self.parsed, self.verified, self.ran) else {
+            return;
+        };
+        if options.timing {
+            let seconds = |from: std::time::Instant, to: std::time::Instant| (to - from).as_secs_f64();
+            eprintln!(
+                "blueprint-opt: parse (and MLIR verify) {:.4} s, Blueprint verify {:.4} s, pipeline {:.4} s, print {:.4} s",
+                seconds(started, parsed),
+                seconds(parsed, verified),
+                seconds(verified, ran),
+                seconds(ran, std::time::Instant::now())
+            );
+        }
     }
-    Ok(Some(format!("{printed}\n")))
+}
+
+/// Parses, verifies and runs the pipeline on one chunk. `Ok(None)` means
+/// the chunk failed with diagnostics already emitted. The chunk's text is
+/// released once parsed unless `--verify-diagnostics` needs it.
+fn process_chunk<'c>(
+    context: &'c Context,
+    sink: &DiagnosticSink,
+    options: &Options,
+    name: &str,
+    source: &mut Vec<u8>,
+    timings: &mut Timings,
+) -> Result<Option<Module<'c>>> {
+    timings.started = Some(std::time::Instant::now());
+    let parsed = parse_module(context, sink, source, name);
+    if !options.verify_diagnostics {
+        // The IR no longer needs the text: free it before verifying and
+        // printing, which lowers the peak memory by the input's size.
+        *source = Vec::new();
+    }
+    let Some(mut module) = parsed else {
+        return Ok(None);
+    };
+    timings.parsed = Some(std::time::Instant::now());
+    // The parser has already run MLIR's verifier (the generated C++ verifiers).
+    if !verify_blueprint(module.as_operation()) {
+        return Ok(None);
+    }
+    timings.verified = Some(std::time::Instant::now());
+    if !options.pipeline.is_empty() {
+        let pass_manager = build_pass_manager(context, options)?;
+        if pass_manager.run(&mut module).is_err() {
+            return Ok(None);
+        }
+    }
+    timings.ran = Some(std::time::Instant::now());
+    Ok(Some(module))
 }
 
 fn build_pass_manager<'c>(context: &'c Context, options: &Options) -> Result<PassManager<'c>> {

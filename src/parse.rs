@@ -18,6 +18,103 @@ pub const MAX_NESTING_DEPTH: usize = 1000;
 /// [`MAX_NESTING_DEPTH`], skipping string literals and `//` comments.
 #[must_use]
 pub fn too_deep(source: &[u8]) -> Option<(usize, usize)> {
+    // Every input is scanned: a fast pass without positions first, the
+    // located one only for input that is too deep.
+    if nests_too_deep(source) {
+        locate_too_deep(source)
+    } else {
+        None
+    }
+}
+
+/// Bytes that change the scanner's state; the rest are skipped at once.
+const SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let specials = *b"\"/([{<)]}>";
+    let mut k = 0;
+    while k < specials.len() {
+        table[specials[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// Whether [`locate_too_deep`] finds a position: the same scan without
+/// line and column bookkeeping.
+fn nests_too_deep(source: &[u8]) -> bool {
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < source.len() {
+        // Ordinary bytes (most of the input) in one tight loop.
+        let Some(skip) = next_special(&source[i..]) else { return false };
+        i += skip;
+        match source[i] {
+            b'"' => {
+                // To the closing quote or the line's end, escapes skipping a byte.
+                i += 1;
+                loop {
+                    match source.get(i..).and_then(|rest| rest.iter().position(|b| matches!(*b, b'"' | b'\n' | b'\\'))) {
+                        Some(k) if source[i + k] == b'\\' => i += k + 2,
+                        Some(k) => {
+                            i += k;
+                            break;
+                        }
+                        None => return false,
+                    }
+                }
+            }
+            b'/' if source.get(i + 1) == Some(&b'/') => {
+                // A newline is an ordinary byte here: resume at it.
+                match source[i..].iter().position(|b| *b == b'\n') {
+                    Some(k) => i += k,
+                    None => return false,
+                }
+                continue;
+            }
+            b'(' | b'[' | b'{' | b'<' => {
+                depth += 1;
+                if depth > MAX_NESTING_DEPTH {
+                    return true;
+                }
+            }
+            b'>' if i > 0 && source[i - 1] == b'-' => {}
+            b'>' if source.get(i + 1) == Some(&b'=') => {}
+            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Offset of the first [`SPECIAL`] byte of `bytes`: 16 bytes per step
+/// with SSE2 (every x86-64 has it), as the input is mostly ordinary bytes.
+fn next_special(bytes: &[u8]) -> Option<usize> {
+    let mut offset = 0;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8};
+        const NEEDLES: [u8; 10] = *b"\"/([{<)]}>";
+        while offset + 16 <= bytes.len() {
+            // SAFETY: SSE2 is part of x86-64; the load reads bytes[offset..offset + 16].
+            let mask = unsafe {
+                let chunk = _mm_loadu_si128(bytes.as_ptr().add(offset).cast());
+                let mut hits = _mm_cmpeq_epi8(chunk, _mm_set1_epi8(NEEDLES[0] as i8));
+                for needle in &NEEDLES[1..] {
+                    hits = _mm_or_si128(hits, _mm_cmpeq_epi8(chunk, _mm_set1_epi8(*needle as i8)));
+                }
+                _mm_movemask_epi8(hits)
+            };
+            if mask != 0 {
+                return Some(offset + mask.trailing_zeros() as usize);
+            }
+            offset += 16;
+        }
+    }
+    bytes[offset..].iter().position(|b| SPECIAL[usize::from(*b)]).map(|k| offset + k)
+}
+
+fn locate_too_deep(source: &[u8]) -> Option<(usize, usize)> {
     let (mut depth, mut line, mut column) = (0usize, 1usize, 0usize);
     let mut i = 0;
     while i < source.len() {
@@ -106,4 +203,59 @@ fn parse_operation<'c>(context: &'c Context, source: &[u8], name: &str) -> Optio
         )
     };
     (!raw.ptr.is_null()).then(|| unsafe { melior::ir::Operation::from_raw(raw) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{locate_too_deep, nests_too_deep, too_deep, MAX_NESTING_DEPTH};
+
+    /// Every special byte is found at every offset in and after a 16-byte block.
+    #[test]
+    fn next_special_finds_each_special_byte() {
+        for &special in b"\"/([{<)]}>" {
+            for at in 0..40 {
+                let mut bytes = vec![b'a'; 48];
+                bytes[at] = special;
+                assert_eq!(super::next_special(&bytes), Some(at), "{} at {at}", special as char);
+            }
+        }
+        assert_eq!(super::next_special(&[b'a'; 40]), None);
+        assert_eq!(super::next_special(b""), None);
+    }
+
+    /// The fast scan and the located one agree, brackets inside strings,
+    /// escapes, comments, `->` and `>=` included.
+    #[test]
+    fn fast_scan_agrees_with_located_scan() {
+        let deep = "(".repeat(MAX_NESTING_DEPTH + 1);
+        let at_limit = "(".repeat(MAX_NESTING_DEPTH);
+        let cases = [
+            String::new(),
+            at_limit.clone(),
+            deep.clone(),
+            format!("\"{deep}\""),
+            format!("\"a\\\"{deep}\""),
+            format!("\"unterminated\n{deep}"),
+            format!("// {deep}\n"),
+            format!("// c\n{deep}"),
+            format!("{at_limit}->"),
+            format!("{at_limit}-><"),
+            format!("{at_limit}>=<"),
+            format!("{at_limit}><"),
+            format!("{at_limit}\"\\\\\"<"),
+            format!("x / y {deep}"),
+            String::from("\"\\"),
+            format!("{at_limit}\"x\\"),
+            format!("{at_limit}//"),
+            format!("{at_limit}// x"),
+            format!("{at_limit}\"\\\n\"<"),
+            format!("{at_limit}/<"),
+        ];
+        for case in &cases {
+            let located = locate_too_deep(case.as_bytes());
+            assert_eq!(nests_too_deep(case.as_bytes()), located.is_some(), "{case:?}");
+            assert_eq!(too_deep(case.as_bytes()), located, "{case:?}");
+        }
+        assert_eq!(too_deep(format!("\n  {deep}").as_bytes()), Some((2, 3 + MAX_NESTING_DEPTH)));
+    }
 }

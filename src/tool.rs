@@ -36,6 +36,18 @@ pub fn run(main: fn(&[String]) -> i32) -> i32 {
 /// # Errors
 /// The I/O error of creating, writing or renaming.
 pub fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_file_atomically_with(path, |file| std::io::Write::write_all(file, bytes))
+}
+
+/// [`write_file_atomically`] with the bytes written by `write` (buffered),
+/// so a large output need not be held in memory first.
+///
+/// # Errors
+/// The I/O error of creating, writing (including `write`'s) or renaming.
+pub fn write_file_atomically_with(
+    path: &std::path::Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     use std::io::Write;
     // Follow symlinks so the link stays a link and its target is replaced.
     let target = match std::fs::canonicalize(path) {
@@ -48,18 +60,19 @@ pub fn write_file_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::R
     };
     let existing = std::fs::metadata(&target).ok();
     if existing.as_ref().is_some_and(|m| !m.is_file()) {
-        let mut file = std::fs::OpenOptions::new().write(true).open(&target)?;
-        return file.write_all(bytes).and_then(|()| file.flush());
+        let mut file = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(&target)?);
+        return write(&mut file).and_then(|()| file.flush());
     }
     let directory = match target.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
     let stem = target.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
-    let (temporary, mut file) = create_unique(&directory, &stem)?;
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
+    let (temporary, file) = create_unique(&directory, &stem)?;
+    let mut buffered = std::io::BufWriter::with_capacity(1 << 16, file);
+    let written = write(&mut buffered)
+        .and_then(|()| buffered.into_inner().map_err(std::io::IntoInnerError::into_error))
+        .and_then(|file| file.sync_all())
         .and_then(|()| match &existing {
             Some(metadata) => std::fs::set_permissions(&temporary, metadata.permissions()),
             None => Ok(()),

@@ -9,7 +9,17 @@ on the same file:
 
   blueprint-opt FILE --mlir-print-op-generic -o OUT   (C++ dialects + Rust verifiers)
   mlir-opt --irdl-file=blueprint.irdl.mlir --mlir-disable-threading FILE -o OUT
+  mlir-opt --irdl-file=... --mlir-disable-threading --mlir-print-op-generic FILE -o OUT
   mlir-opt --load-dialect-plugin=libblueprint.so --mlir-disable-threading FILE -o OUT   (if built)
+
+The ratios are against the second (stock mlir-opt as a user runs it; it
+prints `builtin.module` and `func.func` in their custom form and so
+verifies the module again before printing). The third writes exactly the
+bytes blueprint-opt writes, without that second verification: the strict
+like-for-like row. Properties are not an option for Blueprint's ops: IRDL
+(extensible) dialects reject the `<{...}>` generic form they print.
+CPU seconds (user + system) are shown beside wall seconds: on a shared
+machine they vary less.
 
 Usage: tools/bench-parse.py [--bin-dir target/release] [--sizes 10000,100000,1000000] [--runs 3]
 Prints one row per size and tool (median of the runs) and the ratios.
@@ -34,7 +44,7 @@ SPEC = {
 
 
 def run(argv):
-    """Wall seconds and peak RSS (MiB) of one run."""
+    """Wall seconds, peak RSS (MiB) and CPU seconds of one run."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -43,7 +53,7 @@ def run(argv):
     proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"bench-parse: {' '.join(argv)} failed:\n{err}")
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def module_of(bin_dir, tmp, microbatches):
@@ -77,7 +87,7 @@ def main():
         _, larger = module_of(args.bin_dir, tmp, 8)
         per_mb = (larger - small) / 4
         fixed = small - 4 * per_mb
-        print(f"{'ops':>9} {'tool':<40} {'wall s':>8} {'peak MiB':>9} {'time ×':>7} {'mem ×':>6}")
+        print(f"{'ops':>9} {'tool':<44} {'wall s':>8} {'cpu s':>7} {'peak MiB':>9} {'time ×':>7} {'cpu ×':>6} {'mem ×':>6}")
         for size in sizes:
             m = max(1, round((size - fixed) / per_mb))
             path, ops = module_of(args.bin_dir, tmp, m)
@@ -85,17 +95,22 @@ def main():
             tools = [
                 ("blueprint-opt", [os.path.join(args.bin_dir, "blueprint-opt"), path, "--mlir-print-op-generic", "-o", out]),
                 ("mlir-opt --irdl-file", [MLIR_OPT, f"--irdl-file={irdl}", "--mlir-disable-threading", path, "-o", out]),
+                ("mlir-opt --irdl-file --mlir-print-op-generic",
+                 [MLIR_OPT, f"--irdl-file={irdl}", "--mlir-disable-threading", "--mlir-print-op-generic", path, "-o", out]),
             ]
             if os.path.exists(plugin):
                 tools.append(("mlir-opt --load-dialect-plugin", [MLIR_OPT, f"--load-dialect-plugin={plugin}",
                                                                  "--mlir-disable-threading", path, "-o", out]))
-            results = {}
-            for name, argv in tools:
-                samples = sorted(run(argv) for _ in range(args.runs))
-                results[name] = samples[len(samples) // 2]
+            samples = {name: [] for name, _ in tools}
+            # Interleaved, so that a change in the machine's load hits every tool.
+            for _ in range(args.runs):
+                for name, argv in tools:
+                    samples[name].append(run(argv))
+            # The median of each measure.
+            results = {name: tuple(sorted(s[i] for s in runs)[len(runs) // 2] for i in range(3)) for name, runs in samples.items()}
             anchor = results["mlir-opt --irdl-file"]
-            for name, (wall, rss) in results.items():
-                print(f"{ops:>9} {name:<40} {wall:>8.2f} {rss:>9.0f} {wall / anchor[0]:>7.2f} {rss / anchor[1]:>6.2f}")
+            for name, (wall, rss, cpu) in results.items():
+                print(f"{ops:>9} {name:<44} {wall:>8.2f} {cpu:>7.2f} {rss:>9.0f} {wall / anchor[0]:>7.2f} {cpu / anchor[2]:>6.2f} {rss / anchor[1]:>6.2f}")
             os.remove(path)
 
 
