@@ -138,7 +138,7 @@ impl OpKind {
         // the name's address finds the last answer for it; the bytes are
         // compared too, since an address may be reused by a later context.
         thread_local! {
-            static BY_ADDRESS: std::cell::RefCell<crate::ir::PtrMap<(Box<[u8]>, Option<OpKind>)>> = Default::default();
+            static BY_ADDRESS: std::cell::RefCell<KindByAddress> = Default::default();
         }
         BY_ADDRESS.with(|cache| {
             let key = raw.data as usize;
@@ -173,6 +173,9 @@ impl OpKind {
         name.as_bytes().iter().position(|&b| b == b'.').map_or(name, |dot| &name[..dot])
     }
 }
+
+/// Op names by address (with their bytes) and their kinds, for [`OpKind::of`].
+type KindByAddress = crate::ir::PtrMap<(Box<[u8]>, Option<OpKind>)>;
 
 /// FNV-1a: a fast hash for short keys such as op names.
 #[derive(Default)]
