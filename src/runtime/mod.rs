@@ -43,6 +43,7 @@ pub mod mpi;
 mod ops;
 mod pool;
 mod redistribute;
+mod shared_reduce;
 pub mod world;
 
 #[cfg(test)]
