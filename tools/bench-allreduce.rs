@@ -38,24 +38,43 @@ fn gbps(bytes: usize, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64() / 1e9
 }
 
-/// Best time of one copy of `bytes` (small copies timed in batches).
-fn memcpy_time(bytes: usize) -> Duration {
+/// CPU time of the calling thread (Linux `CLOCK_THREAD_CPUTIME_ID`):
+/// on a machine shared with other jobs, what the work cost while it ran.
+fn thread_cpu() -> Duration {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: a valid out pointer; the clock exists on Linux.
+    unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.sec as u64, ts.nsec as u32)
+}
+
+/// Best wall time and best CPU time of one copy of `bytes` (small copies
+/// timed in batches).
+fn memcpy_time(bytes: usize) -> (Duration, Duration) {
     // Source and destination 1 KiB + 64 B apart modulo 4 KiB (no 4K aliasing).
     let src = vec![1u8; bytes + 4096];
     let mut dst = vec![0u8; bytes + 4096];
     let (src, dst) = (&src[..bytes], &mut dst[1088..1088 + bytes]);
     let batch = ((1usize << 20) / bytes).max(1);
-    (0..reps(bytes))
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..batch {
-                dst.copy_from_slice(std::hint::black_box(src));
-                std::hint::black_box(&mut *dst);
-            }
-            start.elapsed() / batch as u32
-        })
-        .min()
-        .unwrap_or_default()
+    let (mut wall, mut cpu) = (Duration::MAX, Duration::MAX);
+    for _ in 0..reps(bytes) {
+        let (start, start_cpu) = (Instant::now(), thread_cpu());
+        for _ in 0..batch {
+            dst.copy_from_slice(std::hint::black_box(src));
+            std::hint::black_box(&mut *dst);
+        }
+        wall = wall.min(start.elapsed() / batch as u32);
+        cpu = cpu.min((thread_cpu() - start_cpu) / batch as u32);
+    }
+    (wall, cpu)
 }
 
 /// Best time of two threads each copying their own `bytes` at once.
@@ -110,9 +129,10 @@ fn buffers(bytes: usize, rank: usize) -> (OwnedMemRef<i64>, OwnedMemRef<f32>, Ow
     (OwnedMemRef::new(&[RANKS as i64], (0..RANKS as i64).collect()), OwnedMemRef::filled(&[n], rank as f32), OwnedMemRef::filled(&[n], 0.0))
 }
 
-/// Best time of one in-process all-reduce of `bytes` (the slowest rank of
-/// each repetition, which starts together with the others).
-fn in_process_time(world: &std::sync::Arc<World>, bytes: usize) -> Duration {
+/// Best wall time of one in-process all-reduce of `bytes` (the slowest
+/// rank of each repetition, which starts together with the others), and
+/// best CPU time summed over the ranks.
+fn in_process_time(world: &std::sync::Arc<World>, bytes: usize) -> (Duration, Duration) {
     let barrier = std::sync::Barrier::new(RANKS);
     let times = world.run(|rank| {
         let (mut p, mut x, mut y) = buffers(bytes, rank);
@@ -122,15 +142,18 @@ fn in_process_time(world: &std::sync::Arc<World>, bytes: usize) -> Duration {
         (0..reps(bytes))
             .map(|_| {
                 barrier.wait();
-                let start = Instant::now();
+                let (start, start_cpu) = (Instant::now(), thread_cpu());
                 all_reduce(&mut p, &mut x, &mut y);
-                let t = start.elapsed();
+                let t = (start.elapsed(), thread_cpu() - start_cpu);
                 barrier.wait();
                 t
             })
             .collect::<Vec<_>>()
     });
-    (0..times[0].len()).map(|i| times.iter().map(|t| t[i]).max().unwrap_or_default()).min().unwrap_or_default()
+    let reps = 0..times[0].len();
+    let wall = reps.clone().map(|i| times.iter().map(|t| t[i].0).max().unwrap_or_default()).min().unwrap_or_default();
+    let cpu = reps.map(|i| times.iter().map(|t| t[i].1).sum::<Duration>()).min().unwrap_or_default();
+    (wall, cpu)
 }
 
 /// Under `mpirun -np 4`: rank 0 prints `bytes seconds` per size.
@@ -196,6 +219,7 @@ fn main() {
         }
     };
     let world = World::with_timeout(RANKS, Duration::from_secs(120));
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     println!(
         "all-reduce f32 sum on {RANKS} ranks; GB/s; algbw = bytes / time, busbw = algbw * 2(n-1)/n; \
          ratio = busbw / memcpy (one thread); time per all-reduce (best of N)"
@@ -204,14 +228,17 @@ fn main() {
         "{:>8} {:>7} {:>9} | {:>8} {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",
         "size", "memcpy", "memcpy x2", "in-proc", "busbw", "ratio", "time", "MPI", "busbw", "ratio", "time"
     );
+    let mut cpu_rows = Vec::new();
     for (i, bytes) in sizes(quick).into_iter().enumerate() {
-        let copy = gbps(bytes, memcpy_time(bytes));
+        let (copy_time, copy_cpu) = memcpy_time(bytes);
+        let copy = gbps(bytes, copy_time);
         let copy2 = gbps(2 * bytes, memcpy2_time(bytes));
         let cells = |t: Duration| {
             let bus = busbw(bytes, t);
             (format!("{:.2}", gbps(bytes, t)), format!("{bus:.2}"), format!("{:.0}%", 100.0 * bus / copy), format!("{t:.2?}"))
         };
-        let local = cells(in_process_time(&world, bytes));
+        let (local_time, local_cpu) = in_process_time(&world, bytes);
+        let local = cells(local_time);
         let mpi = mpi_times.as_ref().and_then(|t| t.get(i)).map(|&s| cells(Duration::from_secs_f64(s)));
         let mpi = mpi.unwrap_or_else(|| ("-".into(), "-".into(), "-".into(), "-".into()));
         println!(
@@ -225,6 +252,25 @@ fn main() {
             mpi.1,
             mpi.2,
             mpi.3
+        );
+        cpu_rows.push((bytes, copy_cpu, local_cpu));
+    }
+    // Wall time on a shared machine counts other jobs' turns on the cores;
+    // CPU time counts only this work (memory stalls included).
+    println!(
+        "\nCPU time (best of N): memcpy on one thread; in-process all-reduce summed over the {RANKS} ranks; \
+         busbw and ratio if the {cores} cores ran only this (time = CPU sum / {cores})"
+    );
+    println!("{:>8} {:>10} {:>7} | {:>12} {:>7} {:>6}", "size", "memcpy", "GB/s", "all-reduce", "busbw", "ratio");
+    for (bytes, copy_cpu, local_cpu) in cpu_rows {
+        let copy = gbps(bytes, copy_cpu);
+        let bus = busbw(bytes, local_cpu / cores as u32);
+        println!(
+            "{:>8} {:>10} {copy:>7.2} | {:>12} {bus:>7.2} {:>5.0}%",
+            label(bytes),
+            format!("{copy_cpu:.2?}"),
+            format!("{local_cpu:.2?}"),
+            100.0 * bus / copy
         );
     }
 }
