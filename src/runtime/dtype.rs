@@ -188,6 +188,108 @@ fn combine_slices<E: Elem>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
     }
 }
 
+/// The fused n-way reduction of elements `lo..hi`: one line (64 bytes) of
+/// every input folded in registers in input order, then stored into every
+/// output; no pass over an accumulator in memory.
+///
+/// # Safety
+/// As for [`reduce_lines`].
+#[inline(always)]
+unsafe fn fused_lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) {
+    let load = |p: *const u8, i: usize| -> [E; L] {
+        // SAFETY: elements i..i+L of an input (forwarded contract).
+        unsafe { std::ptr::read_unaligned(p.cast::<E>().add(i).cast::<[E; L]>()) }
+    };
+    macro_rules! run {
+        ($op:expr) => {{
+            let mut i = lo;
+            while i + L <= hi {
+                let mut v = load(inputs[0], i);
+                for &p in &inputs[1..] {
+                    let w = load(p, i);
+                    for j in 0..L {
+                        v[j] = E::combine(v[j], w[j], $op);
+                    }
+                }
+                for &o in outputs {
+                    // SAFETY: elements i..i+L of an output (forwarded contract).
+                    unsafe { std::ptr::write_unaligned(o.cast::<E>().add(i).cast::<[E; L]>(), v) };
+                }
+                i += L;
+            }
+            for i in i..hi {
+                // SAFETY: element i of every input and output (forwarded contract).
+                unsafe {
+                    let mut x = inputs[0].cast::<E>().add(i).read();
+                    for &p in &inputs[1..] {
+                        x = E::combine(x, p.cast::<E>().add(i).read(), $op);
+                    }
+                    for &o in outputs {
+                        o.cast::<E>().add(i).write(x);
+                    }
+                }
+            }
+        }};
+    }
+    match op {
+        ReduceOp::Sum => run!(ReduceOp::Sum),
+        ReduceOp::Prod => run!(ReduceOp::Prod),
+        ReduceOp::Max => run!(ReduceOp::Max),
+        ReduceOp::Min => run!(ReduceOp::Min),
+    }
+}
+
+/// [`fused_lines`] compiled for AVX2 (chosen at run time).
+///
+/// # Safety
+/// As for [`reduce_lines`], on a CPU with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn fused_lines_avx2<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) {
+    // SAFETY: forwarded contract.
+    unsafe { fused_lines::<E, L>(op, inputs, outputs, lo, hi) }
+}
+
+fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) -> bool {
+    let align = std::mem::align_of::<E>();
+    if inputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) || outputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: forwarded contract of `reduce_lines`; the CPU has AVX2.
+        unsafe { fused_lines_avx2::<E, L>(op, inputs, outputs, lo, hi) };
+        return true;
+    }
+    // SAFETY: forwarded contract of `reduce_lines`.
+    unsafe { fused_lines::<E, L>(op, inputs, outputs, lo, hi) };
+    true
+}
+
+/// Elements `lo..hi` of every output = the fold of the inputs (in order)
+/// under `op`, a cache line at a time in registers, stored with ordinary
+/// stores (non-temporal 16-byte stores interleaved over the outputs were
+/// 2-4x slower here, erratically). False (nothing done) for
+/// the types with their own paths (`f16`, `bf16`, `i1`) or buffers not
+/// aligned for the element type. Bitwise [`reduce_into`] folded in order.
+///
+/// # Safety
+/// Every input and output holds at least `hi` packed elements of `ty`,
+/// valid for reads (inputs) and writes (outputs), with no one else writing
+/// the inputs' or touching the outputs' elements `lo..hi` meanwhile. An
+/// output may be an input: each line is read in full before it is stored.
+pub(crate) unsafe fn reduce_lines(ty: ElementType, op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) -> bool {
+    match ty {
+        ElementType::F64 => lines::<f64, 8>(op, inputs, outputs, lo, hi),
+        ElementType::F32 => lines::<f32, 16>(op, inputs, outputs, lo, hi),
+        ElementType::I64 | ElementType::Index => lines::<i64, 8>(op, inputs, outputs, lo, hi),
+        ElementType::I32 => lines::<i32, 16>(op, inputs, outputs, lo, hi),
+        ElementType::I16 => lines::<i16, 32>(op, inputs, outputs, lo, hi),
+        ElementType::I8 => lines::<i8, 64>(op, inputs, outputs, lo, hi),
+        ElementType::F16 | ElementType::BF16 | ElementType::I1 => false,
+    }
+}
+
 /// Elements converted to `f32` at a time by the half-precision path.
 const HALF_RUN: usize = 256;
 

@@ -3,8 +3,9 @@
 //! All ranks share one address space, so there is no message passing: the
 //! elements are cut into chunks that the waiting members claim one at a
 //! time; a chunk is reduced from every member's input (read where it lies,
-//! see `Contribution::source`) in participant order, one L1-sized block at
-//! a time, and each block is stored straight into every member's output.
+//! see `Contribution::source`) in participant order, a cache line at a
+//! time in registers (`f16`, `bf16`, `i1`: an L1-sized block at a time),
+//! and stored straight into every member's output.
 //! Every input byte is read once and every output byte written once, with
 //! no staging copy: the whole all-reduce moves what `n` memcpys of the
 //! message move, spread over whichever ranks the OS is running (with 4
@@ -20,7 +21,7 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::collective::Contribution;
-use super::dtype::{reduce_into, ElementType, ReduceOp};
+use super::dtype::{reduce_into, reduce_lines, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::StridedView;
 
@@ -30,7 +31,8 @@ const CHUNK_BYTES: usize = 256 << 10;
 /// Bytes reduced at a time (the accumulator stays in L1).
 const BLOCK_BYTES: usize = 8 << 10;
 /// From this many output bytes in all (twice the L3 of the machine the
-/// figures were taken on), outputs are written with non-temporal stores:
+/// figures were taken on), the block path writes its outputs with
+/// non-temporal stores:
 /// they would not stay in the cache anyway, and ordinary stores first read
 /// every output line in (a third more memory traffic).
 const STREAM_MIN_BYTES: usize = 64 << 20;
@@ -135,7 +137,8 @@ unsafe fn input<'a>(p: *const u8, lo: usize, hi: usize) -> &'a [u8] {
     unsafe { std::slice::from_raw_parts(p.add(lo), hi - lo) }
 }
 
-/// Reduces bytes `lo..hi` block by block into every output.
+/// Reduces bytes `lo..hi` into every output: a line at a time in registers
+/// ([`reduce_lines`]), or for the other types block by block.
 ///
 /// # Safety
 /// Every input and output is valid for `hi` bytes; nothing else accesses
@@ -151,6 +154,11 @@ unsafe fn reduce_direct(
     hi: usize,
     stream: bool,
 ) -> RtResult<()> {
+    let es = dtype.size();
+    // SAFETY: forwarded contract.
+    if unsafe { reduce_lines(dtype, op, inputs, outputs, lo / es, hi / es) } {
+        return Ok(());
+    }
     // u64 words: aligned for every element type.
     let mut words = [0u64; BLOCK_BYTES / 8];
     // SAFETY: plain bytes of a local array.
