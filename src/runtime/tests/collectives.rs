@@ -433,6 +433,9 @@ fn self_send_and_in_place_all_reduce() {
     }
 }
 
+/// A reduction op code and the element rule it stands for.
+type OpRule<'a, T> = (i32, &'a (dyn Fn(T, T) -> T + Sync));
+
 /// A value of rank `r` at index `i` (a hash, so neighbouring lanes differ).
 fn noise(r: usize, i: usize) -> u64 {
     let mut x = (r as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -445,7 +448,7 @@ fn noise(r: usize, i: usize) -> u64 {
 /// bit for bit; `start(p, i, o, op)` calls the typed entry point.
 fn large_all_reduce<T: Copy + Send + Sync>(
     value: impl Fn(usize, usize) -> T + Sync,
-    ops: &[(i32, &(dyn Fn(T, T) -> T + Sync))],
+    ops: &[OpRule<'_, T>],
     bits: impl Fn(T) -> u64,
     start: impl Fn(U, U, U, i32) -> i64 + Sync,
 ) {
