@@ -47,6 +47,11 @@ def Dist_Dialect : Dialect {
     a `*_start` op (and the two redistribution copies) returns an
     `!dist.async_handle` and a result; the result may only be used after a
     `dist.wait` on the handle, and each handle is waited exactly once.
+    As with MPI's nonblocking operations, a runtime may read the input's
+    buffer at any time until the wait returns (Blueprint's in-process
+    all-reduce reads every member's input there, without a copy at the
+    start): a lowering keeps that buffer alive and unmodified until the
+    wait (`lower-dist-to-runtime` reads the input again after it).
   }];
 }
 
@@ -565,7 +570,8 @@ def Dist_WaitOp : Dist_Op<"wait", [Blueprint_TaskEffects]> {
   let summary = "Wait for an asynchronous operation to complete";
   let description = [{
     After the wait, the results of the op that produced `handle` may be
-    used. Each handle is waited exactly once.
+    used, and the op's input is no longer read. Each handle is waited
+    exactly once.
 
     ```mlir
     dist.wait %h

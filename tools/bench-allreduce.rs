@@ -1,10 +1,17 @@
 //! `cargo bench --bench allreduce`: all-reduce bandwidth of the runtime on 4
 //! ranks, in-process (threads) and on MPI (`mpirun -np 4`, one process per
 //! rank), for 1 KiB .. 256 MiB of f32, against memcpy bandwidth on the same
-//! machine. Bandwidth is the message size over the time of one all-reduce
+//! machine. Not a timed test: nothing is asserted.
+//!
+//! Conventions (those of nccl-tests): the time is that of one all-reduce
 //! through the C ABI (`_bprt_all_reduce_f32` + `_bprt_wait`, what lowered
-//! programs call), best of several repetitions; memcpy is the size over the
-//! time of one copy of that size. Not a timed test: nothing is asserted.
+//! programs call), best of several repetitions; `algbw` = message bytes /
+//! time; `busbw` = algbw * 2(n-1)/n, the per-rank traffic of an optimal
+//! all-reduce, the figure meant to be compared with hardware bandwidth.
+//! The ratio is busbw over single-threaded memcpy bandwidth (message bytes
+//! / time of one `copy_from_slice` of that size, best of several);
+//! `memcpy x2` is two threads each copying their own message at once (sum
+//! of bytes / time), what the machine's two cores can move together.
 //!
 //! `cargo bench --bench allreduce -- quick` stops at 16 MiB; `-- no-mpi`
 //! skips the MPI half (it re-runs this binary under `mpirun -np 4`).
@@ -31,24 +38,79 @@ fn gbps(bytes: usize, t: Duration) -> f64 {
     bytes as f64 / t.as_secs_f64() / 1e9
 }
 
-/// Best time of one copy of `bytes` (small copies timed in batches).
-fn memcpy_time(bytes: usize) -> Duration {
+/// CPU time of the calling thread (Linux `CLOCK_THREAD_CPUTIME_ID`):
+/// on a machine shared with other jobs, what the work cost while it ran.
+fn thread_cpu() -> Duration {
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: a valid out pointer; the clock exists on Linux.
+    unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.sec as u64, ts.nsec as u32)
+}
+
+/// Best wall time and best CPU time of one copy of `bytes` (small copies
+/// timed in batches).
+fn memcpy_time(bytes: usize) -> (Duration, Duration) {
     // Source and destination 1 KiB + 64 B apart modulo 4 KiB (no 4K aliasing).
     let src = vec![1u8; bytes + 4096];
     let mut dst = vec![0u8; bytes + 4096];
     let (src, dst) = (&src[..bytes], &mut dst[1088..1088 + bytes]);
     let batch = ((1usize << 20) / bytes).max(1);
-    (0..reps(bytes))
-        .map(|_| {
-            let start = Instant::now();
-            for _ in 0..batch {
-                dst.copy_from_slice(std::hint::black_box(src));
-                std::hint::black_box(&mut *dst);
-            }
-            start.elapsed() / batch as u32
-        })
-        .min()
-        .unwrap_or_default()
+    let (mut wall, mut cpu) = (Duration::MAX, Duration::MAX);
+    for _ in 0..reps(bytes) {
+        let (start, start_cpu) = (Instant::now(), thread_cpu());
+        for _ in 0..batch {
+            dst.copy_from_slice(std::hint::black_box(src));
+            std::hint::black_box(&mut *dst);
+        }
+        wall = wall.min(start.elapsed() / batch as u32);
+        cpu = cpu.min((thread_cpu() - start_cpu) / batch as u32);
+    }
+    (wall, cpu)
+}
+
+/// Best time of two threads each copying their own `bytes` at once.
+fn memcpy2_time(bytes: usize) -> Duration {
+    let barrier = std::sync::Barrier::new(2);
+    let times: Vec<Vec<Duration>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    let src = vec![1u8; bytes + 4096];
+                    let mut dst = vec![0u8; bytes + 4096];
+                    let (src, dst) = (&src[..bytes], &mut dst[1088..1088 + bytes]);
+                    let batch = ((1usize << 20) / bytes).max(1);
+                    (0..reps(bytes))
+                        .map(|_| {
+                            barrier.wait();
+                            let start = Instant::now();
+                            for _ in 0..batch {
+                                dst.copy_from_slice(std::hint::black_box(src));
+                                std::hint::black_box(&mut *dst);
+                            }
+                            start.elapsed() / batch as u32
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("memcpy thread")).collect()
+    });
+    (0..times[0].len()).map(|i| times[0][i].max(times[1][i])).min().unwrap_or_default()
+}
+
+/// busbw of an all-reduce of `bytes` on `RANKS` ranks in `t`.
+fn busbw(bytes: usize, t: Duration) -> f64 {
+    gbps(bytes, t) * 2.0 * (RANKS - 1) as f64 / RANKS as f64
 }
 
 /// One all-reduce of `x` into `y` on the calling rank.
@@ -67,9 +129,10 @@ fn buffers(bytes: usize, rank: usize) -> (OwnedMemRef<i64>, OwnedMemRef<f32>, Ow
     (OwnedMemRef::new(&[RANKS as i64], (0..RANKS as i64).collect()), OwnedMemRef::filled(&[n], rank as f32), OwnedMemRef::filled(&[n], 0.0))
 }
 
-/// Best time of one in-process all-reduce of `bytes` (the slowest rank of
-/// each repetition, which starts together with the others).
-fn in_process_time(world: &std::sync::Arc<World>, bytes: usize) -> Duration {
+/// Best wall time of one in-process all-reduce of `bytes` (the slowest
+/// rank of each repetition, which starts together with the others), and
+/// best CPU time summed over the ranks.
+fn in_process_time(world: &std::sync::Arc<World>, bytes: usize) -> (Duration, Duration) {
     let barrier = std::sync::Barrier::new(RANKS);
     let times = world.run(|rank| {
         let (mut p, mut x, mut y) = buffers(bytes, rank);
@@ -79,15 +142,18 @@ fn in_process_time(world: &std::sync::Arc<World>, bytes: usize) -> Duration {
         (0..reps(bytes))
             .map(|_| {
                 barrier.wait();
-                let start = Instant::now();
+                let (start, start_cpu) = (Instant::now(), thread_cpu());
                 all_reduce(&mut p, &mut x, &mut y);
-                let t = start.elapsed();
+                let t = (start.elapsed(), thread_cpu() - start_cpu);
                 barrier.wait();
                 t
             })
             .collect::<Vec<_>>()
     });
-    (0..times[0].len()).map(|i| times.iter().map(|t| t[i]).max().unwrap_or_default()).min().unwrap_or_default()
+    let reps = 0..times[0].len();
+    let wall = reps.clone().map(|i| times.iter().map(|t| t[i].0).max().unwrap_or_default()).min().unwrap_or_default();
+    let cpu = reps.map(|i| times.iter().map(|t| t[i].1).sum::<Duration>()).min().unwrap_or_default();
+    (wall, cpu)
 }
 
 /// Under `mpirun -np 4`: rank 0 prints `bytes seconds` per size.
@@ -153,28 +219,58 @@ fn main() {
         }
     };
     let world = World::with_timeout(RANKS, Duration::from_secs(120));
-    println!("all-reduce f32 sum on {RANKS} ranks; GB/s = message bytes / time of one all-reduce (best of N); time per all-reduce");
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
     println!(
-        "{:>8} {:>10} {:>12} {:>7} {:>11} {:>12} {:>7} {:>11}",
-        "size", "memcpy", "in-process", "ratio", "time", "MPI", "ratio", "time"
+        "all-reduce f32 sum on {RANKS} ranks; GB/s; algbw = bytes / time, busbw = algbw * 2(n-1)/n; \
+         ratio = busbw / memcpy (one thread); time per all-reduce (best of N)"
     );
+    println!(
+        "{:>8} {:>7} {:>9} | {:>8} {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",
+        "size", "memcpy", "memcpy x2", "in-proc", "busbw", "ratio", "time", "MPI", "busbw", "ratio", "time"
+    );
+    let mut cpu_rows = Vec::new();
     for (i, bytes) in sizes(quick).into_iter().enumerate() {
-        let copy = gbps(bytes, memcpy_time(bytes));
-        let local_time = in_process_time(&world, bytes);
-        let local = gbps(bytes, local_time);
-        let mpi = mpi_times.as_ref().and_then(|t| t.get(i)).copied();
-        let (mpi_text, mpi_ratio, mpi_time) = match mpi {
-            Some(s) => {
-                let m = bytes as f64 / s / 1e9;
-                (format!("{m:.2}"), format!("{:.0}%", 100.0 * m / copy), format!("{:.2?}", Duration::from_secs_f64(s)))
-            }
-            None => ("-".into(), "-".into(), "-".into()),
+        let (copy_time, copy_cpu) = memcpy_time(bytes);
+        let copy = gbps(bytes, copy_time);
+        let copy2 = gbps(2 * bytes, memcpy2_time(bytes));
+        let cells = |t: Duration| {
+            let bus = busbw(bytes, t);
+            (format!("{:.2}", gbps(bytes, t)), format!("{bus:.2}"), format!("{:.0}%", 100.0 * bus / copy), format!("{t:.2?}"))
         };
+        let (local_time, local_cpu) = in_process_time(&world, bytes);
+        let local = cells(local_time);
+        let mpi = mpi_times.as_ref().and_then(|t| t.get(i)).map(|&s| cells(Duration::from_secs_f64(s)));
+        let mpi = mpi.unwrap_or_else(|| ("-".into(), "-".into(), "-".into(), "-".into()));
         println!(
-            "{:>8} {copy:>10.2} {local:>12.2} {:>6.0}% {:>11} {mpi_text:>12} {mpi_ratio:>7} {mpi_time:>11}",
+            "{:>8} {copy:>7.2} {copy2:>9.2} | {:>8} {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",
             label(bytes),
-            100.0 * local / copy,
-            format!("{local_time:.2?}")
+            local.0,
+            local.1,
+            local.2,
+            local.3,
+            mpi.0,
+            mpi.1,
+            mpi.2,
+            mpi.3
+        );
+        cpu_rows.push((bytes, copy_cpu, local_cpu));
+    }
+    // Wall time on a shared machine counts other jobs' turns on the cores;
+    // CPU time counts only this work (memory stalls included).
+    println!(
+        "\nCPU time (best of N): memcpy on one thread; in-process all-reduce summed over the {RANKS} ranks; \
+         busbw and ratio if the {cores} cores ran only this (time = CPU sum / {cores})"
+    );
+    println!("{:>8} {:>10} {:>7} | {:>12} {:>7} {:>6}", "size", "memcpy", "GB/s", "all-reduce", "busbw", "ratio");
+    for (bytes, copy_cpu, local_cpu) in cpu_rows {
+        let copy = gbps(bytes, copy_cpu);
+        let bus = busbw(bytes, local_cpu / cores as u32);
+        println!(
+            "{:>8} {:>10} {copy:>7.2} | {:>12} {bus:>7.2} {:>5.0}%",
+            label(bytes),
+            format!("{copy_cpu:.2?}"),
+            format!("{local_cpu:.2?}"),
+            100.0 * bus / copy
         );
     }
 }

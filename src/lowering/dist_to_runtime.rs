@@ -4,7 +4,10 @@
 //! IMEX's `lower-distruntime-to-idtr`, and declares the functions it calls.
 //!
 //! Per async op: the input tensor becomes an unranked memref
-//! (`bufferization.to_buffer` + `memref.cast`); the output is a `tensor.empty`
+//! (`bufferization.to_buffer` + `memref.cast`), read again (a `read_only`
+//! `to_buffer`) after the wait, because the runtime may read the buffer
+//! until the wait returns, so bufferization must not reuse it in between;
+//! the output is a `tensor.empty`
 //! whose buffer the runtime fills; rank, shape and offset lists are stack
 //! buffers in a `memref.alloca_scope` around the call (released when it
 //! ends, also inside loops; the runtime copies what it needs at the start);
@@ -431,7 +434,9 @@ fn lower(l: &Lowering, names: &mut OpNames) {
     let result_type = type_string(result.r#type());
     let element = l.function_element();
 
-    let input_buffer = Emitter::value(at.op("bufferization.to_buffer", &[input], &[&memref_of(&input_type)], &[]));
+    // `read_only`: the runtime never writes the input, so bufferization
+    // need not copy it for the call.
+    let input_buffer = Emitter::value(at.op("bufferization.to_buffer", &[input], &[&memref_of(&input_type)], &[("read_only", "unit")]));
     let input_view = Emitter::value(at.op("memref.cast", &[input_buffer], &[&format!("memref<*x{element}>")], &[]));
 
     let output_sizes = dynamic_result_sizes(&at, l, input);
@@ -485,6 +490,11 @@ fn lower(l: &Lowering, names: &mut OpNames) {
 
     let Some(at_wait) = Emitter::new(l.wait) else { return };
     at_wait.op("func.call", &[handle], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Wait.symbol()))]);
+    // The runtime may read the input until the wait returns (MPI's rule for
+    // a nonblocking send buffer; the in-process all-reduce reads it there):
+    // a read of the input after the wait keeps bufferization from writing
+    // its buffer in place in between.
+    at_wait.op("bufferization.to_buffer", &[input], &[&memref_of(&input_type)], &[("read_only", "unit")]);
     let tensor = Emitter::value(at_wait.op(
         "bufferization.to_tensor",
         &[output_buffer],

@@ -44,14 +44,44 @@ pub(crate) struct Contribution {
     pub participants: Vec<usize>,
     /// Shape of `data` (`None` when this rank's input is not used).
     pub in_shape: Option<Vec<i64>>,
-    /// Packed row-major input.
+    /// Packed row-major input (empty when `source` is set).
     pub data: Vec<u8>,
+    /// The caller's input itself, packed row-major, when it is read in place
+    /// at wait instead of copied at start (the in-process all-reduce): the
+    /// caller must neither modify nor free it before its wait returns.
+    pub source: Option<StridedView>,
     /// Shape of this rank's output (`None` when it receives nothing).
     pub out_shape: Option<Vec<i64>>,
     pub layout: Option<BlockLayout>,
     /// This rank's output, where the in-process all-reduce lets every
     /// participant write its reduced chunk (`None`: not shared).
     pub target: Option<StridedView>,
+}
+
+impl Contribution {
+    /// Start of the packed input: the caller's memory or the copy.
+    pub(crate) fn input_ptr(&self) -> *const u8 {
+        match self.source.as_ref().and_then(StridedView::contiguous_base) {
+            Some(base) => base,
+            None => self.data.as_ptr(),
+        }
+    }
+
+    /// Bytes of the packed input.
+    pub(crate) fn input_len(&self) -> usize {
+        self.source.as_ref().map_or(self.data.len(), StridedView::packed_len)
+    }
+
+    /// The packed input.
+    ///
+    /// # Safety
+    /// When the input is read in place, the caller's memory is valid and
+    /// unmodified for the returned lifetime (the contract of `source`).
+    pub(crate) unsafe fn input(&self) -> &[u8] {
+        // SAFETY: `input_ptr` addresses `input_len` packed bytes, valid per
+        // the contract above or owned by `data`.
+        unsafe { std::slice::from_raw_parts(self.input_ptr(), self.input_len()) }
+    }
 }
 
 impl Drop for Contribution {
@@ -213,9 +243,12 @@ pub(crate) fn complete(deposits: &[Arc<Deposit>], me: usize) -> RtResult<Option<
 
     match &first.kind {
         OpKind::AllReduce { op } => {
-            let mut acc = ordered[0].data.clone();
+            // SAFETY: inputs read in place stay valid and unmodified until
+            // their ranks' waits return, which is after this one reads them.
+            let mut acc = unsafe { ordered[0].input() }.to_vec();
             for c in &ordered[1..] {
-                reduce_into(dtype, *op, &mut acc, &c.data);
+                // SAFETY: as above.
+                reduce_into(dtype, *op, &mut acc, unsafe { c.input() });
             }
             Ok(Some(acc))
         }

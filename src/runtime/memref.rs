@@ -136,6 +136,25 @@ impl StridedView {
         self.numel * self.elem_size
     }
 
+    /// Address of the first element when the elements are packed row-major
+    /// (strides those of the identity layout, ignoring size-1 dimensions),
+    /// so packed position `i` is at `base + i * elem_size`; `None` for a
+    /// strided or empty view.
+    pub fn contiguous_base(&self) -> Option<*mut u8> {
+        if self.numel == 0 {
+            return None;
+        }
+        let mut expected = 1i64;
+        for (&size, &stride) in self.sizes.iter().zip(&self.strides).rev() {
+            if size != 1 && stride != expected {
+                return None;
+            }
+            expected *= size;
+        }
+        // SAFETY: element offset `offset` is addressed (numel > 0).
+        Some(unsafe { self.addr(self.offset) })
+    }
+
     /// Length and stride of the innermost rows (a rank-0 memref is one row
     /// of one element).
     fn row(&self) -> (usize, i64) {

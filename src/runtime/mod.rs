@@ -13,16 +13,27 @@
 //! - [`mpi`]: the MPI world (MPICH loaded with `dlopen`): headers checked
 //!   across ranks, then nonblocking MPI collectives on cached communicators;
 //! - `ops` (start calls: local checks, deposit), `collective` (cross-rank
-//!   checks and the collectives' data movement at wait), `redistribute`
-//!   (`copy_reshape` / `copy_permute`).
+//!   checks and the collectives' data movement at wait), `shared_reduce`
+//!   (the in-process all-reduce's), `redistribute` (`copy_reshape` /
+//!   `copy_permute`).
 //!
 //! Semantics in short: a `team` is an opaque integer and every team spans
 //! the whole world (it only separates sequence counters); participants,
 //! `root`, `source` and `dest` are world ranks; results are folded in
 //! participant order, so every rank gets bitwise identical reductions. A
-//! start call copies the input and returns a handle; `_bprt_wait` blocks
-//! until every participant has started the matching call (or the world's
-//! timeout passes), checks that the calls agree, and writes the output.
+//! start call returns a handle; `_bprt_wait` blocks until every participant
+//! has started the matching call (or the world's timeout passes), checks
+//! that the calls agree, and writes the output.
+//!
+//! Buffers (MPI's rule for nonblocking operations): the output belongs to
+//! the runtime from the start call until its wait returns, and so may the
+//! input, which the caller keeps alive and does not modify until then. The
+//! in-process all-reduce relies on it: with a packed row-major input
+//! (other than `i1`) it copies nothing at the start, and at the wait the
+//! members reduce chunks of every member's input, where it lies, straight
+//! into every member's output (`shared_reduce`). The other operations,
+//! and MPI, copy the input at the start today; `lower-dist-to-runtime`
+//! keeps the input's buffer unmodified until the wait.
 //!
 //! A harness runs a program on every rank with [`World::run`]; inside it,
 //! the entry points see the calling thread's world and rank:
@@ -43,6 +54,7 @@ pub mod mpi;
 mod ops;
 mod pool;
 mod redistribute;
+mod shared_reduce;
 pub mod world;
 
 #[cfg(test)]

@@ -90,6 +90,9 @@ fn check_divisible(shape: &[i64], axis: usize, n: usize) -> RtResult<()> {
 /// The signature shared by the collectives' start calls.
 struct Collective {
     ty: ElementType,
+    /// Read the input in place at wait instead of copying it at start
+    /// (in-process only, where the peers can read it; see `Contribution`).
+    in_place: bool,
     team: i64,
     participants: Unranked,
     input: Unranked,
@@ -103,7 +106,9 @@ impl Collective {
     ///
     /// # Safety
     /// The three memrefs satisfy [`StridedView::from_unranked`]'s contract,
-    /// the output until the matching wait.
+    /// the output until the matching wait; with `in_place`, the input too,
+    /// and it is not modified before that wait (MPI's rule for a
+    /// nonblocking collective's send buffer).
     unsafe fn start(
         self,
         read_input: impl FnOnce(usize) -> bool,
@@ -113,13 +118,21 @@ impl Collective {
         let me = world.rank();
         // SAFETY: forwarded contract.
         let parts = unsafe { participants(&world, self.participants) }?;
+        // `i1` inputs are copied: the copy makes every byte 0 or 1.
+        let in_place = self.in_place && matches!(world, Backend::Local(..)) && self.ty != ElementType::I1;
         world.start_exchange(self.team, parts, |parts| {
-            let (in_shape, data) = if read_input(me) {
-                // SAFETY: forwarded contract.
-                let (shape, data) = unsafe { self.input.read("input", self.ty) }?;
-                (Some(shape), data)
+            let (in_shape, data, source) = if !read_input(me) {
+                (None, Vec::new(), None)
             } else {
-                (None, Vec::new())
+                // SAFETY: forwarded contract.
+                let view = unsafe { self.input.view("input", self.ty) }?;
+                if in_place && view.contiguous_base().is_some() {
+                    (Some(view.sizes().to_vec()), Vec::new(), Some(view))
+                } else {
+                    // SAFETY: forwarded contract.
+                    let (shape, data) = unsafe { self.input.read("input", self.ty) }?;
+                    (Some(shape), data, None)
+                }
             };
             let (kind, expected_out) = shape_rule(parts, in_shape.as_deref())?;
             // SAFETY: forwarded contract (valid until the wait).
@@ -134,6 +147,7 @@ impl Collective {
                 participants: parts.to_vec(),
                 in_shape,
                 data,
+                source,
                 out_shape: Some(out.sizes().to_vec()),
                 layout: None,
                 target: Some(out.clone()),
@@ -147,10 +161,11 @@ fn input_shape(s: Option<&[i64]>) -> RtResult<&[i64]> {
     s.ok_or_else(|| RtError::Internal("input was not read".into()))
 }
 
-/// `_bprt_all_reduce_T`.
+/// `_bprt_all_reduce_T`. In-process, a packed row-major input is not
+/// copied: the peers read it at their waits.
 ///
 /// # Safety
-/// See [`Collective::start`].
+/// See [`Collective::start`] (with `in_place`).
 pub(crate) unsafe fn all_reduce(
     ty: ElementType,
     team: i64,
@@ -159,7 +174,7 @@ pub(crate) unsafe fn all_reduce(
     output: Unranked,
     op: i32,
 ) -> RtResult<i64> {
-    let c = Collective { ty, team, participants, input, output };
+    let c = Collective { ty, in_place: true, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -185,7 +200,7 @@ pub(crate) unsafe fn reduce_scatter(
     op: i32,
     axis: i64,
 ) -> RtResult<i64> {
-    let c = Collective { ty, team, participants, input, output };
+    let c = Collective { ty, in_place: false, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -215,7 +230,7 @@ pub(crate) unsafe fn all_gather(
     output: Unranked,
     axis: i64,
 ) -> RtResult<i64> {
-    let c = Collective { ty, team, participants, input, output };
+    let c = Collective { ty, in_place: false, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -241,7 +256,7 @@ pub(crate) unsafe fn all_to_all(
     output: Unranked,
     axis: i64,
 ) -> RtResult<i64> {
-    let c = Collective { ty, team, participants, input, output };
+    let c = Collective { ty, in_place: false, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -268,7 +283,7 @@ pub(crate) unsafe fn broadcast(
     output: Unranked,
     root: i64,
 ) -> RtResult<i64> {
-    let c = Collective { ty, team, participants, input, output };
+    let c = Collective { ty, in_place: false, team, participants, input, output };
     // SAFETY: forwarded contract.
     unsafe {
         c.start(
@@ -319,6 +334,7 @@ pub(crate) unsafe fn send_recv(ty: ElementType, team: i64, input: Unranked, outp
             participants: parts.to_vec(),
             in_shape,
             data,
+            source: None,
             out_shape: out.as_ref().map(|o| o.sizes().to_vec()),
             layout: None,
             target: None,
@@ -395,6 +411,7 @@ impl Redistribution {
                 participants: parts.to_vec(),
                 in_shape: Some(in_shape),
                 data,
+                source: None,
                 out_shape: Some(nl_shape),
                 layout: Some(BlockLayout { g_shape, l_offsets, ng_shape, nl_offsets }),
                 target: None,

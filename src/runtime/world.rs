@@ -17,9 +17,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::collective::{agree, check, complete, Contribution, Deposit, OpKind, StartFailure};
-use super::dtype::reduce_into;
 use super::error::{RtError, RtResult};
 use super::memref::StridedView;
+use super::shared_reduce::{self, Gate};
 
 /// Default wait timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -46,13 +46,6 @@ struct Slot {
     consumed: usize,
     /// Where the members of an all-reduce meet once every chunk is written.
     gate: Arc<Gate>,
-}
-
-/// Counts the members that finished their share of an exchange.
-#[derive(Default)]
-struct Gate {
-    done: Mutex<usize>,
-    all: Condvar,
 }
 
 enum Pending {
@@ -338,12 +331,9 @@ impl World {
 }
 
 impl World {
-    /// The all-reduce at wait, after every member deposited: the member at
-    /// position k of the participants reduces chunk k of the elements (in
-    /// participant order, so every rank's result is bitwise the same) and
-    /// writes it into every member's output; members leave once every chunk
-    /// is written. Each rank reads about one message and writes one, instead
-    /// of each reducing everything.
+    /// The all-reduce at wait, after every member deposited: the members
+    /// reduce chunks of the elements from the inputs where they lie into
+    /// every member's output ([`shared_reduce`]).
     fn all_reduce(&self, deposits: &[Arc<Deposit>], me: usize, gate: &Gate) -> RtResult<()> {
         let ordered = agree(deposits)?;
         check(&ordered)?;
@@ -351,35 +341,10 @@ impl World {
         let OpKind::AllReduce { op } = first.kind else {
             return Err(RtError::Internal("not an all-reduce".into()));
         };
-        let n = ordered.len();
-        let k =
-            first.participants.iter().position(|&p| p == me).ok_or_else(|| RtError::Internal(format!("rank {me} is not a participant")))?;
-        let es = first.dtype.size();
-        let numel = first.data.len() / es;
-        let (lo, hi) = (numel * k / n, numel * (k + 1) / n);
-        let mut acc = super::pool::take((hi - lo) * es);
-        acc.extend_from_slice(&first.data[lo * es..hi * es]);
-        for c in &ordered[1..] {
-            reduce_into(first.dtype, op, &mut acc, &c.data[lo * es..hi * es]);
+        if !first.participants.contains(&me) {
+            return Err(RtError::Internal(format!("rank {me} is not a participant")));
         }
-        let written = ordered.iter().try_for_each(|c| match &c.target {
-            Some(out) => out.write_range(lo, &acc),
-            None => Err(RtError::Internal(format!("rank {} shared no output", c.rank))),
-        });
-        let timeout = self.timeout();
-        let deadline = Instant::now() + timeout;
-        let mut done = lock(&gate.done);
-        *done += 1;
-        gate.all.notify_all();
-        while *done < n {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(RtError::Timeout { timeout, missing: Vec::new() });
-            }
-            done = gate.all.wait_timeout(done, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
-        }
-        super::pool::give(acc);
-        written
+        shared_reduce::all_reduce(&ordered, op, gate, self.timeout())
     }
 }
 

@@ -17,7 +17,8 @@
 // output, the typed reshape call and the wait call.
 // CHECK-LABEL: func.func @reshape_2d_to_1d
 // CHECK-SAME: (%[[L:.*]]: tensor<?x?xi64>, %[[G0:.*]]: index, %[[G1:.*]]: index, %[[O0:.*]]: index, %[[O1:.*]]: index, %[[NG0:.*]]: index, %[[NO0:.*]]: index, %[[NS0:.*]]: index)
-// CHECK: %[[IN:.*]] = bufferization.to_buffer %[[L]] : tensor<?x?xi64> to memref<?x?xi64>
+// The runtime only reads the input (read_only: bufferization need not copy it).
+// CHECK: %[[IN:.*]] = bufferization.to_buffer %[[L]] read_only : tensor<?x?xi64> to memref<?x?xi64>
 // CHECK: %[[INU:.*]] = memref.cast %[[IN]] : memref<?x?xi64> to memref<*xi64>
 // CHECK: %[[EMPTY:.*]] = tensor.empty(%[[NS0]]) : tensor<?xi64>
 // CHECK: %[[OUT:.*]] = bufferization.to_buffer %[[EMPTY]] : tensor<?xi64> to memref<?xi64>
@@ -37,6 +38,9 @@
 // CHECK-NEXT: memref.alloca_scope.return %[[H]] : i64
 // CHECK-NEXT: }
 // CHECK-NEXT: %{{.*}} = call @_bprt_wait(%[[SCOPE]]) : (i64) -> i64
+// The input is read again after the wait: the runtime may read its buffer
+// until then, so bufferization must not write it in place in between.
+// CHECK-NEXT: %{{.*}} = bufferization.to_buffer %[[L]] read_only : tensor<?x?xi64> to memref<?x?xi64>
 // CHECK-NEXT: %[[R:.*]] = bufferization.to_tensor %[[OUT]] restrict writable : memref<?xi64> to tensor<?xi64>
 // CHECK-NEXT: return %[[R]]
 dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
@@ -54,6 +58,7 @@ func.func @reshape_2d_to_1d(%local: tensor<?x?xi64>, %g0: index, %g1: index, %o0
 // CHECK: %[[AXES:.*]] = memref.alloca() : memref<2xi64>
 // CHECK: func.call @_bprt_copy_permute_i64(
 // CHECK: call @_bprt_wait(%[[SCOPE]])
+// CHECK-NEXT: bufferization.to_buffer %{{.*}} read_only : tensor<2x6xi64> to memref<2x6xi64>
 // CHECK-NEXT: bufferization.to_tensor %{{.*}} restrict writable : memref<6x2xi64> to tensor<6x2xi64>
 func.func @permute_static(%local: tensor<2x6xi64>, %g0: index, %g1: index, %o0: index, %o1: index) -> tensor<6x2xi64> {
   %h, %out = dist.copy_permute %local g_shape %g0, %g1 l_offs %o0, %o1 n_offs %o1, %o0 n_shape %g1, %g0 axes [1, 0] {team = 22 : i64} : tensor<2x6xi64> -> tensor<6x2xi64>

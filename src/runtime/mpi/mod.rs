@@ -1084,7 +1084,7 @@ fn decode(words: &[i64]) -> RtResult<Deposit> {
     } else {
         None
     };
-    Ok(Ok(Contribution { rank, kind, dtype, participants, in_shape, data: Vec::new(), out_shape, layout, target: None }))
+    Ok(Ok(Contribution { rank, kind, dtype, participants, in_shape, data: Vec::new(), source: None, out_shape, layout, target: None }))
 }
 
 #[cfg(test)]
@@ -1100,6 +1100,7 @@ mod tests {
             participants: vec![3, 2, 1, 0],
             in_shape: Some(vec![2, 8]),
             data: vec![1, 2, 3],
+            source: None,
             out_shape: None,
             layout: Some(BlockLayout { g_shape: vec![8, 8], l_offsets: vec![4, 0], ng_shape: vec![8, 8], nl_offsets: vec![0, 4] }),
             target: None,
@@ -1124,6 +1125,7 @@ mod tests {
             participants: (0..600).collect(),
             in_shape: Some(vec![1]),
             data: vec![],
+            source: None,
             out_shape: Some(vec![1]),
             layout: None,
             target: None,

@@ -5,7 +5,7 @@ use half::{bf16, f16};
 use super::super::abi::*;
 use super::super::memref::OwnedMemRef;
 use super::super::world::World;
-use super::{collective, concat_axis, ints, iota, slice_axis, wait};
+use super::{collective, concat_axis, ints, iota, slice_axis, wait, U};
 
 fn fold<T: Copy>(inputs: &[Vec<T>], order: &[usize], f: impl Fn(T, T) -> T) -> Vec<T> {
     let mut acc = inputs[order[0]].clone();
@@ -430,5 +430,125 @@ fn self_send_and_in_place_all_reduce() {
     for (r, (copied, reduced)) in results.into_iter().enumerate() {
         assert_eq!(copied, vec![r as i64, 5, 6]);
         assert_eq!(reduced, vec![2.0, 100.0]);
+    }
+}
+
+/// A reduction op code and the element rule it stands for.
+type OpRule<'a, T> = (i32, &'a (dyn Fn(T, T) -> T + Sync));
+
+/// A value of rank `r` at index `i` (a hash, so neighbouring lanes differ).
+fn noise(r: usize, i: usize) -> u64 {
+    let mut x = (r as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x ^= x >> 31;
+    x.wrapping_mul(0x94d0_49bb_1331_11eb) >> 16
+}
+
+/// All-reduces of `N` elements (several chunks, whole cache lines and a
+/// tail) over participants out of order, against the fold in that order,
+/// bit for bit; `start(p, i, o, op)` calls the typed entry point.
+fn large_all_reduce<T: Copy + Send + Sync>(
+    value: impl Fn(usize, usize) -> T + Sync,
+    ops: &[OpRule<'_, T>],
+    bits: impl Fn(T) -> u64,
+    start: impl Fn(U, U, U, i32) -> i64 + Sync,
+) {
+    const N: usize = 70_001;
+    let order = [2usize, 0, 3, 1];
+    let inputs: Vec<Vec<T>> = (0..4).map(|r| (0..N).map(|i| value(r, i)).collect()).collect();
+    let world = World::new(4);
+    let results = world.run(|r| {
+        ops.iter()
+            .map(|&(op, _)| {
+                let input = OwnedMemRef::new(&[N as i64], inputs[r].clone());
+                let output = OwnedMemRef::new(&[N as i64], inputs[r].clone());
+                collective(&[2, 0, 3, 1], input, output, |p, i, o| start(p, i, o, op)).unwrap()
+            })
+            .collect::<Vec<_>>()
+    });
+    for (k, &(op, f)) in ops.iter().enumerate() {
+        let expected: Vec<u64> = fold(&inputs, &order, f).into_iter().map(&bits).collect();
+        for (r, per_rank) in results.iter().enumerate() {
+            let got: Vec<u64> = per_rank[k].iter().map(|&v| bits(v)).collect();
+            assert!(got == expected, "op {op} rank {r}: first difference at {:?}", got.iter().zip(&expected).position(|(a, b)| a != b));
+        }
+    }
+    assert!(world.errors().is_empty());
+}
+
+#[test]
+fn large_all_reduces_are_the_ordered_fold_bit_for_bit() {
+    // Floats with NaNs and signed zeros among them (max/min propagate NaN).
+    let f = |r: usize, i: usize| match noise(r, i) % 1000 {
+        0 => f32::NAN,
+        1 => -0.0,
+        n => (n as f32 - 500.0) * 0.37 + r as f32 * 1e-3,
+    };
+    let nan_max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) };
+    let nan_min = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else { a.min(b) };
+    large_all_reduce(
+        f,
+        &[(0, &|a, b| a + b), (1, &nan_max), (2, &nan_min), (3, &|a, b| a * b)],
+        |v: f32| u64::from(v.to_bits()),
+        // SAFETY: the descriptors live until the wait in `collective`.
+        |p, i, o, op| unsafe { _bprt_all_reduce_f32(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+    large_all_reduce(
+        |r, i| (noise(r, i) % 100_000) as f64 * 1e-3 - 50.0,
+        &[(0, &|a, b| a + b), (3, &|a, b| a * b)],
+        f64::to_bits,
+        // SAFETY: as above.
+        |p, i, o, op| unsafe { _bprt_all_reduce_f64(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+    large_all_reduce(
+        |r, i| noise(r, i) as i8,
+        &[(0, &i8::wrapping_add), (1, &std::cmp::max), (3, &i8::wrapping_mul)],
+        |v: i8| v as u8 as u64,
+        // SAFETY: as above.
+        |p, i, o, op| unsafe { _bprt_all_reduce_i8(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+    large_all_reduce(
+        |r, i| noise(r, i) as i64,
+        &[(0, &i64::wrapping_add), (2, &std::cmp::min)],
+        |v: i64| v as u64,
+        // SAFETY: as above.
+        |p, i, o, op| unsafe { _bprt_all_reduce_i64(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+    // Half precision: combined in f32, rounded back after every step.
+    let h = |a: f16, b: f16| f16::from_f32(a.to_f32() + b.to_f32());
+    large_all_reduce(
+        |r, i| f16::from_f32(f(r, i)),
+        &[(0, &h)],
+        |v: f16| u64::from(v.to_bits()),
+        // SAFETY: as above.
+        |p, i, o, op| unsafe { _bprt_all_reduce_f16(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+    let b = |a: bf16, b: bf16| bf16::from_f32(a.to_f32() * b.to_f32());
+    large_all_reduce(
+        |r, i| bf16::from_f32(f(r, i)),
+        &[(3, &b)],
+        |v: bf16| u64::from(v.to_bits()),
+        // SAFETY: as above.
+        |p, i, o, op| unsafe { _bprt_all_reduce_bf16(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+}
+
+#[test]
+fn large_in_place_all_reduce() {
+    const N: usize = 100_003;
+    let value = |r: usize, i: usize| (noise(r, i) % 4096) as f32 - 2048.0;
+    let inputs: Vec<Vec<f32>> = (0..4).map(|r| (0..N).map(|i| value(r, i)).collect()).collect();
+    let expected = fold(&inputs, &[0, 1, 2, 3], |a, b| a + b);
+    let world = World::new(4);
+    let results = world.run(|r| {
+        let mut p = ints(&[0, 1, 2, 3]);
+        let mut buf = OwnedMemRef::new(&[N as i64], inputs[r].clone());
+        let (pp, b) = (p.arg(), buf.arg());
+        // SAFETY: the descriptors live until the wait below.
+        let h = unsafe { _bprt_all_reduce_f32(0, pp.0, pp.1, b.0, b.1, b.0, b.1, 0) };
+        wait(h).unwrap();
+        buf.to_vec()
+    });
+    for got in results {
+        assert!(got == expected);
     }
 }

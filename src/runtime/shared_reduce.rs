@@ -1,0 +1,249 @@
+//! The in-process all-reduce's data movement, once every member deposited.
+//!
+//! All ranks share one address space, so there is no message passing: the
+//! elements are cut into chunks that the waiting members claim one at a
+//! time; a chunk is reduced from every member's input (read where it lies,
+//! see `Contribution::source`) in participant order, a cache line at a
+//! time in registers (`f16`, `bf16`, `i1`: an L1-sized block at a time),
+//! and stored straight into every member's output.
+//! Every input byte is read once and every output byte written once, with
+//! no staging copy: the whole all-reduce moves what `n` memcpys of the
+//! message move, spread over whichever ranks the OS is running (with 4
+//! ranks on 2 cores, a descheduled rank holds no share of the work; the
+//! members that run out of chunks sleep on a condition variable).
+//!
+//! Every chunk is folded in participant order whoever reduces it, so every
+//! member gets bitwise the same result as the sequential fold.
+
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::collective::Contribution;
+use super::dtype::{reduce_into, reduce_lines, ElementType, ReduceOp};
+use super::error::{RtError, RtResult};
+use super::memref::StridedView;
+
+/// Bytes of a claimed chunk (large enough that claiming costs nothing,
+/// small enough that the members share even a few MiB).
+const CHUNK_BYTES: usize = 256 << 10;
+/// Bytes reduced at a time (the accumulator stays in L1).
+const BLOCK_BYTES: usize = 8 << 10;
+/// From this many output bytes in all (twice the L3 of the machine the
+/// figures were taken on), the block path writes its outputs with
+/// non-temporal stores:
+/// they would not stay in the cache anyway, and ordinary stores first read
+/// every output line in (a third more memory traffic).
+const STREAM_MIN_BYTES: usize = 64 << 20;
+
+/// Where the members of one all-reduce meet.
+#[derive(Default)]
+pub(crate) struct Gate {
+    /// Next chunk to claim.
+    next: AtomicUsize,
+    /// Chunks reduced and stored.
+    finished: AtomicUsize,
+    /// Set (by whoever finishes the last chunk) once every chunk is stored.
+    done: Mutex<bool>,
+    all: Condvar,
+}
+
+enum Outputs<'a> {
+    /// Every output is packed row-major: its first byte.
+    Direct(Vec<*mut u8>),
+    /// Some output is strided: written through the views.
+    Views(Vec<&'a StridedView>),
+}
+
+/// One all-reduce over `ordered` (participant order): reduces the chunks
+/// this rank claims, then waits until every chunk is stored (or `timeout`).
+pub(crate) fn all_reduce(ordered: &[&Contribution], op: ReduceOp, gate: &Gate, timeout: Duration) -> RtResult<()> {
+    let dtype = ordered[0].dtype;
+    let es = dtype.size();
+    let bytes = ordered[0].input_len();
+    let numel = bytes / es;
+    let mut views = Vec::with_capacity(ordered.len());
+    for c in ordered {
+        let out = c.target.as_ref().ok_or_else(|| RtError::Internal(format!("rank {} shared no output", c.rank)))?;
+        if c.input_len() != bytes || out.packed_len() != bytes {
+            return Err(RtError::Internal(format!("rank {} all-reduce buffers differ in size", c.rank)));
+        }
+        views.push(out);
+    }
+    let inputs: Vec<*const u8> = ordered.iter().map(|c| c.input_ptr()).collect();
+    let outputs = match views.iter().map(|v| v.contiguous_base()).collect::<Option<Vec<_>>>() {
+        Some(bases) => Outputs::Direct(bases),
+        None => Outputs::Views(views),
+    };
+    // Strided outputs are written one chunk per member (each write walks
+    // the view's rows).
+    let chunk = match outputs {
+        Outputs::Direct(_) => CHUNK_BYTES / es,
+        Outputs::Views(_) => numel.div_ceil(ordered.len()),
+    }
+    .max(1);
+    let chunks = numel.div_ceil(chunk);
+    if chunks == 0 {
+        return Ok(());
+    }
+    let stream = bytes * ordered.len() >= STREAM_MIN_BYTES;
+    let mut result = Ok(());
+    loop {
+        let c = gate.next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks {
+            break;
+        }
+        let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(numel));
+        let reduced = match &outputs {
+            // SAFETY: every input holds `numel` packed elements, valid and
+            // unmodified until its rank's wait returns, which is after the
+            // last chunk is stored; every output holds `numel` elements and
+            // no one else touches elements lo..hi (this rank claimed them).
+            Outputs::Direct(bases) => unsafe { reduce_direct(dtype, op, &inputs, bases, lo * es, hi * es, stream) },
+            // SAFETY: as above.
+            Outputs::Views(views) => unsafe { reduce_into_views(dtype, op, &inputs, views, lo, hi) },
+        };
+        if result.is_ok() {
+            result = reduced;
+        }
+        if stream {
+            store_fence();
+        }
+        // AcqRel: the last finisher sees every member's stores.
+        if gate.finished.fetch_add(1, Ordering::AcqRel) + 1 == chunks {
+            *gate.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            gate.all.notify_all();
+        }
+    }
+    let deadline = Instant::now() + timeout;
+    let mut done = gate.done.lock().unwrap_or_else(PoisonError::into_inner);
+    while !*done {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(RtError::Timeout { timeout, missing: Vec::new() });
+        }
+        done = gate.all.wait_timeout(done, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+    }
+    result
+}
+
+/// Bytes `lo..hi` of every input's packed data.
+///
+/// # Safety
+/// Every input is valid for reads of `hi` bytes and not written meanwhile.
+unsafe fn input<'a>(p: *const u8, lo: usize, hi: usize) -> &'a [u8] {
+    // SAFETY: forwarded contract.
+    unsafe { std::slice::from_raw_parts(p.add(lo), hi - lo) }
+}
+
+/// Reduces bytes `lo..hi` into every output: a line at a time in registers
+/// ([`reduce_lines`]), or for the other types block by block.
+///
+/// # Safety
+/// Every input and output is valid for `hi` bytes; nothing else accesses
+/// bytes `lo..hi` of the outputs, or writes those of the inputs, meanwhile.
+/// An output may be an input (an in-place all-reduce): each block is read
+/// in full before it is stored.
+unsafe fn reduce_direct(
+    dtype: ElementType,
+    op: ReduceOp,
+    inputs: &[*const u8],
+    outputs: &[*mut u8],
+    lo: usize,
+    hi: usize,
+    stream: bool,
+) -> RtResult<()> {
+    let es = dtype.size();
+    // SAFETY: forwarded contract.
+    if unsafe { reduce_lines(dtype, op, inputs, outputs, lo / es, hi / es) } {
+        return Ok(());
+    }
+    // u64 words: aligned for every element type.
+    let mut words = [0u64; BLOCK_BYTES / 8];
+    // SAFETY: plain bytes of a local array.
+    let block = unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast::<u8>(), BLOCK_BYTES) };
+    let step = BLOCK_BYTES / dtype.size() * dtype.size();
+    let mut at = lo;
+    while at < hi {
+        let end = (at + step).min(hi);
+        let acc = &mut block[..end - at];
+        // SAFETY: forwarded contract.
+        acc.copy_from_slice(unsafe { input(inputs[0], at, end) });
+        for &p in &inputs[1..] {
+            // SAFETY: forwarded contract.
+            reduce_into(dtype, op, acc, unsafe { input(p, at, end) });
+        }
+        for &out in outputs {
+            // SAFETY: forwarded contract.
+            unsafe { store(out.add(at), acc, stream) };
+        }
+        at = end;
+    }
+    Ok(())
+}
+
+/// Reduces elements `lo..hi` into a buffer and writes it through the views.
+///
+/// # Safety
+/// As for [`reduce_direct`] (byte offsets are element offsets times the
+/// element size).
+unsafe fn reduce_into_views(
+    dtype: ElementType,
+    op: ReduceOp,
+    inputs: &[*const u8],
+    views: &[&StridedView],
+    lo: usize,
+    hi: usize,
+) -> RtResult<()> {
+    let es = dtype.size();
+    let mut acc = super::pool::take((hi - lo) * es);
+    // SAFETY: forwarded contract.
+    acc.extend_from_slice(unsafe { input(inputs[0], lo * es, hi * es) });
+    for &p in &inputs[1..] {
+        // SAFETY: forwarded contract.
+        reduce_into(dtype, op, &mut acc, unsafe { input(p, lo * es, hi * es) });
+    }
+    let written = views.iter().try_for_each(|v| v.write_range(lo, &acc));
+    super::pool::give(acc);
+    written
+}
+
+/// Copies `src` to `dst`; with `stream` (x86-64), non-temporal stores.
+///
+/// # Safety
+/// `dst` is valid for `src.len()` bytes of writes and does not overlap `src`.
+unsafe fn store(dst: *mut u8, src: &[u8], stream: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if stream {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+        let len = src.len();
+        let head = dst.align_offset(16).min(len);
+        let body_end = head + (len - head) / 16 * 16;
+        // SAFETY: every access is inside dst[..len] / src[..len]; the
+        // streamed stores are 16-byte aligned (SSE2 is baseline x86-64).
+        unsafe {
+            ptr::copy_nonoverlapping(src.as_ptr(), dst, head);
+            let mut i = head;
+            while i < body_end {
+                _mm_stream_si128(dst.add(i).cast::<__m128i>(), _mm_loadu_si128(src.as_ptr().add(i).cast::<__m128i>()));
+                i += 16;
+            }
+            ptr::copy_nonoverlapping(src.as_ptr().add(body_end), dst.add(body_end), len - body_end);
+        }
+        return;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = stream;
+    // SAFETY: forwarded contract.
+    unsafe { ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
+}
+
+/// Orders this thread's non-temporal stores before what it does next.
+fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is baseline x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_sfence();
+    }
+}
