@@ -601,10 +601,7 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             write_bytes: inv.write_bytes,
             message_bytes: inv.message_bytes(),
             shared_by: inv.shared_by,
-            tiling: inv.tiling.as_ref().map(|t| {
-                let overlap = if t.overlap == crate::workload::TpOverlap::Pipe { ods::TileOverlap::Pipe } else { ods::TileOverlap::Ring };
-                (format!("{}.{}", t.with, crate::workload::tiled_phase(inv.phase).suffix()), t.tiles, overlap)
-            }),
+            tiling: inv.tiling.as_ref().map(|t| (t.linear_task(inv.phase), t.tiles, crate::transformer::emit::tile_overlap(t.overlap))),
             site: Site::Flat,
             runs: if phase == "optimizer" { blocks } else { blocks.saturating_mul(microbatches) },
             representative: true,

@@ -248,13 +248,18 @@ pub(super) fn block_times(tasks: &[TaskFacts], edge: Option<&[TaskFacts]>, rates
     // A compute task's processing (tiled when a collective overlaps it) and
     // exposed network time; a recomputed linear overlaps as in its forward.
     let processing = |task: &TaskFacts, priced: Priced| -> (f64, f64) {
-        let key = if task.phase == Phase::Recompute { format!("{}.{}", task.source(), Phase::Forward.suffix()) } else { task.id.clone() };
-        match tiled.get(key.as_str()) {
+        // Untiled blocks (the common case) look nothing up.
+        let found = if tiled.is_empty() {
+            None
+        } else if task.phase == Phase::Recompute {
+            tiled.get(format!("{}.{}", task.source(), Phase::Forward.suffix()).as_str())
+        } else {
+            tiled.get(task.id.as_str())
+        };
+        match found {
             Some((net, tiling)) => tiled_processing(priced, *net, tiling, rates),
-            None => {
-                // Tiled in another phase, none here: nothing to overlap.
-                (priced.processing, 0.0)
-            }
+            // Not tiled, or tiled in another phase: nothing to overlap.
+            None => (priced.processing, 0.0),
         }
     };
     for task in tasks {

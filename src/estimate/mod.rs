@@ -193,11 +193,7 @@ impl From<&PrimitiveInvocation> for TaskFacts {
             message_bytes: inv.message_bytes(),
             shared_by: inv.shared_by,
             group_size: None,
-            tiling: inv.tiling.as_ref().map(|t| TaskTiling {
-                with: format!("{}.{}", t.with, crate::workload::tiled_phase(inv.phase).suffix()),
-                tiles: t.tiles,
-                overlap: t.overlap,
-            }),
+            tiling: inv.tiling.as_ref().map(|t| TaskTiling { with: t.linear_task(inv.phase), tiles: t.tiles, overlap: t.overlap }),
         }
     }
 }

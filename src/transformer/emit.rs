@@ -7,7 +7,7 @@ use melior::ir::{block::BlockLike, BlockRef, Location, Operation, OperationRef, 
 use crate::{
     dialects::{dist, result, BuildError, Builder},
     ods::{self, Reduction},
-    workload::{tiled_phase, CollectiveKind, Engine, Phase, Primitive, PrimitiveInvocation, TpOverlap},
+    workload::{CollectiveKind, Engine, Phase, Primitive, PrimitiveInvocation, TpOverlap},
 };
 
 /// Where generated ops go and where they are located.
@@ -107,7 +107,7 @@ pub(crate) fn emit_invocation<'c, 'a>(
     let location = e.at(&id);
     let axes = e.b.strings(place.axes);
     if let Some(collective) = inv.collective {
-        let tiled_with = inv.tiling.as_ref().map(|t| format!("{}{}.{}", place.id_prefix, t.with, tiled_phase(inv.phase).suffix()));
+        let tiled_with = inv.tiling.as_ref().map(|t| format!("{}{}", place.id_prefix, t.linear_task(inv.phase)));
         let tiling = inv.tiling.as_ref().zip(tiled_with.as_deref()).map(|(t, with)| (with, t.tiles, tile_overlap(t.overlap)));
         let common = |reduction| CollectiveFields {
             inv,

@@ -188,6 +188,15 @@ pub struct Tiling {
     pub overlap: TpOverlap,
 }
 
+impl Tiling {
+    /// The base id of the linear's task a tiled collective of `phase`
+    /// overlaps, e.g. `attn.proj.fwd`.
+    #[must_use]
+    pub fn linear_task(&self, phase: Phase) -> String {
+        format!("{}.{}", self.with, tiled_phase(phase).suffix())
+    }
+}
+
 /// The phase of the linear task a tiled collective of `phase` overlaps:
 /// its own, except that a re-communication feeds the weight gradient.
 #[must_use]
