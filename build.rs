@@ -46,6 +46,8 @@ fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={}", manifest.join("src/capi/pass_registration.cpp").display());
     println!("cargo:rerun-if-changed={}", manifest.join("src/capi/print.cpp").display());
+    println!("cargo:rerun-if-changed={}", manifest.join("src/capi/build.cpp").display());
+    println!("cargo:rerun-if-changed={}", manifest.join("src/capi/verify.cpp").display());
     println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
     println!("cargo:rerun-if-changed={}", dialects_dir.join("BlueprintBase.td").display());
     // `melior::dialect!` (typed builders) reads the ODS from here.
@@ -165,7 +167,11 @@ fn compile_dialects(prefix: &str, dialects_dir: &Path, out_dir: &Path) -> Result
         // Pass registration by name for the C API and the mlir-opt plugin.
         .file(manifest_dir().join("src/capi/pass_registration.cpp"))
         // Buffered printing (the C API's printer calls back per token).
-        .file(manifest_dir().join("src/capi/print.cpp"));
+        .file(manifest_dir().join("src/capi/print.cpp"))
+        // Creating ops from the typed builders without the C API's lookups.
+        .file(manifest_dir().join("src/capi/build.cpp"))
+        // Verifying only the layer a pass appended.
+        .file(manifest_dir().join("src/capi/verify.cpp"));
     build.try_compile("blueprint_dialects").map_err(|e| format!("compiling the dialects' C++: {e}"))?;
     Ok(())
 }
@@ -869,7 +875,8 @@ fn emit_builder(out: &mut String, op: &OpDef) {
     let regions = if op.regions.is_empty() { "" } else { ", regions: Vec<::melior::ir::Region<'c>>" };
     out.push_str("        #[allow(unused_mut, unused_variables)]\n");
     let _ = writeln!(out, "        pub fn build(&self, b: &crate::dialects::Builder<'c>, location: ::melior::ir::Location<'c>{regions}) -> Result<::melior::ir::Operation<'c>, crate::dialects::BuildError> {{");
-    let _ = writeln!(out, "            let mut operands: Vec<::melior::ir::Value<'c, 'a>> = Vec::new();");
+    let _ =
+        writeln!(out, "            let mut operands: Vec<::melior::ir::Value<'c, 'a>> = Vec::with_capacity({});", op.operands.len().max(1));
     if op.operand_segments {
         out.push_str("            let mut segments: Vec<i32> = Vec::new();\n");
     }
@@ -886,7 +893,11 @@ fn emit_builder(out: &mut String, op: &OpDef) {
             out.push_str("              let _ = n; }\n");
         }
     }
-    out.push_str("            let mut attributes: Vec<(::melior::ir::Identifier<'c>, ::melior::ir::Attribute<'c>)> = Vec::new();\n");
+    let _ = writeln!(
+        out,
+        "            let mut attributes: Vec<::mlir_sys::MlirNamedAttribute> = Vec::with_capacity({});",
+        op.attributes.len() + usize::from(op.operand_segments)
+    );
     // Pushed in the byte order of their names, the order of MLIR's
     // dictionaries: MLIR then only checks the order instead of sorting
     // the attributes of every op built.
@@ -895,40 +906,34 @@ fn emit_builder(out: &mut String, op: &OpDef) {
     let segments_at = sorted.partition_point(|a| a.name.as_bytes() < b"operandSegmentSizes".as_slice());
     for (index, attr) in sorted.iter().enumerate() {
         if op.operand_segments && index == segments_at {
-            out.push_str("            attributes.push((b.identifier(\"operandSegmentSizes\"), b.i32_array(&segments)));\n");
+            out.push_str("            attributes.push(b.named(\"operandSegmentSizes\", b.i32_array(&segments)));\n");
         }
         let (_, convert) = attribute_field(&attr.kind);
         if attr.kind == AttrKind::Unit {
-            let _ = writeln!(
-                out,
-                "            if self.optional.{} {{ attributes.push((b.identifier({:?}), b.unit())); }}",
-                attr.name, attr.name
-            );
+            let _ = writeln!(out, "            if self.optional.{} {{ attributes.push(b.named({:?}, b.unit())); }}", attr.name, attr.name);
         } else if attr.optional {
             let _ = writeln!(
                 out,
-                "            if let Some(f) = self.optional.{} {{ attributes.push((b.identifier({:?}), {convert})); }}",
+                "            if let Some(f) = self.optional.{} {{ attributes.push(b.named({:?}, {convert})); }}",
                 attr.name, attr.name
             );
         } else {
-            let _ =
-                writeln!(out, "            {{ let f = self.{}; attributes.push((b.identifier({:?}), {convert})); }}", attr.name, attr.name);
+            let _ = writeln!(out, "            {{ let f = self.{}; attributes.push(b.named({:?}, {convert})); }}", attr.name, attr.name);
         }
     }
     if op.operand_segments && segments_at == sorted.len() {
-        out.push_str("            attributes.push((b.identifier(\"operandSegmentSizes\"), b.i32_array(&segments)));\n");
+        out.push_str("            attributes.push(b.named(\"operandSegmentSizes\", b.i32_array(&segments)));\n");
     }
-    let _ = writeln!(out, "            let builder = ::melior::ir::operation::OperationBuilder::new({full:?}, location).add_operands(&operands).add_attributes(&attributes);");
-    if !op.regions.is_empty() {
-        out.push_str("            let builder = builder.add_regions_vec(regions);\n");
-    }
+    let regions = if op.regions.is_empty() { "Vec::new()" } else { "regions" };
     if op.inferred_results {
         // `AllTypesMatch<["input", "result"]>`: the data result has the
         // input's type (after the handle of an async form).
         let handle = if op.asynchronous { "b.async_handle(), " } else { "" };
-        let _ = writeln!(out, "            let builder = builder.add_results(&[{handle}::melior::ir::ValueLike::r#type(&self.input)]);");
+        let _ = writeln!(out, "            let results = [{handle}::melior::ir::ValueLike::r#type(&self.input)];");
     } else if !op.results.is_empty() {
-        out.push_str("            let builder = builder.add_results(self.results);\n");
+        out.push_str("            let results = self.results;\n");
+    } else {
+        out.push_str("            let results: [::melior::ir::Type<'c>; 0] = [];\n");
     }
-    let _ = writeln!(out, "            builder.build().map_err(|_| crate::dialects::BuildError {{ op: {full:?} }})\n        }}\n    }}\n");
+    let _ = writeln!(out, "            b.create({full:?}, location, &operands, &attributes, &results, {regions})\n        }}\n    }}\n");
 }

@@ -54,7 +54,9 @@ impl<'c> Builder<'c> {
     #[must_use]
     pub fn identifier(&self, name: &str) -> Identifier<'c> {
         // SAFETY: a live context; MLIR copies the string.
-        unsafe { Identifier::from_raw(mlir_sys::mlirIdentifierGet(self.context, string_ref(name))) }
+        let raw = crate::intern::identifier(self.context, name, || unsafe { mlir_sys::mlirIdentifierGet(self.context, string_ref(name)) });
+        // SAFETY: made in this context, which outlives 'c.
+        unsafe { Identifier::from_raw(raw) }
     }
 
     #[must_use]
@@ -76,8 +78,15 @@ impl<'c> Builder<'c> {
 
     #[must_use]
     pub fn i64(&self, value: i64) -> Attribute<'c> {
-        // SAFETY: as above.
-        unsafe { Attribute::from_raw(mlir_sys::mlirIntegerAttrGet(self.integer_type(64), value)) }
+        self.integer(64, value)
+    }
+
+    fn integer(&self, width: u32, value: i64) -> Attribute<'c> {
+        // SAFETY: a live context.
+        let raw =
+            crate::intern::integer(self.context, width, value, || unsafe { mlir_sys::mlirIntegerAttrGet(self.integer_type(width), value) });
+        // SAFETY: made in this context.
+        unsafe { Attribute::from_raw(raw) }
     }
 
     /// A non-negative count. Validation bounds every count Blueprint
@@ -96,8 +105,7 @@ impl<'c> Builder<'c> {
     /// An ODS enum case (`i32`, as `I32EnumAttr` stores it).
     #[must_use]
     pub fn enum_case(&self, value: i64) -> Attribute<'c> {
-        // SAFETY: as above.
-        unsafe { Attribute::from_raw(mlir_sys::mlirIntegerAttrGet(self.integer_type(32), value)) }
+        self.integer(32, value)
     }
 
     #[must_use]
@@ -183,11 +191,13 @@ impl<'c> Builder<'c> {
         unsafe { Type::from_raw(mlir_sys::mlirIndexTypeGet(self.context)) }
     }
 
-    fn known_type(&self, spelling: &str) -> Type<'c> {
-        match self.parse_type(spelling) {
-            Some(ty) => ty,
+    fn known_type(&self, spelling: &'static str) -> Type<'c> {
+        let raw = crate::intern::known_type(self.context, spelling, || match self.parse_type(spelling) {
+            Some(ty) => ty.to_raw(),
             None => unreachable!("the context registers Blueprint's dialects, so '{spelling}' parses"),
-        }
+        });
+        // SAFETY: parsed in this context.
+        unsafe { Type::from_raw(raw) }
     }
 
     /// A ranked tensor type of static `shape` (`-1` for a dynamic dim).
@@ -213,6 +223,94 @@ impl<'c> Builder<'c> {
         // SAFETY: as above.
         unsafe { Location::from_raw(mlir_sys::mlirLocationNameGet(self.context, string_ref(name), parent.to_raw())) }
     }
+
+    /// A location named by a string attribute already made (a task's id).
+    #[must_use]
+    pub fn named_location_of(&self, name: Attribute<'c>, parent: Location<'c>) -> Location<'c> {
+        if !name.is_string() {
+            return parent;
+        }
+        // SAFETY: a string attribute and a location of this context.
+        unsafe { Location::from_raw(blueprintNameLocGet(name.to_raw(), parent.to_raw())) }
+    }
+
+    /// One attribute of an op being built.
+    #[must_use]
+    pub fn named(&self, name: &'static str, value: Attribute<'c>) -> mlir_sys::MlirNamedAttribute {
+        // SAFETY: a live context; MLIR copies the string.
+        let name =
+            crate::intern::static_identifier(self.context, name, || unsafe { mlir_sys::mlirIdentifierGet(self.context, string_ref(name)) });
+        mlir_sys::MlirNamedAttribute { name, attribute: value.to_raw() }
+    }
+
+    /// Creates the op `name` (one of Blueprint's or an upstream one)
+    /// from its parts; `attributes` are in name order, each once (the
+    /// generated builders emit them so).
+    ///
+    /// # Errors
+    /// None today; the signature matches the builders'.
+    pub fn create(
+        &self,
+        name: &'static str,
+        location: Location<'c>,
+        operands: &[Value<'c, '_>],
+        attributes: &[mlir_sys::MlirNamedAttribute],
+        results: &[Type<'c>],
+        regions: Vec<melior::ir::Region<'c>>,
+    ) -> Result<Operation<'c>, BuildError> {
+        debug_assert!(
+            attributes.windows(2).all(|w| unsafe {
+                let (a, b) = (mlir_sys::mlirIdentifierStr(w[0].name), mlir_sys::mlirIdentifierStr(w[1].name));
+                std::slice::from_raw_parts(a.data.cast::<u8>(), a.length) < std::slice::from_raw_parts(b.data.cast::<u8>(), b.length)
+            }),
+            "the attributes of '{name}' are not in strictly increasing name order"
+        );
+        // SAFETY: a live context; MLIR copies the name.
+        let op_name =
+            crate::intern::operation_name(self.context, name, || unsafe { blueprintOperationNameGet(self.context, string_ref(name)) });
+        let operands: Vec<mlir_sys::MlirValue> = operands.iter().map(|v| melior::ir::ValueLike::to_raw(v)).collect();
+        let results: Vec<mlir_sys::MlirType> = results.iter().map(|t| t.to_raw()).collect();
+        let mut regions: Vec<mlir_sys::MlirRegion> = regions.into_iter().map(melior::ir::Region::into_raw).collect();
+        // SAFETY: every handle is of this context; the op takes over the
+        // regions (released above), as mlirOperationCreate does.
+        let raw = unsafe {
+            blueprintOperationCreate(
+                location.to_raw(),
+                op_name,
+                results.len() as isize,
+                results.as_ptr(),
+                operands.len() as isize,
+                operands.as_ptr(),
+                attributes.len() as isize,
+                attributes.as_ptr(),
+                regions.len() as isize,
+                regions.as_mut_ptr(),
+            )
+        };
+        if raw.ptr.is_null() {
+            return Err(BuildError { op: name });
+        }
+        // SAFETY: a new op, owned by the caller.
+        Ok(unsafe { Operation::from_raw(raw) })
+    }
+}
+
+extern "C" {
+    fn blueprintOperationNameGet(context: mlir_sys::MlirContext, name: mlir_sys::MlirStringRef) -> *const std::ffi::c_void;
+    #[allow(clippy::too_many_arguments)]
+    fn blueprintOperationCreate(
+        location: mlir_sys::MlirLocation,
+        name: *const std::ffi::c_void,
+        n_results: isize,
+        results: *const mlir_sys::MlirType,
+        n_operands: isize,
+        operands: *const mlir_sys::MlirValue,
+        n_attributes: isize,
+        attributes: *const mlir_sys::MlirNamedAttribute,
+        n_regions: isize,
+        regions: *mut mlir_sys::MlirRegion,
+    ) -> mlir_sys::MlirOperation;
+    fn blueprintNameLocGet(name: mlir_sys::MlirAttribute, child: mlir_sys::MlirLocation) -> mlir_sys::MlirLocation;
 }
 
 impl<'c> Builder<'c> {

@@ -19,6 +19,7 @@ pub mod error;
 pub mod estimate;
 pub mod estimate_cli;
 pub mod execution;
+pub mod intern;
 pub mod ir;
 pub mod lineage;
 pub mod lowering;

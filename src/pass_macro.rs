@@ -30,6 +30,12 @@ macro_rules! external_pass {
             static PASS_ID: PassId = PassId;
             melior::pass::create_external(
                 |module: melior::ir::OperationRef, pass: melior::pass::ExternalPass| {
+                    crate::pass_macro::next_run();
+                    // Handles made while the pass builds are looked up once.
+                    // SAFETY: the pass's op is live.
+                    let _interned = crate::intern::Scope::begin(unsafe {
+                        mlir_sys::mlirOperationGetContext(melior::ir::operation::OperationLike::to_raw(&module))
+                    });
                     // A pass runs inside a callback from C, where a panic
                     // aborts the process: report it as a failure instead.
                     let run = std::panic::AssertUnwindSafe(|| ($run)(module, pass));
@@ -52,3 +58,18 @@ macro_rules! external_pass {
     };
 }
 pub(crate) use external_pass;
+
+thread_local! {
+    static RUNS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a Blueprint pass run on this thread (every `external_pass!`).
+pub fn next_run() {
+    RUNS.with(|r| r.set(r.get().wrapping_add(1)));
+}
+
+/// The number of the Blueprint pass run in progress (or last run).
+#[must_use]
+pub fn current_run() -> u64 {
+    RUNS.with(std::cell::Cell::get)
+}

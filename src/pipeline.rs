@@ -98,14 +98,16 @@ pub fn add_elements(top: &OperationPassManager, elements: &[PipelineElement], ve
                 let info = passes::find(name)
                     .ok_or_else(|| Error::Pipeline { pipeline: name.clone(), reason: "unknown Blueprint pass".into() })?;
                 top.add_pass((info.create)());
-                if !info.changes_ir {
-                    continue;
+                if verify_each && info.changes_ir {
+                    top.add_pass(passes::create_verify_pass());
                 }
             }
-            PipelineElement::Upstream(text) => add_upstream(top, text)?,
-        }
-        if verify_each {
-            top.add_pass(passes::create_verify_pass());
+            PipelineElement::Upstream(text) => {
+                add_upstream(top, text)?;
+                if verify_each {
+                    top.add_pass(passes::create_whole_verify_pass());
+                }
+            }
         }
     }
     Ok(())

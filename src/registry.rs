@@ -128,6 +128,12 @@ pub fn create_verify_pass() -> Pass {
     crate::passes::verify_pass::after_pass::create()
 }
 
+/// The drivers' verifier after an upstream pass (whole module).
+#[must_use]
+pub fn create_whole_verify_pass() -> Pass {
+    crate::passes::verify_pass::after_pass::whole::create()
+}
+
 #[must_use]
 pub fn find(name: &str) -> Option<&'static PassInfo> {
     PASSES.iter().find(|p| p.name == name)

@@ -53,7 +53,7 @@ fn run(module: OperationRef, pass: ExternalPass) {
     let generated = Module::new(module.location());
     match unroll(module, &generated) {
         Ok(replaced) => {
-            crate::transformer::move_into(&generated, module);
+            let _ = crate::transformer::move_into(&generated, module);
             for op in replaced.erase {
                 // SAFETY: each op is a live top-level op of `module`, erased once.
                 unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };

@@ -78,7 +78,7 @@ fn run(module: OperationRef, pass: ExternalPass) {
     for function in replaced {
         erase(function);
     }
-    move_into(&generated, module);
+    let _ = move_into(&generated, module);
 }
 
 /// Appends ModelIR ops to a block with the typed builders; every op is

@@ -53,7 +53,12 @@ pub(crate) fn run_building<'c, 'a>(
 ) {
     let generated = Module::new(module.location());
     match build(module, &generated) {
-        Ok(()) => move_into(&generated, module),
+        Ok(()) => {
+            // Only appended: the driver's verifier checks the new layer alone.
+            if let Some(first) = move_into(&generated, module) {
+                crate::passes::verify_pass::appended(module, first);
+            }
+        }
         Err((op, message)) => {
             emit_error(op.location(), &message);
             pass.signal_failure();
@@ -61,23 +66,26 @@ pub(crate) fn run_building<'c, 'a>(
     }
 }
 
-/// Moves every top-level op of `generated` to the end of `module`'s body.
-pub(crate) fn move_into(generated: &Module, module: OperationRef) {
-    let (Ok(target), source) = (module.region(0), generated.body()) else { return };
-    let Some(target) = target.first_block() else { return };
+/// Moves every top-level op of `generated` to the end of `module`'s body;
+/// returns the first one moved.
+pub(crate) fn move_into<'c, 'a>(generated: &Module, module: OperationRef<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
+    let (Ok(target), source) = (module.region(0), generated.body()) else { return None };
+    let target = target.first_block()?;
     let mut moved = Vec::new();
     let mut next = source.first_operation();
     while let Some(op) = next {
         moved.push(op.to_raw());
         next = op.next_in_block();
     }
-    for raw in moved {
+    for &raw in &moved {
         // SAFETY: each op is live and owned by `generated`; it moves to `target`.
         unsafe {
             mlir_sys::mlirOperationRemoveFromParent(raw);
             mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
         }
     }
+    // SAFETY: now owned by the module, which outlives 'a.
+    moved.first().map(|raw| unsafe { OperationRef::from_raw(*raw) })
 }
 
 #[cfg(test)]

@@ -324,6 +324,8 @@ fn plan_task<'c, 'a>(
     let id = attrs.str("id").unwrap_or_default();
     let phase = attrs.enumerated::<Phase>("phase").unwrap_or(Phase::Forward);
     let mesh = attrs.symbol("mesh").and_then(|m| meshes.get(m));
+    // (Named by the dist task's own id attribute: no second string lookup.)
+    let named_location = attrs.get("id").map_or_else(|| op.location(), |name| b.named_location_of(name, op.location()));
     let built = if kind == OpKind::DistCompute {
         let capability = match attrs.enumerated::<Engine>("engine") {
             Some(Engine::Matrix) => ComputeCapability::MatrixMultiply,
@@ -349,7 +351,7 @@ fn plan_task<'c, 'a>(
             results: &[plan_token],
             optional: plan::ComputeTaskOptional { shared_by: positive("shared_by"), block, stage, chunk, microbatch, ..Default::default() },
         }
-        .build(&b, b.named_location(id, op.location()))
+        .build(&b, named_location)
     } else {
         let capability = communication_capability(kind);
         let axes = attrs.get("mesh_axes").and_then(string_list);
@@ -388,7 +390,7 @@ fn plan_task<'c, 'a>(
                 ..Default::default()
             },
         }
-        .build(&b, b.named_location(id, op.location()))
+        .build(&b, named_location)
     };
     let token = result(e.push(built)?, 0);
     if let Ok(dist_token) = op.result(0) {

@@ -153,7 +153,8 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(crate::ods::Op
         // One read of each op's attributes serves the unique-id, unique-
         // symbol and forbidden-field rules (reported in that order).
         let mut names = NameCache::default();
-        let read: Vec<OpFields> = layer_ops.iter().map(|&op| read_fields(op, layer, &mut names)).collect();
+        let mut texts = TextCache::default();
+        let read: Vec<OpFields> = layer_ops.iter().map(|&op| read_fields(op, layer, &mut names, &mut texts)).collect();
         check_unique(checker, &read, |f| f.id, "id");
         check_unique(checker, &read, |f| f.sym_name, "symbol");
         for fields in read {
@@ -175,6 +176,10 @@ struct OpFields<'c, 'a> {
 /// Whether each attribute name (by its uniqued address) is forbidden in
 /// the layer: a step has few distinct names and many ops.
 type NameCache = crate::ir::PtrMap<bool>;
+
+/// The target name each string attribute (by its uniqued address) names,
+/// if any: a task's lineage is its id, the same attribute.
+type TextCache = crate::ir::PtrMap<Option<&'static str>>;
 
 fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
     let header_name = format!("{}.header", layer.dialect);
@@ -227,8 +232,8 @@ pub fn is_content_digest(digest: &str) -> bool {
 }
 
 fn check_unique<'c>(checker: &mut Checker, ops: &[OpFields<'c, '_>], field: impl Fn(&OpFields<'c, '_>) -> Option<&'c str>, what: &str) {
-    type Fnv = std::hash::BuildHasherDefault<crate::ods::FnvHasher>;
-    let mut seen: HashMap<&str, OperationRef, Fnv> = HashMap::default();
+    type Fx = std::hash::BuildHasherDefault<crate::intern::FxHasher>;
+    let mut seen: HashMap<&str, OperationRef, Fx> = HashMap::default();
     for fields in ops {
         let op = fields.op;
         let Some(value) = field(fields) else { continue };
@@ -245,7 +250,7 @@ fn check_unique<'c>(checker: &mut Checker, ops: &[OpFields<'c, '_>], field: impl
     }
 }
 
-fn read_fields<'c, 'a>(op: OperationRef<'c, 'a>, layer: &Layer, names: &mut NameCache) -> OpFields<'c, 'a> {
+fn read_fields<'c, 'a>(op: OperationRef<'c, 'a>, layer: &Layer, names: &mut NameCache, texts: &mut TextCache) -> OpFields<'c, 'a> {
     let mut fields = OpFields { op, id: None, sym_name: None, problems: Vec::new() };
     let raw = op.to_raw();
     // SAFETY: a live op; its names and attributes live as long as its context.
@@ -280,8 +285,9 @@ fn read_fields<'c, 'a>(op: OperationRef<'c, 'a>, layer: &Layer, names: &mut Name
             let text = unsafe { mlir_sys::mlirStringAttrGetValue(named.attribute) };
             let bytes =
                 if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
+            let target = *texts.entry(named.attribute.ptr as usize).or_insert_with(|| target_name_in_bytes(bytes));
             // (Text that is not UTF-8 reads as a placeholder naming no target.)
-            if let (Some(target), Ok(text)) = (target_name_in_bytes(bytes), std::str::from_utf8(bytes)) {
+            if let (Some(target), Ok(text)) = (target, std::str::from_utf8(bytes)) {
                 fields.problems.push(format!(
                     "attribute '{}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
                     name(),

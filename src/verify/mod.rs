@@ -56,7 +56,14 @@ pub fn position_of(op: OperationRef) -> String {
 /// Returns `true` when the IR is valid; errors have been emitted otherwise.
 #[must_use]
 pub fn verify_blueprint(root: OperationRef) -> bool {
-    let ops = collect_ops(root);
+    verify_ops(&collect_ops(root))
+}
+
+/// Runs every Blueprint rule over `ops` (each op once, nested ops
+/// included): a whole module, or the whole layers a pass appended. Every
+/// rule reads one layer at a time, so a complete layer verifies alone.
+#[must_use]
+pub fn verify_ops(ops: &[OperationRef]) -> bool {
     let mut checker = Checker::default();
     // Each op's kind is looked up once; the rules below read it from here.
     let kinds: Vec<(crate::ods::OpKind, OperationRef)> =
@@ -66,7 +73,7 @@ pub fn verify_blueprint(root: OperationRef) -> bool {
     }
     let blueprint: Vec<OperationRef> = kinds.iter().map(|(_, op)| *op).collect();
     ods_rules::check(&mut checker, &kinds);
-    layering::check(&mut checker, &ops, &kinds);
+    layering::check(&mut checker, ops, &kinds);
     model::check(&mut checker, &blueprint);
     dist::check(&mut checker, &blueprint);
     plan::check(&mut checker, &kinds);

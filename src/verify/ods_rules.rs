@@ -16,8 +16,8 @@ const STRUCTURAL_ATTRIBUTES: [&str; 2] = ["operandSegmentSizes", "resultSegmentS
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
     // Whether a name is declared by a kind, by the name's uniqued address:
     // a step has many ops of few kinds with few distinct names.
-    type Fnv = std::hash::BuildHasherDefault<crate::ods::FnvHasher>;
-    let mut known: HashMap<(OpKind, usize), bool, Fnv> = HashMap::default();
+    type Fx = std::hash::BuildHasherDefault<crate::intern::FxHasher>;
+    let mut known: HashMap<(OpKind, usize), bool, Fx> = HashMap::default();
     for &(kind, op) in ops {
         let spec = kind.spec();
         let raw = op.to_raw();
