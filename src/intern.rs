@@ -205,7 +205,7 @@ pub(crate) fn known_type(context: MlirContext, spelling: &'static str, make: imp
 
 #[cfg(test)]
 mod tests {
-    use melior::ir::AttributeLike;
+    use melior::ir::{AttributeLike, TypeLike};
 
     use super::*;
     use crate::{context::create_context, dialects::Builder};
