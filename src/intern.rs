@@ -65,10 +65,12 @@ struct Table {
     /// Names spelled in the program (the generated builders'), by address:
     /// static memory never holds another string.
     static_identifiers: FxMap<(usize, usize), MlirIdentifier>,
-    operation_names: FxMap<&'static str, *const c_void>,
+    /// Op names, by address (all spelled in the program).
+    operation_names: FxMap<(usize, usize), *const c_void>,
     /// Integer attributes by (signless width, value).
     integers: FxMap<(u32, i64), MlirAttribute>,
-    types: FxMap<&'static str, MlirType>,
+    /// Types by their spelling's address.
+    types: FxMap<(usize, usize), MlirType>,
 }
 
 thread_local! {
@@ -170,12 +172,13 @@ pub(crate) fn static_identifier(context: MlirContext, name: &'static str, make: 
 }
 
 pub(crate) fn operation_name(context: MlirContext, name: &'static str, make: impl FnOnce() -> *const c_void) -> *const c_void {
+    let key = (name.as_ptr() as usize, name.len());
     remembered(
         context,
-        |t| t.operation_names.get(name).copied(),
+        |t| t.operation_names.get(&key).copied(),
         make,
         |t, v| {
-            t.operation_names.insert(name, v);
+            t.operation_names.insert(key, v);
         },
     )
 }
@@ -193,12 +196,13 @@ pub(crate) fn integer(context: MlirContext, width: u32, value: i64, make: impl F
 }
 
 pub(crate) fn known_type(context: MlirContext, spelling: &'static str, make: impl FnOnce() -> MlirType) -> MlirType {
+    let key = (spelling.as_ptr() as usize, spelling.len());
     remembered(
         context,
-        |t| t.types.get(spelling).copied(),
+        |t| t.types.get(&key).copied(),
         make,
         |t, v| {
-            t.types.insert(spelling, v);
+            t.types.insert(key, v);
         },
     )
 }
