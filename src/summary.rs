@@ -244,8 +244,14 @@ fn class_of(mesh_axes: Option<Attribute>, along: Option<&str>, kind: &str) -> Ta
 struct TaskAttrs<'c>([Option<Attribute<'c>>; TaskAttrs::SLOTS]);
 
 /// The slot of each attribute name seen, by the name's uniqued address
-/// (`TaskAttrs::NONE` for a name the summary does not read).
-type NameSlots = crate::ir::PtrMap<u8>;
+/// (`TaskAttrs::NONE` for a name the summary does not read), and the
+/// names of the last op read by position: ops of one kind list the same
+/// names in the same (sorted) order, so most names are one compare.
+#[derive(Default)]
+struct NameSlots {
+    by_name: crate::ir::PtrMap<u8>,
+    last: Vec<(usize, u8)>,
+}
 
 impl<'c> TaskAttrs<'c> {
     const ID: usize = 0;
@@ -300,13 +306,29 @@ impl<'c> TaskAttrs<'c> {
         let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
         for i in 0..n {
             let named = unsafe { mlir_sys::mlirOperationGetAttribute(raw, i) };
-            let slot = *names.entry(named.name.ptr as usize).or_insert_with(|| {
-                // SAFETY: a live identifier; its bytes live as long as the context.
-                let text = unsafe { mlir_sys::mlirIdentifierStr(named.name) };
-                let bytes =
-                    if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
-                Self::slot_of(bytes) as u8
-            });
+            let key = named.name.ptr as usize;
+            let position = i as usize;
+            let slot = match names.last.get(position) {
+                Some(&(last, slot)) if last == key => slot,
+                _ => {
+                    let slot = *names.by_name.entry(key).or_insert_with(|| {
+                        // SAFETY: a live identifier; its bytes live as long as the context.
+                        let text = unsafe { mlir_sys::mlirIdentifierStr(named.name) };
+                        let bytes = if text.data.is_null() {
+                            &[][..]
+                        } else {
+                            unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) }
+                        };
+                        Self::slot_of(bytes) as u8
+                    });
+                    if position < names.last.len() {
+                        names.last[position] = (key, slot);
+                    } else {
+                        names.last.push((key, slot));
+                    }
+                    slot
+                }
+            };
             if slot != Self::NONE {
                 // The first of a name, as a by-name lookup finds it.
                 attrs.0[usize::from(slot)].get_or_insert(unsafe { Attribute::from_raw(named.attribute) });
@@ -425,6 +447,40 @@ pub fn ops_and_kinds<'c, 'a>(module: OperationRef<'c, 'a>) -> (Vec<OperationRef<
     let ops = collect_ops(module);
     let kinds = ops.iter().map(|op| OpKind::of(*op)).collect();
     (ops, kinds)
+}
+
+/// A task's id and phase, read without its other facts, and its op.
+pub struct TaskHead<'c, 'a> {
+    pub id: &'c str,
+    pub phase: &'static str,
+    pub op: OperationRef<'c, 'a>,
+}
+
+/// The id and phase of each task [`layer_work`] reads of the `dialect`
+/// layer, in the same order: for a reader of a few tasks' facts
+/// ([`task_facts`]), two attributes of each task instead of all.
+#[must_use]
+pub fn task_heads<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>], dialect: &str) -> Vec<TaskHead<'c, 'a>> {
+    ops.iter()
+        .zip(kinds)
+        .filter(|(_, kind)| kind.is_some_and(|k| k.dialect() == dialect && is_summary_task(k)))
+        .map(|(&op, _)| TaskHead {
+            id: str_attr(op, "id").unwrap_or_default(),
+            phase: enum_attr::<ods::Phase>(op, "phase").map_or("", ods::Phase::name),
+            op,
+        })
+        .collect()
+}
+
+/// (ops, read, write bytes) of a task op, as its [`TaskWork`] states them.
+#[must_use]
+pub fn task_facts(op: OperationRef) -> (u64, u64, u64) {
+    (count(op, "ops"), count(op, "read_bytes"), count(op, "write_bytes"))
+}
+
+/// The kinds whose ops are tasks of a layer's work.
+fn is_summary_task(kind: OpKind) -> bool {
+    matches!(kind, OpKind::DistCompute | OpKind::PlanComputeTask | OpKind::PlanCollectiveTask) || kind.is_communication()
 }
 
 /// [`layer_work`] of the ops [`ops_and_kinds`] read.
@@ -734,12 +790,19 @@ pub fn stage_processor_memory(facts: &MemoryFacts) -> ProcessorMemory {
 /// gradient reduction (and parameter gather under optimizer sharding).
 /// Block facts come from the algebra.
 pub fn model_work<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
+    model_work_in(module, &collect_ops(module))
+}
+
+/// [`model_work`] given the ops of `module` (as [`ops_and_kinds`] reads them).
+pub fn model_work_in<'c, 'a>(
+    module: OperationRef<'c, 'a>,
+    ops: &[OperationRef<'c, 'a>],
+) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
     use crate::{
         lineage::{model_op_id, phase_name, primitive_name},
         transformer::binding::{read_spec, TRAINING_SPEC},
         workload::{derive_training_block, pipeline_message_bytes, Engine, TrainingSpec},
     };
-    let ops = collect_ops(module);
     let served = module.attribute(crate::transformer::binding::INFERENCE_SPEC).is_ok();
     let (invocations, memory, facts, coarse, spec) = if !served {
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;

@@ -24,7 +24,7 @@ use crate::{
     lineage::base_id,
     mesh::Meshes,
     ods::OpKind,
-    summary::{layer_work, layer_work_in, ops_and_kinds, LayerWork, TaskClass, TaskWork},
+    summary::{layer_work_in, ops_and_kinds, task_facts, task_heads, LayerWork, TaskClass, TaskWork},
     transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
     verify::Checker,
     workload::{derive_training_block, BlockFacts, InferenceSpec, Phase, TrainingSpec},
@@ -60,10 +60,12 @@ mod mesh_strategy {
             }
             Bound::Inference(spec) => (spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, 1, "pp x tp"),
         };
-        let ops = collect_ops(module);
-        let meshes = Meshes::of(&ops);
-        for op in ops {
-            match OpKind::of(op) {
+        let (ops, kinds) = ops_and_kinds(module);
+        let mesh_ops: Vec<OperationRef> =
+            ops.iter().zip(&kinds).filter(|(_, k)| **k == Some(OpKind::DistMesh)).map(|(op, _)| *op).collect();
+        let meshes = Meshes::of(&mesh_ops);
+        for (op, kind) in ops.into_iter().zip(kinds) {
+            match kind {
                 Some(OpKind::DistMesh) => {
                     let ranks: i64 = i64_array_attr(op, "shape").unwrap_or_default().iter().product();
                     if u64::try_from(ranks).ok() != Some(world) {
@@ -230,7 +232,7 @@ mod conservation {
         let has_model =
             kinds.iter().any(|k| matches!(k, Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
         if has_model && !dist.tasks.is_empty() {
-            match crate::summary::model_work(module) {
+            match crate::summary::model_work_in(module, &ops) {
                 Err(e) => checker.error(module, e.to_string()),
                 Ok((model, facts)) => {
                     compare_tasks(checker, &model.tasks, &dist, "model", module);
@@ -383,16 +385,19 @@ mod recompute {
         // Served blocks recompute nothing.
         let Some(Bound::Training(spec)) = bound_strategy(checker, module) else { return };
         let Ok(derivation) = derive_training_block(&spec) else { return };
-        let dist = layer_work(module, "dist");
+        // Ids and phases of every task; the work of the few recompute tasks
+        // and of the forward tasks they clone.
+        let (ops, kinds) = ops_and_kinds(module);
+        let dist = task_heads(&ops, &kinds, "dist");
         let expected: Vec<&str> = derivation.phase(Phase::Recompute).map(|i| i.name.as_str()).collect();
-        let found: Vec<usize> = (0..dist.tasks.len()).filter(|&i| dist.tasks[i].phase == "recompute").collect();
-        let at = |i: usize| dist.task_ops.get(i).copied().unwrap_or(module);
+        let found: Vec<usize> = (0..dist.len()).filter(|&i| dist[i].phase == "recompute").collect();
+        let at = |i: usize| dist[i].op;
         // (Chunks repeat the block template: ids compare by base id.) The
         // forward tasks cloned are looked up in one pass over the tasks.
         let mut seen = vec![false; expected.len()];
         let mut clones: Vec<(usize, String)> = Vec::new();
         for &i in &found {
-            let base = base_id(&dist.tasks[i].id);
+            let base = base_id(dist[i].id);
             let mut known = false;
             for (j, id) in expected.iter().enumerate() {
                 if *id == base {
@@ -400,19 +405,18 @@ mod recompute {
                     known = true;
                 }
             }
-            clones.push((i, if known { dist.tasks[i].id.replace(".recompute", ".fwd") } else { String::new() }));
+            clones.push((i, if known { dist[i].id.replace(".recompute", ".fwd") } else { String::new() }));
         }
         let mut forward: FxMap<&str, Option<usize>> =
             clones.iter().filter(|(_, f)| !f.is_empty()).map(|(_, f)| (f.as_str(), None)).collect();
         if !forward.is_empty() {
-            for (i, task) in dist.tasks.iter().enumerate() {
-                if let Some(slot) = forward.get_mut(&*task.id) {
+            for (i, task) in dist.iter().enumerate() {
+                if let Some(slot) = forward.get_mut(task.id) {
                     *slot = Some(i);
                 }
             }
         }
         for (i, forward_id) in &clones {
-            let task = &dist.tasks[*i];
             if forward_id.is_empty() {
                 checker.error(
                     at(*i),
@@ -420,9 +424,9 @@ mod recompute {
                 );
                 continue;
             }
-            match forward.get(forward_id.as_str()).copied().flatten().map(|f| &dist.tasks[f]) {
+            match forward.get(forward_id.as_str()).copied().flatten().map(|f| task_facts(dist[f].op)) {
                 None => checker.error(at(*i), format!("clones '{forward_id}', which is not a forward task")),
-                Some(fw) if (fw.ops, fw.read_bytes, fw.write_bytes) != (task.ops, task.read_bytes, task.write_bytes) => {
+                Some(fw) if fw != task_facts(dist[*i].op) => {
                     checker.error(at(*i), format!("does not repeat the work of '{forward_id}' exactly"))
                 }
                 Some(_) => {}
