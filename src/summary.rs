@@ -86,7 +86,8 @@ pub struct TaskWork<'c> {
     /// Whether the task is part of the representative block (block 0,
     /// microbatch 0): the block facts are read from these.
     pub representative: bool,
-    /// The task it derives from (a plan task's dist task), when stated.
+    /// The dist task a plan task derives from, when stated (none for the
+    /// other layers).
     pub lineage: Option<&'c str>,
 }
 
@@ -538,6 +539,7 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
     let mut schedules = BTreeMap::new();
     let mut sites = Sites::default();
     let mut names = NameSlots::default();
+    let is_plan = dialect == "plan";
     for (&op, kind) in ops.iter().zip(kinds) {
         let Some(kind) = *kind else { continue };
         if kind.dialect() != dialect {
@@ -608,7 +610,8 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
             site,
             runs,
             representative,
-            lineage: str_of(attrs.get(TaskAttrs::LINEAGE)),
+            // (Only a plan task's lineage names a task; skip the others' read.)
+            lineage: if is_plan { str_of(attrs.get(TaskAttrs::LINEAGE)) } else { None },
         });
         task_ops.push(op);
     }
@@ -790,13 +793,16 @@ pub fn stage_processor_memory(facts: &MemoryFacts) -> ProcessorMemory {
 /// gradient reduction (and parameter gather under optimizer sharding).
 /// Block facts come from the algebra.
 pub fn model_work<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
-    model_work_in(module, &collect_ops(module))
+    let (ops, kinds) = ops_and_kinds(module);
+    model_work_in(module, &ops, &kinds)
 }
 
-/// [`model_work`] given the ops of `module` (as [`ops_and_kinds`] reads them).
+/// [`model_work`] given the ops of `module` and their kinds, as
+/// [`ops_and_kinds`] reads them.
 pub fn model_work_in<'c, 'a>(
     module: OperationRef<'c, 'a>,
     ops: &[OperationRef<'c, 'a>],
+    kinds: &[Option<OpKind>],
 ) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
     use crate::{
         lineage::{model_op_id, phase_name, primitive_name},
@@ -808,15 +814,20 @@ pub fn model_work_in<'c, 'a>(
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
         let derivation = derive_training_block(&spec)?;
         let facts = BlockFacts::from_derivation(&derivation, &spec);
-        let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining));
+        let coarse = kinds.contains(&Some(OpKind::ModelDecoderTraining));
         (derivation.invocations, BTreeMap::new(), Some(facts), coarse, Some(spec))
     } else {
         let (invocations, memory) = crate::transformer::distribute_inference::model_invocations(module)?;
-        let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference));
+        let coarse = kinds.contains(&Some(OpKind::ModelDecoderInference));
         (invocations, memory, None, coarse, None)
     };
+    // (An op of no known kind is judged by its name.)
+    let is_model = |op: &OperationRef, kind: &Option<OpKind>| match kind {
+        Some(kind) => kind.dialect() == "model",
+        None => dialect_of(crate::ir::identifier_str(op.name())) == "model",
+    };
     let ids: std::collections::HashSet<&str> =
-        ops.iter().filter(|op| dialect_of(crate::ir::identifier_str(op.name())) == "model").filter_map(|op| str_attr(*op, "id")).collect();
+        ops.iter().zip(kinds).filter(|(op, kind)| is_model(op, kind)).filter_map(|(op, _)| str_attr(*op, "id")).collect();
     let (blocks, microbatches) = spec.as_ref().map_or((1, 1), |s| (s.model.blocks, s.microbatch_count()));
     let mut tasks = Vec::new();
     for inv in &invocations {
@@ -890,7 +901,8 @@ pub fn model_work_in<'c, 'a>(
 /// Summarizes the plan of `module`, or else its dist program, or else its
 /// ModelIR under the bound strategy.
 pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
-    let ops = collect_ops(module);
+    // One walk serves the layer test and the layer's reading.
+    let (ops, kinds) = ops_and_kinds(module);
     let has = |d: &str| {
         ops.iter().any(|op| {
             let name = crate::ir::identifier_str(op.name());
@@ -898,15 +910,15 @@ pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
         })
     };
     let (layer, work, block) = if has("plan") {
-        let work = layer_work(module, "plan");
+        let work = layer_work_in(&ops, &kinds, "plan");
         let block = (!work.is_inference()).then(|| work.block_facts());
         ("plan", work, block)
     } else if has("dist") {
-        let work = layer_work(module, "dist");
+        let work = layer_work_in(&ops, &kinds, "dist");
         let block = (!work.is_inference()).then(|| work.block_facts());
         ("dist", work, block)
     } else if has("model") {
-        let (work, block) = model_work(module)?;
+        let (work, block) = model_work_in(module, &ops, &kinds)?;
         ("model", work, block)
     } else {
         return Err(SummaryError::Empty);

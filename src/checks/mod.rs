@@ -232,7 +232,7 @@ mod conservation {
         let has_model =
             kinds.iter().any(|k| matches!(k, Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
         if has_model && !dist.tasks.is_empty() {
-            match crate::summary::model_work_in(module, &ops) {
+            match crate::summary::model_work_in(module, &ops, &kinds) {
                 Err(e) => checker.error(module, e.to_string()),
                 Ok((model, facts)) => {
                     compare_tasks(checker, &model.tasks, &dist, "model", module);
