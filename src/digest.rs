@@ -70,6 +70,10 @@ struct Encoder {
     /// the pair, encoded in full at its first use only. Most of a layer's
     /// attributes repeat (phases, slices, block and microbatch indices).
     named: NamedMap,
+    /// The pairs of the last op encoded, by position, with their numbers:
+    /// ops of a kind list their names in the same order and repeat many
+    /// values, which this finds without hashing.
+    last_named: Vec<(usize, usize, u64)>,
 }
 
 /// Keyed by (name, attribute) pointers, hashed by [`crate::ir::PtrHasher`].
@@ -124,7 +128,7 @@ impl Encoder {
             self.u64(attributes as u64);
             for i in 0..attributes {
                 let named = mlir_sys::mlirOperationGetAttribute(op, i);
-                self.named_attribute(named);
+                self.named_attribute(i as usize, named);
             }
             let results = mlir_sys::mlirOperationGetNumResults(op);
             self.u64(results as u64);
@@ -196,9 +200,22 @@ impl Encoder {
 
     /// An op's attribute: `n` and the pair's number when seen before, else
     /// `N`, the name and the attribute (which numbers the pair).
-    unsafe fn named_attribute(&mut self, named: mlir_sys::MlirNamedAttribute) {
+    unsafe fn named_attribute(&mut self, position: usize, named: mlir_sys::MlirNamedAttribute) {
+        let key = (named.name.ptr as usize, named.attribute.ptr as usize);
+        if let Some(&(name, attribute, number)) = self.last_named.get(position) {
+            if (name, attribute) == key {
+                self.bytes.push(b'n');
+                self.u64(number);
+                return;
+            }
+        }
         let next = self.named.len() as u64;
-        let number = *self.named.entry((named.name.ptr as usize, named.attribute.ptr as usize)).or_insert(next);
+        let number = *self.named.entry(key).or_insert(next);
+        if position < self.last_named.len() {
+            self.last_named[position] = (key.0, key.1, number);
+        } else if position == self.last_named.len() {
+            self.last_named.push((key.0, key.1, number));
+        }
         if number != next {
             self.bytes.push(b'n');
             self.u64(number);

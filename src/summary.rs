@@ -242,7 +242,9 @@ fn class_of(mesh_axes: Option<Attribute>, along: Option<&str>, kind: &str) -> Ta
 
 /// The attributes the summary reads of a task, found in one pass over the
 /// op's attributes (each by-name lookup would scan them again).
-struct TaskAttrs<'c>([Option<Attribute<'c>>; TaskAttrs::SLOTS]);
+/// (Raw handles, null when absent: an array of options of pointers would
+/// be twice the size to clear for every task.)
+struct TaskAttrs<'c>([mlir_sys::MlirAttribute; TaskAttrs::SLOTS], std::marker::PhantomData<Attribute<'c>>);
 
 /// The slot of each attribute name seen, by the name's uniqued address
 /// (`TaskAttrs::NONE` for a name the summary does not read), and the
@@ -301,7 +303,7 @@ impl<'c> TaskAttrs<'c> {
     }
 
     fn of(op: OperationRef<'c, '_>, names: &mut NameSlots) -> Self {
-        let mut attrs = Self([None; Self::SLOTS]);
+        let mut attrs = Self([mlir_sys::MlirAttribute { ptr: std::ptr::null() }; Self::SLOTS], std::marker::PhantomData);
         let raw = op.to_raw();
         // SAFETY: a live op; names and attributes live as long as its context.
         let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
@@ -332,14 +334,19 @@ impl<'c> TaskAttrs<'c> {
             };
             if slot != Self::NONE {
                 // The first of a name, as a by-name lookup finds it.
-                attrs.0[usize::from(slot)].get_or_insert(unsafe { Attribute::from_raw(named.attribute) });
+                let entry = &mut attrs.0[usize::from(slot)];
+                if entry.ptr.is_null() {
+                    *entry = named.attribute;
+                }
             }
         }
         attrs
     }
 
     fn get(&self, slot: usize) -> Option<Attribute<'c>> {
-        self.0[slot]
+        let raw = self.0[slot];
+        // SAFETY: an attribute of the op read, alive as long as its context.
+        (!raw.ptr.is_null()).then(|| unsafe { Attribute::from_raw(raw) })
     }
 }
 
