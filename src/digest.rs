@@ -65,7 +65,19 @@ struct Encoder {
     /// in first-use order (all are uniqued, so the pointer names the text,
     /// which is encoded at first use only).
     printed: PtrMap<u64>,
+    /// Number of each (attribute name, attribute) pair of an op, in
+    /// first-use order: both are uniqued, so the pair of pointers names
+    /// the pair, encoded in full at its first use only. Most of a layer's
+    /// attributes repeat (phases, slices, block and microbatch indices).
+    named: NamedMap,
+    /// The pairs of the last op encoded, by position, with their numbers:
+    /// ops of a kind list their names in the same order and repeat many
+    /// values, which this finds without hashing.
+    last_named: Vec<(usize, usize, u64)>,
 }
+
+/// Keyed by (name, attribute) pointers, hashed by [`crate::ir::PtrHasher`].
+type NamedMap = std::collections::HashMap<(usize, usize), u64, std::hash::BuildHasherDefault<crate::ir::PtrHasher>>;
 
 const FLUSH_AT: usize = 1 << 16;
 
@@ -116,8 +128,7 @@ impl Encoder {
             self.u64(attributes as u64);
             for i in 0..attributes {
                 let named = mlir_sys::mlirOperationGetAttribute(op, i);
-                self.name(named.name);
-                self.attribute(named.attribute);
+                self.named_attribute(i as usize, named);
             }
             let results = mlir_sys::mlirOperationGetNumResults(op);
             self.u64(results as u64);
@@ -187,6 +198,36 @@ impl Encoder {
         }
     }
 
+    /// An op's attribute: `n` and the pair's number when seen before, else
+    /// `N`, the name and the attribute (which numbers the pair).
+    unsafe fn named_attribute(&mut self, position: usize, named: mlir_sys::MlirNamedAttribute) {
+        let key = (named.name.ptr as usize, named.attribute.ptr as usize);
+        if let Some(&(name, attribute, number)) = self.last_named.get(position) {
+            if (name, attribute) == key {
+                self.bytes.push(b'n');
+                self.u64(number);
+                return;
+            }
+        }
+        let next = self.named.len() as u64;
+        let number = *self.named.entry(key).or_insert(next);
+        if position < self.last_named.len() {
+            self.last_named[position] = (key.0, key.1, number);
+        } else if position == self.last_named.len() {
+            self.last_named.push((key.0, key.1, number));
+        }
+        if number != next {
+            self.bytes.push(b'n');
+            self.u64(number);
+            return;
+        }
+        self.bytes.push(b'N');
+        unsafe {
+            self.name(named.name);
+            self.attribute(named.attribute);
+        }
+    }
+
     /// An op or attribute name: uniqued, so numbered like a type.
     unsafe fn name(&mut self, identifier: mlir_sys::MlirIdentifier) {
         // SAFETY: a live identifier; its bytes live as long as the context.
@@ -220,13 +261,15 @@ impl Encoder {
                 self.bytes.push(b'S');
                 self.string_ref(mlir_sys::mlirStringAttrGetValue(attribute));
                 self.ty(mlir_sys::mlirAttributeGetType(attribute));
-            } else if mlir_sys::mlirAttributeIsAInteger(attribute)
-                && mlir_sys::mlirTypeIsAInteger(mlir_sys::mlirAttributeGetType(attribute))
-                && mlir_sys::mlirIntegerTypeGetWidth(mlir_sys::mlirAttributeGetType(attribute)) <= 64
+            } else if let Some(ty) = Some(attribute)
+                .filter(|a| mlir_sys::mlirAttributeIsAInteger(*a))
+                .map(|a| mlir_sys::mlirAttributeGetType(a))
+                .filter(|t| mlir_sys::mlirTypeIsAInteger(*t) && mlir_sys::mlirIntegerTypeGetWidth(*t) <= 64)
             {
+                // (The type is one interface lookup: read once.)
                 self.bytes.push(b'I');
                 self.u64(mlir_sys::mlirIntegerAttrGetValueInt(attribute) as u64);
-                self.ty(mlir_sys::mlirAttributeGetType(attribute));
+                self.ty(ty);
             } else if mlir_sys::mlirAttributeIsAArray(attribute) {
                 let n = mlir_sys::mlirArrayAttrGetNumElements(attribute);
                 self.bytes.push(b'A');

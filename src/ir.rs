@@ -160,6 +160,41 @@ pub fn string_list(attribute: Attribute) -> Option<Vec<String>> {
         .collect()
 }
 
+/// For an array of string attributes: its only element, or `Some(None)` at
+/// any other length; `None` when `attribute` is no array of strings. Reads
+/// without allocating.
+#[must_use]
+pub fn sole_string<'c>(attribute: Attribute<'c>) -> Option<Option<&'c str>> {
+    if !attribute.is_array() {
+        return None;
+    }
+    let raw = attribute.to_raw();
+    // SAFETY: a live array attribute, read within its length.
+    let n = unsafe { mlir_sys::mlirArrayAttrGetNumElements(raw) };
+    let mut only = None;
+    for i in 0..n {
+        only = Some(string_value(unsafe { Attribute::from_raw(mlir_sys::mlirArrayAttrGetElement(raw, i)) })?);
+    }
+    Some(if n == 1 { only } else { None })
+}
+
+/// Whether `attribute` is an array of exactly the strings `want`, compared
+/// without allocating.
+#[must_use]
+pub fn is_string_list(attribute: Attribute, want: &[&str]) -> bool {
+    if !attribute.is_array() {
+        return false;
+    }
+    let raw = attribute.to_raw();
+    // SAFETY: a live array attribute, read within its length.
+    let n = unsafe { mlir_sys::mlirArrayAttrGetNumElements(raw) };
+    usize::try_from(n).ok() == Some(want.len())
+        && want
+            .iter()
+            .enumerate()
+            .all(|(i, w)| string_value(unsafe { Attribute::from_raw(mlir_sys::mlirArrayAttrGetElement(raw, i as isize)) }) == Some(*w))
+}
+
 /// A list of lists of strings (`split_axes`), if `attribute` is one.
 #[must_use]
 pub fn string_list_list(attribute: Attribute) -> Option<Vec<Vec<String>>> {
@@ -378,6 +413,60 @@ impl std::hash::Hasher for PtrHasher {
 
 /// A map keyed by pointers, hashed by [`PtrHasher`].
 pub type PtrMap<V> = std::collections::HashMap<usize, V, std::hash::BuildHasherDefault<PtrHasher>>;
+
+/// A hasher for short keys such as task ids: FxHash's multiply per eight
+/// bytes, instead of SipHash's rounds. Not collision-resistant against an
+/// adversary, which keys read from one's own IR do not need.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        // hashbrown takes its control byte from the top bits, the bucket
+        // from the low ones: bring the well-mixed high bits down.
+        self.0.rotate_left(26)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for chunk in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.add(u64::from(value));
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.add(u64::from(value));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.add(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.add(value as u64);
+    }
+}
+
+/// A map hashed by [`FxHasher`] (string keys borrowed from the IR).
+pub type FxMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// An op's attributes read once. Each `op.attribute(name)` is a search
 /// through MLIR's dictionary with string compares; a pass that reads many

@@ -48,18 +48,25 @@ pub fn primitive_name(primitive: crate::workload::Primitive) -> &'static str {
 /// without its chunk prefix (`s1.c0.`) or instance suffix (`@b3.mb7`).
 #[must_use]
 pub fn base_id(id: &str) -> &str {
-    let id = id.split('@').next().unwrap_or(id);
-    match id.split_once('.') {
-        Some((stage, rest)) if is_index(stage, 's') => match rest.split_once('.') {
-            Some((chunk, rest)) if is_index(chunk, 'c') => rest,
-            _ => id,
-        },
-        _ => id,
-    }
+    // Byte scans: every task of a step goes through here.
+    let bytes = id.as_bytes();
+    let id = bytes.iter().position(|&b| b == b'@').map_or(id, |at| &id[..at]);
+    let rest = match index_prefix(id, b's') {
+        Some(rest) => rest,
+        None => return id,
+    };
+    index_prefix(rest, b'c').unwrap_or(id)
 }
 
-fn is_index(part: &str, letter: char) -> bool {
-    part.strip_prefix(letter).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+/// What follows `<letter><digits>.` at the start of `text`, if it starts so.
+fn index_prefix(text: &str, letter: u8) -> Option<&str> {
+    let bytes = text.as_bytes();
+    if bytes.first() != Some(&letter) {
+        return None;
+    }
+    let digits = bytes[1..].iter().take_while(|b| b.is_ascii_digit()).count();
+    // (A split at the first '.': the index part must be all digits.)
+    (digits > 0 && bytes.get(1 + digits) == Some(&b'.')).then(|| &text[digits + 2..])
 }
 
 #[cfg(test)]
@@ -70,5 +77,11 @@ mod tests {
         assert_eq!(super::base_id("s12.c3.mlp.fc1.agrad@b7.mb40"), "mlp.fc1.agrad");
         assert_eq!(super::base_id("attn.q.fwd"), "attn.q.fwd");
         assert_eq!(super::base_id("serve.x"), "serve.x");
+        assert_eq!(super::base_id("s1.x.y"), "s1.x.y");
+        assert_eq!(super::base_id("s1.c.y"), "s1.c.y");
+        assert_eq!(super::base_id("s.c0.y"), "s.c0.y");
+        assert_eq!(super::base_id("s1.c2"), "s1.c2");
+        assert_eq!(super::base_id("s1.c2."), "");
+        assert_eq!(super::base_id("s1x.c2.y@b0"), "s1x.c2.y");
     }
 }

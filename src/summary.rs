@@ -3,18 +3,21 @@
 //! Calculon oracle's field names. The checks and `--export-work-summary`
 //! use the same reading, so a layer's totals are computed one way only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    borrow::Cow,
+    collections::{BTreeMap, HashMap},
+};
 
 use melior::ir::{
     block::BlockLike,
     operation::{OperationLike, WalkOrder, WalkResult},
-    OperationRef, RegionLike,
+    Attribute, OperationRef, RegionLike,
 };
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::{
-    ir::{collect_ops, dialect_of, enum_attr, int_attr, name_of, str_attr, string_list, symbol_attr, Attrs},
+    ir::{collect_ops, dialect_of, enum_attr, int_attr, int_value, sole_string, str_attr, string_value, symbol_attr},
     ods::{self, OpKind},
     schedule::ProcessorMemory,
     workload::BlockFacts,
@@ -56,16 +59,18 @@ pub enum Site {
     Boundary { stage: u64, chunk: u64 },
 }
 
-/// One task as the summaries see it, from either layer.
+/// One task as the summaries see it, from either layer. Read from IR, its
+/// strings borrow the module's attributes (they live as long as the
+/// context); the model's work owns its ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskWork {
-    pub id: String,
-    pub phase: String,
+pub struct TaskWork<'c> {
+    pub id: Cow<'c, str>,
+    pub phase: &'static str,
     /// Engine class (`matrix`, `vector`) or communication kind.
-    pub engine: String,
+    pub engine: Cow<'static, str>,
     pub class: TaskClass,
     /// The primitive of a compute task, when the layer states it.
-    pub primitive: Option<String>,
+    pub primitive: Option<&'static str>,
     pub ops: u64,
     pub read_bytes: u64,
     pub write_bytes: u64,
@@ -74,13 +79,16 @@ pub struct TaskWork {
     pub shared_by: u64,
     /// A collective tiled with a linear: the linear's task id, the tiles
     /// and the schedule.
-    pub tiling: Option<(String, u64, ods::TileOverlap)>,
+    pub tiling: Option<(Cow<'c, str>, u64, ods::TileOverlap)>,
     pub site: Site,
     /// How many times the task runs in the step (on each rank of its slice).
     pub runs: u64,
     /// Whether the task is part of the representative block (block 0,
     /// microbatch 0): the block facts are read from these.
     pub representative: bool,
+    /// The dist task a plan task derives from, when stated (none for the
+    /// other layers).
+    pub lineage: Option<&'c str>,
 }
 
 /// Totals over a set of tasks, each counted as often as it runs.
@@ -95,7 +103,10 @@ pub struct Totals {
 
 impl Totals {
     fn add(&mut self, task: &TaskWork) {
-        let runs = task.runs;
+        self.add_runs(task, task.runs);
+    }
+
+    fn add_runs(&mut self, task: &TaskWork, runs: u64) {
         self.tasks = self.tasks.saturating_add(runs);
         self.ops = self.ops.saturating_add(task.ops.saturating_mul(runs));
         self.read_bytes = self.read_bytes.saturating_add(task.read_bytes.saturating_mul(runs));
@@ -194,8 +205,11 @@ impl MemoryFact {
 pub type MemoryFacts = BTreeMap<String, MemoryFact>;
 
 /// The tasks and memory facts of one layer of `module`.
-pub struct LayerWork {
-    pub tasks: Vec<TaskWork>,
+pub struct LayerWork<'c, 'a> {
+    pub tasks: Vec<TaskWork<'c>>,
+    /// The op of each task, index-aligned with `tasks` when read from IR
+    /// (empty for the model's work, which has no ops).
+    pub task_ops: Vec<OperationRef<'c, 'a>>,
     /// Memory of one block (or of the whole program when it names no block).
     pub memory: MemoryFacts,
     /// Memory of each pipeline stage's processors.
@@ -210,24 +224,150 @@ fn count(op: OperationRef, name: &str) -> u64 {
     crate::ir::u64_attr(op, name).unwrap_or(0)
 }
 
-fn class_of(attrs: &Attrs, kind: &str) -> TaskClass {
+fn class_of(mesh_axes: Option<Attribute>, along: Option<&str>, kind: &str) -> TaskClass {
     if kind == "point_to_point" {
         return TaskClass::Pipeline;
     }
-    let axes = attrs.get("mesh_axes").and_then(string_list).or_else(|| attrs.str("along").map(|a| vec![a.to_string()]));
-    match axes.as_deref() {
-        Some([axis]) if axis == "dp" => TaskClass::DataParallel,
-        Some([axis]) if axis == "pp" => TaskClass::Pipeline,
+    // The mesh axes when they are a string list, else the axis it is along.
+    let axis = match mesh_axes.and_then(sole_string) {
+        Some(sole) => sole,
+        None => along,
+    };
+    match axis {
+        Some("dp") => TaskClass::DataParallel,
+        Some("pp") => TaskClass::Pipeline,
         _ => TaskClass::TensorParallel,
     }
 }
 
-/// The chunk op directly holding `op`, and whether in its template region.
-fn enclosing_chunk<'c, 'a>(op: OperationRef<'c, 'a>) -> Option<(OperationRef<'c, 'a>, bool)> {
-    let parent = op.parent_operation()?;
-    if !matches!(OpKind::of(parent), Some(OpKind::DistChunk | OpKind::PlanChunk)) {
-        return None;
+/// The attributes the summary reads of a task, found in one pass over the
+/// op's attributes (each by-name lookup would scan them again).
+/// (Raw handles, null when absent: an array of options of pointers would
+/// be twice the size to clear for every task.)
+struct TaskAttrs<'c>([mlir_sys::MlirAttribute; TaskAttrs::SLOTS], std::marker::PhantomData<Attribute<'c>>);
+
+/// The slot of each attribute name seen, by the name's uniqued address
+/// (`TaskAttrs::NONE` for a name the summary does not read), and the
+/// names of the last op read by position: ops of one kind list the same
+/// names in the same (sorted) order, so most names are one compare.
+#[derive(Default)]
+struct NameSlots {
+    by_name: crate::ir::PtrMap<u8>,
+    last: Vec<(usize, u8)>,
+}
+
+impl<'c> TaskAttrs<'c> {
+    const ID: usize = 0;
+    const PHASE: usize = 1;
+    const PRIMITIVE: usize = 2;
+    const OPS: usize = 3;
+    const READ_BYTES: usize = 4;
+    const WRITE_BYTES: usize = 5;
+    const MESSAGE_BYTES: usize = 6;
+    const SHARED_BY: usize = 7;
+    const TILED_WITH: usize = 8;
+    const TILES: usize = 9;
+    const OVERLAP: usize = 10;
+    const ENGINE: usize = 11;
+    const CAPABILITY: usize = 12;
+    const BLOCK: usize = 13;
+    const MICROBATCH: usize = 14;
+    const MESH_AXES: usize = 15;
+    const ALONG: usize = 16;
+    const LINEAGE: usize = 17;
+    const SLOTS: usize = 18;
+    const NONE: u8 = u8::MAX;
+
+    fn slot_of(name: &[u8]) -> usize {
+        match name {
+            b"id" => Self::ID,
+            b"phase" => Self::PHASE,
+            b"primitive" => Self::PRIMITIVE,
+            b"ops" => Self::OPS,
+            b"read_bytes" => Self::READ_BYTES,
+            b"write_bytes" => Self::WRITE_BYTES,
+            b"message_bytes" => Self::MESSAGE_BYTES,
+            b"shared_by" => Self::SHARED_BY,
+            b"tiled_with" => Self::TILED_WITH,
+            b"tiles" => Self::TILES,
+            b"overlap" => Self::OVERLAP,
+            b"engine" => Self::ENGINE,
+            b"capability" => Self::CAPABILITY,
+            b"block" => Self::BLOCK,
+            b"microbatch" => Self::MICROBATCH,
+            b"mesh_axes" => Self::MESH_AXES,
+            b"along" => Self::ALONG,
+            b"lineage" => Self::LINEAGE,
+            _ => Self::NONE as usize,
+        }
     }
+
+    fn of(op: OperationRef<'c, '_>, names: &mut NameSlots) -> Self {
+        let mut attrs = Self([mlir_sys::MlirAttribute { ptr: std::ptr::null() }; Self::SLOTS], std::marker::PhantomData);
+        let raw = op.to_raw();
+        // SAFETY: a live op; names and attributes live as long as its context.
+        let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
+        for i in 0..n {
+            let named = unsafe { mlir_sys::mlirOperationGetAttribute(raw, i) };
+            let key = named.name.ptr as usize;
+            let position = i as usize;
+            let slot = match names.last.get(position) {
+                Some(&(last, slot)) if last == key => slot,
+                _ => {
+                    let slot = *names.by_name.entry(key).or_insert_with(|| {
+                        // SAFETY: a live identifier; its bytes live as long as the context.
+                        let text = unsafe { mlir_sys::mlirIdentifierStr(named.name) };
+                        let bytes = if text.data.is_null() {
+                            &[][..]
+                        } else {
+                            unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) }
+                        };
+                        Self::slot_of(bytes) as u8
+                    });
+                    if position < names.last.len() {
+                        names.last[position] = (key, slot);
+                    } else {
+                        names.last.push((key, slot));
+                    }
+                    slot
+                }
+            };
+            if slot != Self::NONE {
+                // The first of a name, as a by-name lookup finds it.
+                let entry = &mut attrs.0[usize::from(slot)];
+                if entry.ptr.is_null() {
+                    *entry = named.attribute;
+                }
+            }
+        }
+        attrs
+    }
+
+    fn get(&self, slot: usize) -> Option<Attribute<'c>> {
+        let raw = self.0[slot];
+        // SAFETY: an attribute of the op read, alive as long as its context.
+        (!raw.ptr.is_null()).then(|| unsafe { Attribute::from_raw(raw) })
+    }
+}
+
+fn int_of(attribute: Option<Attribute>) -> Option<i64> {
+    attribute.and_then(int_value)
+}
+
+fn count_of(attribute: Option<Attribute>) -> u64 {
+    int_of(attribute).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
+}
+
+fn enum_of<E: ods::OdsEnum>(attribute: Option<Attribute>) -> Option<E> {
+    E::from_value(int_of(attribute)?)
+}
+
+fn str_of<'c>(attribute: Option<Attribute<'c>>) -> Option<&'c str> {
+    attribute.and_then(string_value)
+}
+
+/// The chunk op directly holding `op`, and whether in its template region.
+fn enclosing_chunk<'c, 'a>(op: OperationRef<'c, 'a>, parent: OperationRef<'c, 'a>) -> Option<(OperationRef<'c, 'a>, bool)> {
     let region = op.block()?.parent_region()?;
     let template = parent.region(0).ok().is_some_and(|r| r.to_raw().ptr == region.to_raw().ptr);
     Some((parent, template))
@@ -242,44 +382,119 @@ struct ChunkFacts {
     blocks: u64,
 }
 
-/// Where `op` sits and how often it runs in a step of `microbatches`.
-fn site_and_runs(
-    op: OperationRef,
-    attrs: &Attrs,
-    phase: &str,
-    microbatches: &HashMap<String, u64>,
-    chunks: &mut crate::ir::PtrMap<ChunkFacts>,
-) -> (Site, u64, bool) {
-    match enclosing_chunk(op) {
-        Some((chunk, template)) => {
-            let facts = *chunks.entry(chunk.to_raw().ptr as usize).or_insert_with(|| ChunkFacts {
-                stage: count(chunk, "stage"),
-                chunk: count(chunk, "chunk"),
-                microbatches: symbol_attr(chunk, "pipeline").and_then(|p| microbatches.get(p)).copied().unwrap_or(1),
-                blocks: count(chunk, "blocks"),
-            });
-            let (stage, index, m) = (facts.stage, facts.chunk, facts.microbatches);
-            if template {
-                let blocks = facts.blocks;
-                let runs = if phase == "optimizer" { blocks } else { blocks.saturating_mul(m) };
-                (Site::Template { stage, chunk: index }, runs, stage == 0 && index == 0)
-            } else {
-                (Site::Boundary { stage, chunk: index }, m, false)
+/// Where tasks sit: the chunk facts of each parent op (none for a parent
+/// that is no chunk), read once per parent.
+#[derive(Default)]
+struct Sites {
+    parents: crate::ir::PtrMap<Option<ChunkFacts>>,
+    /// The last parent asked about: runs of tasks share one.
+    last: Option<(usize, Option<ChunkFacts>)>,
+}
+
+impl Sites {
+    /// Where `op` sits and how often it runs in a step of `microbatches`.
+    fn site_and_runs(
+        &mut self,
+        op: OperationRef,
+        block: Option<Attribute>,
+        microbatch: Option<Attribute>,
+        phase: &str,
+        microbatches: &HashMap<&str, u64>,
+    ) -> (Site, u64, bool) {
+        let parent = op.parent_operation();
+        let key = parent.map_or(0, |p| p.to_raw().ptr as usize);
+        let facts = match self.last {
+            Some((last, facts)) if last == key => facts,
+            _ => {
+                let facts = *self.parents.entry(key).or_insert_with(|| {
+                    let chunk = parent.filter(|p| matches!(OpKind::of(*p), Some(OpKind::DistChunk | OpKind::PlanChunk)))?;
+                    Some(ChunkFacts {
+                        stage: count(chunk, "stage"),
+                        chunk: count(chunk, "chunk"),
+                        microbatches: symbol_attr(chunk, "pipeline").and_then(|p| microbatches.get(p)).copied().unwrap_or(1),
+                        blocks: count(chunk, "blocks"),
+                    })
+                });
+                self.last = Some((key, facts));
+                facts
             }
-        }
-        None => {
-            // An instance of an unrolled step is representative when it is
-            // of block 0 and microbatch 0 (or of no microbatch).
-            let first = |name: &str| attrs.int(name).is_none_or(|v| v == 0);
-            (Site::Flat, 1, first("block") && first("microbatch"))
+        };
+        match facts.zip(parent).and_then(|(facts, parent)| Some((facts, enclosing_chunk(op, parent)?.1))) {
+            Some((facts, template)) => {
+                let (stage, index, m) = (facts.stage, facts.chunk, facts.microbatches);
+                if template {
+                    let blocks = facts.blocks;
+                    let runs = if phase == "optimizer" { blocks } else { blocks.saturating_mul(m) };
+                    (Site::Template { stage, chunk: index }, runs, stage == 0 && index == 0)
+                } else {
+                    (Site::Boundary { stage, chunk: index }, m, false)
+                }
+            }
+            None => {
+                // An instance of an unrolled step is representative when it is
+                // of block 0 and microbatch 0 (or of no microbatch).
+                let first = |attribute: Option<Attribute>| int_of(attribute).is_none_or(|v| v == 0);
+                (Site::Flat, 1, first(block) && first(microbatch))
+            }
         }
     }
 }
 
 /// Reads the tasks of the `dialect` layer (`dist` or `plan`) of `module`.
 #[must_use]
-pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
-    layer_work_of(collect_ops(module), dialect)
+pub fn layer_work<'c, 'a>(module: OperationRef<'c, 'a>, dialect: &str) -> LayerWork<'c, 'a> {
+    let ops = collect_ops(module);
+    let kinds: Vec<Option<OpKind>> = ops.iter().map(|op| OpKind::of(*op)).collect();
+    layer_work_of(&ops, &kinds, dialect)
+}
+
+/// Every op of `module` in pre-order with its kind, for readers of
+/// several layers ([`layer_work_in`]) from one walk.
+#[must_use]
+pub fn ops_and_kinds<'c, 'a>(module: OperationRef<'c, 'a>) -> (Vec<OperationRef<'c, 'a>>, Vec<Option<OpKind>>) {
+    let ops = collect_ops(module);
+    let kinds = ops.iter().map(|op| OpKind::of(*op)).collect();
+    (ops, kinds)
+}
+
+/// A task's id and phase, read without its other facts, and its op.
+pub struct TaskHead<'c, 'a> {
+    pub id: &'c str,
+    pub phase: &'static str,
+    pub op: OperationRef<'c, 'a>,
+}
+
+/// The id and phase of each task [`layer_work`] reads of the `dialect`
+/// layer, in the same order: for a reader of a few tasks' facts
+/// ([`task_facts`]), two attributes of each task instead of all.
+#[must_use]
+pub fn task_heads<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>], dialect: &str) -> Vec<TaskHead<'c, 'a>> {
+    ops.iter()
+        .zip(kinds)
+        .filter(|(_, kind)| kind.is_some_and(|k| k.dialect() == dialect && is_summary_task(k)))
+        .map(|(&op, _)| TaskHead {
+            id: str_attr(op, "id").unwrap_or_default(),
+            phase: enum_attr::<ods::Phase>(op, "phase").map_or("", ods::Phase::name),
+            op,
+        })
+        .collect()
+}
+
+/// (ops, read, write bytes) of a task op, as its [`TaskWork`] states them.
+#[must_use]
+pub fn task_facts(op: OperationRef) -> (u64, u64, u64) {
+    (count(op, "ops"), count(op, "read_bytes"), count(op, "write_bytes"))
+}
+
+/// The kinds whose ops are tasks of a layer's work.
+fn is_summary_task(kind: OpKind) -> bool {
+    matches!(kind, OpKind::DistCompute | OpKind::PlanComputeTask | OpKind::PlanCollectiveTask) || kind.is_communication()
+}
+
+/// [`layer_work`] of the ops [`ops_and_kinds`] read.
+#[must_use]
+pub fn layer_work_in<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>], dialect: &str) -> LayerWork<'c, 'a> {
+    layer_work_of(ops, kinds, dialect)
 }
 
 /// What the estimate reads of the `dialect` layer: like [`layer_work`], but
@@ -288,7 +503,7 @@ pub fn layer_work(module: OperationRef, dialect: &str) -> LayerWork {
 /// the memory and schedule facts are read. Totals over the step are not
 /// meaningful on the result; the block facts and stages are the same.
 #[must_use]
-pub fn estimate_work(module: OperationRef, dialect: &str) -> LayerWork {
+pub fn estimate_work<'c, 'a>(module: OperationRef<'c, 'a>, dialect: &str) -> LayerWork<'c, 'a> {
     let mut raw = Vec::new();
     module.walk(WalkOrder::PreOrder, |op| {
         raw.push(op.to_raw());
@@ -303,17 +518,18 @@ pub fn estimate_work(module: OperationRef, dialect: &str) -> LayerWork {
         WalkResult::Advance
     });
     // SAFETY: every op is alive inside `module` for its lifetime.
-    let ops = raw.into_iter().map(|r| unsafe { OperationRef::from_raw(r) }).collect();
-    layer_work_of(ops, dialect)
+    let ops: Vec<OperationRef> = raw.into_iter().map(|r| unsafe { OperationRef::from_raw(r) }).collect();
+    let kinds: Vec<Option<OpKind>> = ops.iter().map(|op| OpKind::of(*op)).collect();
+    layer_work_of(&ops, &kinds, dialect)
 }
 
-fn layer_work_of<'c, 'a>(ops: Vec<OperationRef<'c, 'a>>, dialect: &str) -> LayerWork {
+fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>], dialect: &str) -> LayerWork<'c, 'a> {
     let mut microbatches = HashMap::new();
     let mut step = None;
-    for op in &ops {
-        if matches!(OpKind::of(*op), Some(k @ (OpKind::DistPipeline | OpKind::PlanPipeline)) if k.dialect() == dialect) {
+    for (op, kind) in ops.iter().zip(kinds) {
+        if matches!(kind, Some(k @ (OpKind::DistPipeline | OpKind::PlanPipeline)) if k.dialect() == dialect) {
             let m = count(*op, "microbatches");
-            microbatches.insert(str_attr(*op, "sym_name").unwrap_or_default().to_string(), m);
+            microbatches.insert(str_attr(*op, "sym_name").unwrap_or_default(), m);
             step = Some(StepShape {
                 schedule: enum_attr::<ods::PipelineSchedule>(*op, "schedule").map_or("", ods::PipelineSchedule::name).to_string(),
                 stages: count(*op, "stages"),
@@ -324,65 +540,22 @@ fn layer_work_of<'c, 'a>(ops: Vec<OperationRef<'c, 'a>>, dialect: &str) -> Layer
         }
     }
     let mut tasks = Vec::new();
+    let mut task_ops = Vec::new();
     let mut memory = MemoryFacts::new();
     let mut stage_memory: BTreeMap<u64, MemoryFacts> = BTreeMap::new();
     let mut schedules = BTreeMap::new();
-    let mut chunks = crate::ir::PtrMap::default();
-    for op in ops {
-        let Some(kind) = OpKind::of(op) else { continue };
+    let mut sites = Sites::default();
+    let mut names = NameSlots::default();
+    let is_plan = dialect == "plan";
+    for (&op, kind) in ops.iter().zip(kinds) {
+        let Some(kind) = *kind else { continue };
         if kind.dialect() != dialect {
             continue;
         }
-        // One pass over the op's attributes; the facts below read from it.
-        let attrs = Attrs::of(op);
-        let id = attrs.str("id").unwrap_or_default().to_string();
-        let phase = attrs.enumerated::<ods::Phase>("phase").map_or("", ods::Phase::name).to_string();
-        let mut task = |engine: &str, class: TaskClass| {
-            let (site, runs, representative) = site_and_runs(op, &attrs, &phase, &microbatches, &mut chunks);
-            TaskWork {
-                id: id.clone(),
-                phase: phase.clone(),
-                engine: engine.to_string(),
-                class,
-                primitive: attrs.enumerated::<ods::Primitive>("primitive").map(|p| p.name().to_string()),
-                ops: attrs.count("ops"),
-                read_bytes: attrs.count("read_bytes"),
-                write_bytes: attrs.count("write_bytes"),
-                message_bytes: attrs.count("message_bytes"),
-                shared_by: attrs.count("shared_by").max(1),
-                tiling: attrs.str("tiled_with").map(|with| {
-                    (
-                        with.to_string(),
-                        attrs.count("tiles"),
-                        attrs.enumerated::<ods::TileOverlap>("overlap").unwrap_or(ods::TileOverlap::Ring),
-                    )
-                }),
-                site,
-                runs,
-                representative,
-            }
-        };
-        match kind {
+        let (engine, class) = match kind {
             OpKind::DistSchedule | OpKind::PlanSchedule => {
                 schedules.insert(count(op, "stage"), crate::ir::i64_array_attr(op, "slots").unwrap_or_default());
-            }
-            OpKind::DistCompute => {
-                tasks.push(task(attrs.enumerated::<ods::Engine>("engine").map_or("", ods::Engine::name), TaskClass::Compute))
-            }
-            k if k.is_communication() => {
-                let capability = crate::transformer::plan::communication_capability(k).name();
-                tasks.push(task(capability, class_of(&attrs, capability)));
-            }
-            OpKind::PlanComputeTask => {
-                tasks.push(task(
-                    attrs.enumerated::<ods::ComputeCapability>("capability").map_or("", ods::ComputeCapability::name),
-                    TaskClass::Compute,
-                ));
-            }
-            OpKind::PlanCollectiveTask => {
-                let capability =
-                    attrs.enumerated::<ods::CommunicationCapability>("capability").map_or("", ods::CommunicationCapability::name);
-                tasks.push(task(capability, class_of(&attrs, capability)));
+                continue;
             }
             OpKind::DistMemory | OpKind::PlanBuffer => {
                 let (kind_attr, size) = if kind == OpKind::DistMemory { ("kind", "bytes") } else { ("contents", "size") };
@@ -396,14 +569,84 @@ fn layer_work_of<'c, 'a>(ops: Vec<OperationRef<'c, 'a>>, dialect: &str) -> Layer
                 let entry = facts.entry(memory_kind).or_insert(MemoryFact { bytes: 0, shared_by: 1 });
                 entry.bytes = entry.bytes.saturating_add(count(op, size));
                 entry.shared_by = count(op, "shared_by").max(1);
+                continue;
             }
-            _ => {}
-        }
+            OpKind::DistCompute | OpKind::PlanComputeTask => (None, TaskClass::Compute),
+            k if k.is_communication() => (Some(crate::transformer::plan::communication_capability(k).name()), TaskClass::TensorParallel),
+            OpKind::PlanCollectiveTask => (None, TaskClass::TensorParallel),
+            _ => continue,
+        };
+        // One pass over the op's attributes; the facts below read from it.
+        let attrs = TaskAttrs::of(op, &mut names);
+        let engine = match kind {
+            OpKind::DistCompute => enum_of::<ods::Engine>(attrs.get(TaskAttrs::ENGINE)).map_or("", ods::Engine::name),
+            OpKind::PlanComputeTask => {
+                enum_of::<ods::ComputeCapability>(attrs.get(TaskAttrs::CAPABILITY)).map_or("", ods::ComputeCapability::name)
+            }
+            OpKind::PlanCollectiveTask => {
+                enum_of::<ods::CommunicationCapability>(attrs.get(TaskAttrs::CAPABILITY)).map_or("", ods::CommunicationCapability::name)
+            }
+            _ => engine.unwrap_or(""),
+        };
+        let class = if class == TaskClass::Compute {
+            class
+        } else {
+            class_of(attrs.get(TaskAttrs::MESH_AXES), str_of(attrs.get(TaskAttrs::ALONG)), engine)
+        };
+        let phase = enum_of::<ods::Phase>(attrs.get(TaskAttrs::PHASE)).map_or("", ods::Phase::name);
+        let (site, runs, representative) =
+            sites.site_and_runs(op, attrs.get(TaskAttrs::BLOCK), attrs.get(TaskAttrs::MICROBATCH), phase, &microbatches);
+        tasks.push(TaskWork {
+            id: Cow::Borrowed(str_of(attrs.get(TaskAttrs::ID)).unwrap_or_default()),
+            phase,
+            engine: Cow::Borrowed(engine),
+            class,
+            primitive: enum_of::<ods::Primitive>(attrs.get(TaskAttrs::PRIMITIVE)).map(ods::Primitive::name),
+            ops: count_of(attrs.get(TaskAttrs::OPS)),
+            read_bytes: count_of(attrs.get(TaskAttrs::READ_BYTES)),
+            write_bytes: count_of(attrs.get(TaskAttrs::WRITE_BYTES)),
+            message_bytes: count_of(attrs.get(TaskAttrs::MESSAGE_BYTES)),
+            shared_by: count_of(attrs.get(TaskAttrs::SHARED_BY)).max(1),
+            tiling: str_of(attrs.get(TaskAttrs::TILED_WITH)).map(|with| {
+                (
+                    Cow::Borrowed(with),
+                    count_of(attrs.get(TaskAttrs::TILES)),
+                    enum_of::<ods::TileOverlap>(attrs.get(TaskAttrs::OVERLAP)).unwrap_or(ods::TileOverlap::Ring),
+                )
+            }),
+            site,
+            runs,
+            representative,
+            // (Only a plan task's lineage names a task; skip the others' read.)
+            lineage: if is_plan { str_of(attrs.get(TaskAttrs::LINEAGE)) } else { None },
+        });
+        task_ops.push(op);
     }
-    LayerWork { tasks, memory, stage_memory, step, schedules }
+    LayerWork { tasks, task_ops, memory, stage_memory, step, schedules }
 }
 
-impl LayerWork {
+impl LayerWork<'_, '_> {
+    /// Totals of every phase over the step, in one pass, by phase name.
+    #[must_use]
+    pub fn phase_totals(&self) -> BTreeMap<&'static str, Totals> {
+        // Few phases, named by static strings: a scan that compares
+        // addresses first beats a map per task.
+        let mut totals: Vec<(&'static str, Totals)> = Vec::new();
+        for task in &self.tasks {
+            let same = |p: &&'static str| std::ptr::eq(p.as_ptr(), task.phase.as_ptr()) && p.len() == task.phase.len();
+            let slot = match totals.iter().position(|(p, _)| same(p)).or_else(|| totals.iter().position(|(p, _)| *p == task.phase)) {
+                Some(slot) => slot,
+                None => {
+                    totals.push((task.phase, Totals::default()));
+                    totals.len() - 1
+                }
+            };
+            totals[slot].1.add(task);
+        }
+        // One slot per distinct name (the compare by text saw to that).
+        totals.into_iter().collect()
+    }
+
     /// Totals of the tasks of one phase over the step.
     #[must_use]
     pub fn phase(&self, phase: &str) -> Totals {
@@ -415,7 +658,7 @@ impl LayerWork {
     }
 
     /// The tasks of the representative block, each once.
-    fn representative(&self) -> impl Iterator<Item = &TaskWork> {
+    fn representative(&self) -> impl Iterator<Item = &TaskWork<'_>> {
         self.tasks.iter().filter(|t| t.representative)
     }
 
@@ -423,7 +666,7 @@ impl LayerWork {
     fn block_phase(&self, phase: &str) -> Totals {
         let mut totals = Totals::default();
         for task in self.representative().filter(|t| t.phase == phase) {
-            totals.add(&TaskWork { runs: 1, ..task.clone() });
+            totals.add_runs(task, 1);
         }
         totals
     }
@@ -452,8 +695,8 @@ impl LayerWork {
         let memory = |k: &str| self.memory.get(k).map_or(0, |m| m.bytes);
         let mut matmul_flops: BTreeMap<String, MatmulFlops> = BTreeMap::new();
         for task in self.representative() {
-            let Some(primitive) = task.primitive.as_deref() else { continue };
-            let entry = matmul_flops.entry(task.phase.clone()).or_default();
+            let Some(primitive) = task.primitive else { continue };
+            let entry = matmul_flops.entry(task.phase.to_string()).or_default();
             match primitive {
                 "matmul" => entry.per_gpu_layer_flops_gemm += task.ops,
                 "batch_matmul" => entry.per_gpu_layer_flops_attn_bmm += task.ops,
@@ -556,27 +799,42 @@ pub fn stage_processor_memory(facts: &MemoryFacts) -> ProcessorMemory {
 /// gradient across every chunk boundary, and each block's data-parallel
 /// gradient reduction (and parameter gather under optimizer sharding).
 /// Block facts come from the algebra.
-pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>), SummaryError> {
+pub fn model_work<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
+    let (ops, kinds) = ops_and_kinds(module);
+    model_work_in(module, &ops, &kinds)
+}
+
+/// [`model_work`] given the ops of `module` and their kinds, as
+/// [`ops_and_kinds`] reads them.
+pub fn model_work_in<'c, 'a>(
+    module: OperationRef<'c, 'a>,
+    ops: &[OperationRef<'c, 'a>],
+    kinds: &[Option<OpKind>],
+) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
     use crate::{
         lineage::{model_op_id, phase_name, primitive_name},
         transformer::binding::{read_spec, TRAINING_SPEC},
         workload::{derive_training_block, pipeline_message_bytes, Engine, TrainingSpec},
     };
-    let ops = collect_ops(module);
     let served = module.attribute(crate::transformer::binding::INFERENCE_SPEC).is_ok();
     let (invocations, memory, facts, coarse, spec) = if !served {
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
         let derivation = derive_training_block(&spec)?;
         let facts = BlockFacts::from_derivation(&derivation, &spec);
-        let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining));
+        let coarse = kinds.contains(&Some(OpKind::ModelDecoderTraining));
         (derivation.invocations, BTreeMap::new(), Some(facts), coarse, Some(spec))
     } else {
         let (invocations, memory) = crate::transformer::distribute_inference::model_invocations(module)?;
-        let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference));
+        let coarse = kinds.contains(&Some(OpKind::ModelDecoderInference));
         (invocations, memory, None, coarse, None)
     };
+    // (An op of no known kind is judged by its name.)
+    let is_model = |op: &OperationRef, kind: &Option<OpKind>| match kind {
+        Some(kind) => kind.dialect() == "model",
+        None => dialect_of(crate::ir::identifier_str(op.name())) == "model",
+    };
     let ids: std::collections::HashSet<&str> =
-        ops.iter().filter(|op| dialect_of(&name_of(**op)) == "model").filter_map(|op| str_attr(*op, "id")).collect();
+        ops.iter().zip(kinds).filter(|(op, kind)| is_model(op, kind)).filter_map(|(op, _)| str_attr(*op, "id")).collect();
     let (blocks, microbatches) = spec.as_ref().map_or((1, 1), |s| (s.model.blocks, s.microbatch_count()));
     let mut tasks = Vec::new();
     for inv in &invocations {
@@ -585,33 +843,37 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             return Err(SummaryError::Unattributed(inv.name.clone(), owner));
         }
         let engine = match (inv.collective, inv.engine) {
-            (Some(c), _) => format!("{:?}", c.kind).to_lowercase(),
-            (None, Engine::Matrix) => "matrix".into(),
-            (None, _) => "vector".into(),
+            (Some(c), _) => Cow::Owned(format!("{:?}", c.kind).to_lowercase()),
+            (None, Engine::Matrix) => Cow::Borrowed("matrix"),
+            (None, _) => Cow::Borrowed("vector"),
         };
         let phase = phase_name(inv.phase);
         tasks.push(TaskWork {
-            id: inv.name.clone(),
-            phase: phase.to_string(),
+            id: Cow::Owned(inv.name.clone()),
+            phase,
             engine,
             class: if inv.collective.is_some() { TaskClass::TensorParallel } else { TaskClass::Compute },
-            primitive: Some(primitive_name(inv.primitive).to_string()),
+            primitive: Some(primitive_name(inv.primitive)),
             ops: inv.ops,
             read_bytes: inv.read_bytes,
             write_bytes: inv.write_bytes,
             message_bytes: inv.message_bytes(),
             shared_by: inv.shared_by,
-            tiling: inv.tiling.as_ref().map(|t| (t.linear_task(inv.phase), t.tiles, crate::transformer::emit::tile_overlap(t.overlap))),
+            tiling: inv
+                .tiling
+                .as_ref()
+                .map(|t| (Cow::Owned(t.linear_task(inv.phase)), t.tiles, crate::transformer::emit::tile_overlap(t.overlap))),
             site: Site::Flat,
             runs: if phase == "optimizer" { blocks } else { blocks.saturating_mul(microbatches) },
             representative: true,
+            lineage: None,
         });
     }
     if let (Some(facts), Some(spec)) = (&facts, &spec) {
-        let transfer = |id: &str, phase: &str, engine: &str, class: TaskClass, bytes: u64, runs: u64| TaskWork {
-            id: id.to_string(),
-            phase: phase.to_string(),
-            engine: engine.to_string(),
+        let transfer = |id: &'static str, phase: &'static str, engine: &'static str, class: TaskClass, bytes: u64, runs: u64| TaskWork {
+            id: Cow::Borrowed(id),
+            phase,
+            engine: Cow::Borrowed(engine),
             class,
             primitive: None,
             ops: 0,
@@ -623,6 +885,7 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             site: Site::Flat,
             runs,
             representative: false,
+            lineage: None,
         };
         let map = &spec.mapping;
         let boundaries = (map.pp * map.pipeline_interleaving).saturating_sub(1).saturating_mul(microbatches);
@@ -639,35 +902,44 @@ pub fn model_work(module: OperationRef) -> Result<(LayerWork, Option<BlockFacts>
             }
         }
     }
-    Ok((LayerWork { tasks, memory, stage_memory: BTreeMap::new(), step: None, schedules: BTreeMap::new() }, facts))
+    Ok((LayerWork { tasks, task_ops: Vec::new(), memory, stage_memory: BTreeMap::new(), step: None, schedules: BTreeMap::new() }, facts))
 }
 
 /// Summarizes the plan of `module`, or else its dist program, or else its
 /// ModelIR under the bound strategy.
 pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
-    let ops = collect_ops(module);
-    let has = |d: &str| ops.iter().any(|op| dialect_of(&name_of(*op)) == d && name_of(*op) != format!("{d}.header"));
+    // One walk serves the layer test and the layer's reading.
+    let (ops, kinds) = ops_and_kinds(module);
+    let has = |d: &str| {
+        ops.iter().any(|op| {
+            let name = crate::ir::identifier_str(op.name());
+            dialect_of(name) == d && name.strip_prefix(d) != Some(".header")
+        })
+    };
     let (layer, work, block) = if has("plan") {
-        let work = layer_work(module, "plan");
+        let work = layer_work_in(&ops, &kinds, "plan");
         let block = (!work.is_inference()).then(|| work.block_facts());
         ("plan", work, block)
     } else if has("dist") {
-        let work = layer_work(module, "dist");
+        let work = layer_work_in(&ops, &kinds, "dist");
         let block = (!work.is_inference()).then(|| work.block_facts());
         ("dist", work, block)
     } else if has("model") {
-        let (work, block) = model_work(module)?;
+        let (work, block) = model_work_in(module, &ops, &kinds)?;
         ("model", work, block)
     } else {
         return Err(SummaryError::Empty);
     };
     let inference = work.is_inference().then(|| work.inference_summary());
-    let mut phases: BTreeMap<String, Totals> = BTreeMap::new();
-    let mut engines: BTreeMap<String, Totals> = BTreeMap::new();
+    // Keyed by the tasks' own strings first: no allocation per task.
+    let mut by_phase: BTreeMap<&str, Totals> = BTreeMap::new();
+    let mut by_engine: BTreeMap<&str, Totals> = BTreeMap::new();
     for task in &work.tasks {
-        phases.entry(task.phase.clone()).or_default().add(task);
-        engines.entry(task.engine.clone()).or_default().add(task);
+        by_phase.entry(task.phase).or_default().add(task);
+        by_engine.entry(&task.engine).or_default().add(task);
     }
+    let phases: BTreeMap<String, Totals> = by_phase.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let engines: BTreeMap<String, Totals> = by_engine.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
     // Calculon's per-processor convention needs the strategy (its schedule
     // and recompute policy); a module without a binding has none.
     let spec = module.attribute(crate::transformer::binding::TRAINING_SPEC).ok().and_then(|_| {

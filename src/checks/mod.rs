@@ -14,14 +14,17 @@
 
 use std::collections::HashMap;
 
-use melior::{ir::OperationRef, pass::ExternalPass};
+use melior::{
+    ir::{operation::OperationLike, OperationRef},
+    pass::ExternalPass,
+};
 
 use crate::{
-    ir::{attr_string_list, collect_ops, i64_array_attr, name_of, str_attr},
+    ir::{attr_string_list, collect_ops, i64_array_attr, is_string_list, str_attr, FxMap},
     lineage::base_id,
     mesh::Meshes,
     ods::OpKind,
-    summary::{layer_work, LayerWork, TaskClass, TaskWork},
+    summary::{layer_work_in, ops_and_kinds, task_facts, task_heads, LayerWork, TaskClass, TaskWork},
     transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
     verify::Checker,
     workload::{derive_training_block, BlockFacts, InferenceSpec, Phase, TrainingSpec},
@@ -57,10 +60,12 @@ mod mesh_strategy {
             }
             Bound::Inference(spec) => (spec.mapping.pp * spec.mapping.tp, spec.mapping.tp, 1, "pp x tp"),
         };
-        let ops = collect_ops(module);
-        let meshes = Meshes::of(&ops);
-        for op in ops {
-            match OpKind::of(op) {
+        let (ops, kinds) = ops_and_kinds(module);
+        let mesh_ops: Vec<OperationRef> =
+            ops.iter().zip(&kinds).filter(|(_, k)| **k == Some(OpKind::DistMesh)).map(|(op, _)| *op).collect();
+        let meshes = Meshes::of(&mesh_ops);
+        for (op, kind) in ops.into_iter().zip(kinds) {
+            match kind {
                 Some(OpKind::DistMesh) => {
                     let ranks: i64 = i64_array_attr(op, "shape").unwrap_or_default().iter().product();
                     if u64::try_from(ranks).ok() != Some(world) {
@@ -76,19 +81,23 @@ mod mesh_strategy {
                 }
                 _ => {}
             }
-            let Some(axes) = attr_string_list(op, "mesh_axes") else { continue };
-            let (want, what) = match axes.as_slice() {
-                [a] if a == "tp" => (tp, "tp"),
-                [a, b] if a == "tp_kv" && b == "tp_rep" => (tp, "tp"),
-                [a] if a == "dp" => (dp, "dp"),
-                _ => continue,
+            let Some(claimed) = op.attribute("mesh_axes").ok() else { continue };
+            // Compared in place: most ops are no collective of these axes.
+            let (want, what, axes): (u64, &str, &[&str]) = if is_string_list(claimed, &["tp"]) {
+                (tp, "tp", &["tp"])
+            } else if is_string_list(claimed, &["tp_kv", "tp_rep"]) {
+                (tp, "tp", &["tp_kv", "tp_rep"])
+            } else if is_string_list(claimed, &["dp"]) {
+                (dp, "dp", &["dp"])
+            } else {
+                continue;
             };
             // Dist collectives list their participants or span mesh axes;
             // plan tasks count ranks.
             let n = i64_array_attr(op, "participants")
                 .map(|p| p.len() as u64)
                 .or_else(|| crate::ir::int_attr(op, "ranks").and_then(|r| u64::try_from(r).ok()))
-                .or_else(|| meshes.of_op(op).and_then(|m| m.group_size(&axes)))
+                .or_else(|| meshes.of_op(op).and_then(|m| m.group_size(axes)))
                 .unwrap_or(0);
             if n != want {
                 let kind = if what == "tp" { "tensor" } else { "data" };
@@ -142,6 +151,10 @@ mod collective_groups {
             })
             .collect();
         for op in ops {
+            // Most ops list no participants: look before reading lists.
+            if op.attribute("participants").is_err() {
+                continue;
+            }
             let (Some(claimed), Some(participants)) = (attr_string_list(op, "mesh_axes"), i64_array_attr(op, "participants")) else {
                 continue;
             };
@@ -209,23 +222,20 @@ mod conservation {
     );
 
     fn check(checker: &mut Checker, module: OperationRef) {
-        let ops = collect_ops(module);
-        let dist = layer_work(module, "dist");
-        let plan = layer_work(module, "plan");
-        let located: HashMap<String, OperationRef> =
-            ops.iter().filter_map(|op| Some((format!("{}:{}", crate::ir::dialect_of(&name_of(*op)), str_attr(*op, "id")?), *op))).collect();
-        let at = |layer: &str, id: &str| located.get(&format!("{layer}:{id}")).copied().unwrap_or(module);
+        // One walk serves both layers; each task's op locates its diagnostics.
+        let (ops, kinds) = ops_and_kinds(module);
+        let dist = layer_work_in(&ops, &kinds, "dist");
+        let plan = layer_work_in(&ops, &kinds, "plan");
 
         // Model -> dist: each invocation of the model's derivation under the
         // bound strategy is one dist task with the same facts.
-        let has_model = ops
-            .iter()
-            .any(|op| matches!(OpKind::of(*op), Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
+        let has_model =
+            kinds.iter().any(|k| matches!(k, Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
         if has_model && !dist.tasks.is_empty() {
-            match crate::summary::model_work(module) {
+            match crate::summary::model_work_in(module, &ops, &kinds) {
                 Err(e) => checker.error(module, e.to_string()),
                 Ok((model, facts)) => {
-                    compare_tasks(checker, &model.tasks, &dist.tasks, "model", &|id| at("dist", id), module);
+                    compare_tasks(checker, &model.tasks, &dist, "model", module);
                     compare_phases(checker, module, "model", &model, "dist", &dist);
                     if let Some(facts) = facts {
                         compare_facts(checker, module, "model", &facts, "dist", &dist.block_facts());
@@ -235,19 +245,19 @@ mod conservation {
         }
         // Dist -> plan, per task (by lineage) and in total.
         if !plan.tasks.is_empty() {
-            let by_id: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
-            let planned_by_id: HashMap<&str, &TaskWork> = plan.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
-            for op in &ops {
-                if !matches!(OpKind::of(*op), Some(OpKind::PlanComputeTask | OpKind::PlanCollectiveTask)) {
-                    continue;
-                }
-                let lineage = str_attr(*op, "lineage").unwrap_or_default();
-                let Some(planned) = str_attr(*op, "id").and_then(|id| planned_by_id.get(id)) else { continue };
+            // (A later task of the same id wins, as a map built in order.)
+            let mut by_id: FxMap<&str, &TaskWork> = FxMap::default();
+            by_id.reserve(dist.tasks.len());
+            for task in &dist.tasks {
+                by_id.insert(&task.id, task);
+            }
+            for (planned, op) in plan.tasks.iter().zip(&plan.task_ops) {
+                let lineage = planned.lineage.unwrap_or_default();
                 match by_id.get(lineage) {
                     None => checker.error(*op, format!("has lineage '{lineage}', which is no task of the dist program")),
                     Some(source) => {
-                        let got = (planned.ops, planned.read_bytes, planned.write_bytes, planned.message_bytes, planned.phase.as_str());
-                        let want = (source.ops, source.read_bytes, source.write_bytes, source.message_bytes, source.phase.as_str());
+                        let got = (planned.ops, planned.read_bytes, planned.write_bytes, planned.message_bytes, planned.phase);
+                        let want = (source.ops, source.read_bytes, source.write_bytes, source.message_bytes, source.phase);
                         if got != want {
                             checker.error(*op, format!("facts disagree with its source dist task '{lineage}': (ops, read, write, message bytes, phase) = {got:?}, source {want:?}"));
                         } else if planned.runs != source.runs {
@@ -291,37 +301,45 @@ mod conservation {
     /// without chunk prefix or instance suffix) with the same facts per run,
     /// running as often in total; every compute or tensor-parallel task
     /// found is expected.
-    fn compare_tasks<'c, 'a>(
-        checker: &mut Checker,
-        expected: &[TaskWork],
-        found: &[TaskWork],
-        source: &str,
-        at: &dyn Fn(&str) -> OperationRef<'c, 'a>,
-        module: OperationRef<'c, 'a>,
-    ) {
-        let mut by_base: HashMap<&str, Vec<&TaskWork>> = HashMap::new();
-        for task in found {
-            by_base.entry(base_id(&task.id)).or_default().push(task);
+    fn compare_tasks(checker: &mut Checker, expected: &[TaskWork], found: &LayerWork, source: &str, module: OperationRef) {
+        // Expected ids are few; each found task's base id is looked up once
+        // and grouped by the expected id it matches, in order.
+        let mut group_of: FxMap<&str, usize> = FxMap::default();
+        for want in expected {
+            let next = group_of.len();
+            group_of.entry(&want.id).or_insert(next);
         }
+        let mut groups: Vec<Vec<usize>> = vec![Vec::new(); group_of.len()];
+        let mut unattributable = Vec::new();
+        for (i, task) in found.tasks.iter().enumerate() {
+            match group_of.get(base_id(&task.id)) {
+                Some(&group) => groups[group].push(i),
+                None if matches!(task.class, TaskClass::Compute | TaskClass::TensorParallel) => unattributable.push(i),
+                None => {}
+            }
+        }
+        let at = |i: usize| found.task_ops.get(i).copied().unwrap_or(module);
         for want in expected {
             let w = (want.ops, want.read_bytes, want.write_bytes, want.message_bytes);
-            let Some(tasks) = by_base.get(want.id.as_str()) else {
+            let tasks = group_of.get(&*want.id).map_or(&[][..], |&g| &groups[g]);
+            let Some(&first) = tasks.first() else {
                 checker.error(module, format!("the {source}'s invocation '{}' has no dist task", want.id));
                 continue;
             };
-            for task in tasks {
+            for &i in tasks {
+                let task = &found.tasks[i];
                 let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
                 if got != w || task.phase != want.phase {
-                    checker.error(at(&task.id), format!(
+                    checker.error(at(i), format!(
                         "does not conserve the {source}'s work for '{}': (ops, read, write, message bytes, phase) = {got:?} {}, derived {w:?} {}",
                         want.id, task.phase, want.phase
                     ));
                 }
             }
-            let runs: u64 = tasks.iter().map(|t| t.runs).fold(0, u64::saturating_add);
+            let runs: u64 = tasks.iter().map(|&i| found.tasks[i].runs).fold(0, u64::saturating_add);
             if runs != want.runs {
                 checker.error(
-                    at(&tasks[0].id),
+                    at(first),
                     format!(
                         "'{}' runs {runs} times in the step, but the {source} runs it {} times (every block, every microbatch)",
                         want.id, want.runs
@@ -329,19 +347,17 @@ mod conservation {
                 );
             }
         }
-        let known: std::collections::HashSet<&str> = expected.iter().map(|t| t.id.as_str()).collect();
-        for task in found {
-            if matches!(task.class, TaskClass::Compute | TaskClass::TensorParallel) && !known.contains(base_id(&task.id)) {
-                checker.error(at(&task.id), "is not an invocation of the model's derivation (unattributable work)");
-            }
+        for i in unattributable {
+            checker.error(at(i), "is not an invocation of the model's derivation (unattributable work)");
         }
     }
 
     /// Per-phase operations, bytes and message volume are equal.
     fn compare_phases(checker: &mut Checker, module: OperationRef, a: &str, left: &LayerWork, b: &str, right: &LayerWork) {
-        let phases: std::collections::BTreeSet<&str> = left.tasks.iter().chain(&right.tasks).map(|t| t.phase.as_str()).collect();
+        let (lefts, rights) = (left.phase_totals(), right.phase_totals());
+        let phases: std::collections::BTreeSet<&str> = lefts.keys().chain(rights.keys()).copied().collect();
         for phase in phases {
-            let (l, r) = (left.phase(phase), right.phase(phase));
+            let (l, r) = (lefts.get(phase).copied().unwrap_or_default(), rights.get(phase).copied().unwrap_or_default());
             let (l, r) = (l.facts(), r.facts());
             if l != r {
                 checker.error(module, format!("phase '{phase}' totals (ops, read, write, message bytes) are {r:?} in the {b} layer but {l:?} in the {a} layer (not conserved)"));
@@ -369,36 +385,55 @@ mod recompute {
         // Served blocks recompute nothing.
         let Some(Bound::Training(spec)) = bound_strategy(checker, module) else { return };
         let Ok(derivation) = derive_training_block(&spec) else { return };
-        let dist = layer_work(module, "dist");
+        // Ids and phases of every task; the work of the few recompute tasks
+        // and of the forward tasks they clone.
+        let (ops, kinds) = ops_and_kinds(module);
+        let dist = task_heads(&ops, &kinds, "dist");
         let expected: Vec<&str> = derivation.phase(Phase::Recompute).map(|i| i.name.as_str()).collect();
-        let found: Vec<&TaskWork> = dist.tasks.iter().filter(|t| t.phase == "recompute").collect();
-        // (Chunks repeat the block template: ids compare by base id.)
-        let ids: HashMap<&str, &TaskWork> = dist.tasks.iter().map(|t| (t.id.as_str(), t)).collect();
-        let dist_ops: HashMap<&str, OperationRef> = collect_ops(module)
-            .into_iter()
-            .filter(|op| crate::ir::dialect_of(&name_of(*op)) == "dist")
-            .filter_map(|op| Some((str_attr(op, "id")?, op)))
-            .collect();
-        let at = |id: &str| dist_ops.get(id).copied().unwrap_or(module);
-        for task in &found {
-            if !expected.contains(&base_id(&task.id)) {
+        let found: Vec<usize> = (0..dist.len()).filter(|&i| dist[i].phase == "recompute").collect();
+        let at = |i: usize| dist[i].op;
+        // (Chunks repeat the block template: ids compare by base id.) The
+        // forward tasks cloned are looked up in one pass over the tasks.
+        let mut seen = vec![false; expected.len()];
+        let mut clones: Vec<(usize, String)> = Vec::new();
+        for &i in &found {
+            let base = base_id(dist[i].id);
+            let mut known = false;
+            for (j, id) in expected.iter().enumerate() {
+                if *id == base {
+                    seen[j] = true;
+                    known = true;
+                }
+            }
+            clones.push((i, if known { dist[i].id.replace(".recompute", ".fwd") } else { String::new() }));
+        }
+        let mut forward: FxMap<&str, Option<usize>> =
+            clones.iter().filter(|(_, f)| !f.is_empty()).map(|(_, f)| (f.as_str(), None)).collect();
+        if !forward.is_empty() {
+            for (i, task) in dist.iter().enumerate() {
+                if let Some(slot) = forward.get_mut(task.id) {
+                    *slot = Some(i);
+                }
+            }
+        }
+        for (i, forward_id) in &clones {
+            if forward_id.is_empty() {
                 checker.error(
-                    at(&task.id),
+                    at(*i),
                     format!("is a recompute task, but the '{:?}' recompute policy does not clone it", spec.mapping.recompute),
                 );
                 continue;
             }
-            let forward_id = task.id.replace(".recompute", ".fwd");
-            match ids.get(forward_id.as_str()) {
-                None => checker.error(at(&task.id), format!("clones '{forward_id}', which is not a forward task")),
-                Some(fw) if (fw.ops, fw.read_bytes, fw.write_bytes) != (task.ops, task.read_bytes, task.write_bytes) => {
-                    checker.error(at(&task.id), format!("does not repeat the work of '{forward_id}' exactly"))
+            match forward.get(forward_id.as_str()).copied().flatten().map(|f| task_facts(dist[f].op)) {
+                None => checker.error(at(*i), format!("clones '{forward_id}', which is not a forward task")),
+                Some(fw) if fw != task_facts(dist[*i].op) => {
+                    checker.error(at(*i), format!("does not repeat the work of '{forward_id}' exactly"))
                 }
                 Some(_) => {}
             }
         }
-        for id in expected {
-            if !found.iter().any(|t| base_id(&t.id) == id) {
+        for (id, seen) in expected.iter().zip(seen) {
+            if !seen {
                 checker.error(
                     module,
                     format!(

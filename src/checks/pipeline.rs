@@ -14,6 +14,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::ir::FxMap;
+
 use melior::ir::{operation::OperationLike, OperationRef};
 
 use super::{bound_spec, Checker, ExternalPass};
@@ -43,11 +45,13 @@ fn count(op: OperationRef, name: &str) -> Option<u64> {
 }
 
 fn check(checker: &mut Checker, module: OperationRef) {
-    let ops = collect_ops(module);
+    // One walk, each op's kind read once: the rules below each scan it.
+    let (all, kinds) = crate::summary::ops_and_kinds(module);
+    let ops: Vec<(OperationRef, OpKind)> = all.into_iter().zip(kinds).filter_map(|(op, kind)| Some((op, kind?))).collect();
     let pipelines: Vec<(OperationRef, Pipeline)> = ops
         .iter()
-        .filter(|op| OpKind::of(**op) == Some(OpKind::DistPipeline))
-        .map(|op| {
+        .filter(|(_, kind)| *kind == OpKind::DistPipeline)
+        .map(|(op, _)| {
             let get = |name| count(*op, name).unwrap_or(0);
             let unrolled = op.attribute("unrolled").is_ok();
             (*op, Pipeline { stages: get("stages"), chunks: get("chunks"), microbatches: get("microbatches"), unrolled })
@@ -71,8 +75,8 @@ fn check(checker: &mut Checker, module: OperationRef) {
     }
 }
 
-fn is_transfer(op: OperationRef) -> bool {
-    matches!(OpKind::of(op), Some(OpKind::DistP2P | OpKind::DistP2PStart))
+fn is_transfer(kind: OpKind) -> bool {
+    matches!(kind, OpKind::DistP2P | OpKind::DistP2PStart)
 }
 
 /// What a transfer of virtual stage `c·p + s` must be.
@@ -134,13 +138,22 @@ fn compare(checker: &mut Checker, op: OperationRef, want: &Expected) {
     }
 }
 
-fn structured_transfers(checker: &mut Checker, pipeline_op: OperationRef, pipeline: &Pipeline, ops: &[OperationRef], facts: &BlockFacts) {
+fn structured_transfers(
+    checker: &mut Checker,
+    pipeline_op: OperationRef,
+    pipeline: &Pipeline,
+    ops: &[(OperationRef, OpKind)],
+    facts: &BlockFacts,
+) {
     let name = str_attr(pipeline_op, "sym_name").unwrap_or_default();
     let (p, v) = (pipeline.stages, pipeline.chunks);
-    for chunk_op in ops.iter().filter(|op| OpKind::of(**op) == Some(OpKind::DistChunk) && symbol_attr(**op, "pipeline") == Some(name)) {
+    for (chunk_op, _) in ops.iter().filter(|(op, kind)| *kind == OpKind::DistChunk && symbol_attr(*op, "pipeline") == Some(name)) {
         let (Some(stage), Some(chunk)) = (count(*chunk_op, "stage"), count(*chunk_op, "chunk")) else { continue };
-        let transfers: Vec<OperationRef> =
-            crate::ir::region_ops(*chunk_op, 1).into_iter().flat_map(collect_ops).filter(|o| is_transfer(*o)).collect();
+        let transfers: Vec<OperationRef> = crate::ir::region_ops(*chunk_op, 1)
+            .into_iter()
+            .flat_map(collect_ops)
+            .filter(|o| OpKind::of(*o).is_some_and(is_transfer))
+            .collect();
         for forward in [true, false] {
             let want = expected(p, v, stage, chunk, forward, facts);
             let phase = if forward { ods::Phase::Forward } else { ods::Phase::ActivationGradient };
@@ -173,11 +186,17 @@ fn structured_transfers(checker: &mut Checker, pipeline_op: OperationRef, pipeli
     }
 }
 
-fn unrolled_transfers(checker: &mut Checker, pipeline_op: OperationRef, pipeline: &Pipeline, ops: &[OperationRef], facts: &BlockFacts) {
+fn unrolled_transfers(
+    checker: &mut Checker,
+    pipeline_op: OperationRef,
+    pipeline: &Pipeline,
+    ops: &[(OperationRef, OpKind)],
+    facts: &BlockFacts,
+) {
     let (p, v, m) = (pipeline.stages, pipeline.chunks, pipeline.microbatches);
     // (forward?, stage, chunk, microbatch) -> the transfers found.
-    let mut sent: HashMap<(bool, u64, u64, u64), OperationRef> = HashMap::new();
-    for op in ops.iter().filter(|op| is_transfer(**op)) {
+    let mut sent: FxMap<(bool, u64, u64, u64), OperationRef> = FxMap::default();
+    for (op, _) in ops.iter().filter(|(_, kind)| is_transfer(*kind)) {
         let id = str_attr(*op, "id").unwrap_or("?");
         let forward = match enum_attr::<ods::Phase>(*op, "phase") {
             Some(ods::Phase::Forward) => true,
@@ -231,14 +250,14 @@ fn peak_from_slots(slots: &[i64]) -> u64 {
     u64::try_from(peak).unwrap_or(0)
 }
 
-fn stage_memory(checker: &mut Checker, pipeline_op: OperationRef, ops: &[OperationRef], full_recompute: bool) {
+fn stage_memory(checker: &mut Checker, pipeline_op: OperationRef, ops: &[(OperationRef, OpKind)], full_recompute: bool) {
     let name = str_attr(pipeline_op, "sym_name").unwrap_or_default();
     let mut blocks: BTreeMap<u64, (u64, u64)> = BTreeMap::new(); // stage -> (blocks, blocks per chunk)
     let mut slots: BTreeMap<u64, Vec<i64>> = BTreeMap::new();
     let mut block_facts: HashMap<ods::MemoryKind, u64> = HashMap::new();
     let mut stage_facts: BTreeMap<u64, Vec<(OperationRef, ods::MemoryKind, u64)>> = BTreeMap::new();
-    for op in ops {
-        match OpKind::of(*op) {
+    for (op, kind) in ops {
+        match Some(*kind) {
             Some(OpKind::DistChunk) if symbol_attr(*op, "pipeline") == Some(name) => {
                 let (Some(stage), Some(n)) = (count(*op, "stage"), count(*op, "blocks")) else { continue };
                 let entry = blocks.entry(stage).or_default();
