@@ -48,6 +48,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed={}", manifest.join("src/capi/print.cpp").display());
     println!("cargo:rerun-if-changed={}", manifest.join("src/capi/build.cpp").display());
     println!("cargo:rerun-if-changed={}", manifest.join("src/capi/verify.cpp").display());
+    println!("cargo:rerun-if-changed={}", manifest.join("src/capi/read.cpp").display());
     println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
     println!("cargo:rerun-if-changed={}", dialects_dir.join("BlueprintBase.td").display());
     // `melior::dialect!` (typed builders) reads the ODS from here.
@@ -171,7 +172,9 @@ fn compile_dialects(prefix: &str, dialects_dir: &Path, out_dir: &Path) -> Result
         // Creating ops from the typed builders without the C API's lookups.
         .file(manifest_dir().join("src/capi/build.cpp"))
         // Verifying only the layer a pass appended.
-        .file(manifest_dir().join("src/capi/verify.cpp"));
+        .file(manifest_dir().join("src/capi/verify.cpp"))
+        // An op's attributes as one array.
+        .file(manifest_dir().join("src/capi/read.cpp"));
     build.try_compile("blueprint_dialects").map_err(|e| format!("compiling the dialects' C++: {e}"))?;
     Ok(())
 }

@@ -124,11 +124,10 @@ impl Encoder {
                 let number = self.block_number(mlir_sys::mlirOperationGetSuccessor(op, i));
                 self.u64(number);
             }
-            let attributes = mlir_sys::mlirOperationGetNumAttributes(op);
-            self.u64(attributes as u64);
-            for i in 0..attributes {
-                let named = mlir_sys::mlirOperationGetAttribute(op, i);
-                self.named_attribute(i as usize, named);
+            let attributes = crate::ir::named_attributes(op);
+            self.u64(attributes.len() as u64);
+            for (i, &named) in attributes.iter().enumerate() {
+                self.named_attribute(i, named);
             }
             let results = mlir_sys::mlirOperationGetNumResults(op);
             self.u64(results as u64);

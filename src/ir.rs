@@ -475,15 +475,35 @@ pub struct Attrs<'c> {
     entries: Vec<(&'c [u8], Attribute<'c>)>,
 }
 
+/// The attributes of `op` (`mlirOperationGetAttribute(op, i)` for each
+/// `i`), read in one call.
+///
+/// # Safety
+/// `op` is live; the slice is valid until its attributes change.
+#[must_use]
+pub unsafe fn named_attributes<'a>(op: mlir_sys::MlirOperation) -> &'a [mlir_sys::MlirNamedAttribute] {
+    let mut count: isize = 0;
+    // SAFETY: a live op (the caller's promise).
+    let data = unsafe { blueprintOperationGetAttributes(op, &mut count) };
+    if data.is_null() || count <= 0 {
+        return &[];
+    }
+    // SAFETY: MLIR's array of `count` attributes of the op.
+    unsafe { std::slice::from_raw_parts(data, count as usize) }
+}
+
+extern "C" {
+    fn blueprintOperationGetAttributes(op: mlir_sys::MlirOperation, count: *mut isize) -> *const mlir_sys::MlirNamedAttribute;
+}
+
 impl<'c> Attrs<'c> {
     #[must_use]
     pub fn of(op: OperationRef<'c, '_>) -> Self {
-        let raw = op.to_raw();
-        // SAFETY: a live op; names and attributes live as long as its context.
-        let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
-        let entries = (0..n)
-            .map(|i| unsafe {
-                let named = mlir_sys::mlirOperationGetAttribute(raw, i);
+        // SAFETY: a live op; names and attributes live as long as its
+        // context, and nothing changes them while this is read.
+        let entries = unsafe { named_attributes(op.to_raw()) }
+            .iter()
+            .map(|&named| unsafe {
                 let name = mlir_sys::mlirIdentifierStr(named.name);
                 let bytes = if name.data.is_null() { &[][..] } else { std::slice::from_raw_parts(name.data.cast::<u8>(), name.length) };
                 (bytes, Attribute::from_raw(named.attribute))

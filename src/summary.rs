@@ -306,11 +306,8 @@ impl<'c> TaskAttrs<'c> {
         let mut attrs = Self([mlir_sys::MlirAttribute { ptr: std::ptr::null() }; Self::SLOTS], std::marker::PhantomData);
         let raw = op.to_raw();
         // SAFETY: a live op; names and attributes live as long as its context.
-        let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
-        for i in 0..n {
-            let named = unsafe { mlir_sys::mlirOperationGetAttribute(raw, i) };
+        for (position, &named) in unsafe { crate::ir::named_attributes(raw) }.iter().enumerate() {
             let key = named.name.ptr as usize;
-            let position = i as usize;
             let slot = match names.last.get(position) {
                 Some(&(last, slot)) if last == key => slot,
                 _ => {

@@ -254,9 +254,7 @@ fn read_fields<'c, 'a>(op: OperationRef<'c, 'a>, layer: &Layer, names: &mut Name
     let mut fields = OpFields { op, id: None, sym_name: None, problems: Vec::new() };
     let raw = op.to_raw();
     // SAFETY: a live op; its names and attributes live as long as its context.
-    let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
-    for i in 0..n {
-        let named = unsafe { mlir_sys::mlirOperationGetAttribute(raw, i) };
+    for &named in unsafe { crate::ir::named_attributes(raw) } {
         let identifier = unsafe { melior::ir::Identifier::from_raw(named.name) };
         let name_ref = identifier.as_string_ref().to_raw();
         let name_bytes = if name_ref.data.is_null() {

@@ -22,9 +22,8 @@ pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
         let spec = kind.spec();
         let raw = op.to_raw();
         // SAFETY: a live op; its attribute names live as long as its context.
-        let n = unsafe { mlir_sys::mlirOperationGetNumAttributes(raw) };
-        for i in 0..n {
-            let identifier = unsafe { melior::ir::Identifier::from_raw(mlir_sys::mlirOperationGetAttribute(raw, i).name) };
+        for named in unsafe { crate::ir::named_attributes(raw) } {
+            let identifier = unsafe { melior::ir::Identifier::from_raw(named.name) };
             let address = identifier.as_string_ref().to_raw().data as usize;
             let allowed = *known.entry((kind, address)).or_insert_with(|| {
                 let name = crate::ir::identifier_str(identifier);
