@@ -21,7 +21,7 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::collective::Contribution;
-use super::dtype::{reduce_into, reduce_lines, ElementType, ReduceOp};
+use super::dtype::{reduce_into, reduce_lines, store_fence, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::StridedView;
 
@@ -156,7 +156,7 @@ unsafe fn reduce_direct(
 ) -> RtResult<()> {
     let es = dtype.size();
     // SAFETY: forwarded contract.
-    if unsafe { reduce_lines(dtype, op, inputs, outputs, lo / es, hi / es) } {
+    if unsafe { reduce_lines(dtype, op, inputs, outputs, lo / es, hi / es, stream) } {
         return Ok(());
     }
     // u64 words: aligned for every element type.
@@ -237,13 +237,4 @@ unsafe fn store(dst: *mut u8, src: &[u8], stream: bool) {
     let _ = stream;
     // SAFETY: forwarded contract.
     unsafe { ptr::copy_nonoverlapping(src.as_ptr(), dst, src.len()) };
-}
-
-/// Orders this thread's non-temporal stores before what it does next.
-fn store_fence() {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is baseline x86-64.
-    unsafe {
-        std::arch::x86_64::_mm_sfence();
-    }
 }
