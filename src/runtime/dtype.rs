@@ -319,9 +319,9 @@ unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool>(
     unsafe { fused_lines::<E, L, STREAM, true>(op, inputs, outputs, lo, hi) }
 }
 
-/// Whether every output is at the same offset within a cache line at
-/// element `lo` (the non-temporal path needs their line boundaries at the
-/// same elements).
+/// Whether every output starts at the same offset within a cache line, so
+/// that their line boundaries fall at the same elements (what the
+/// non-temporal path needs).
 fn same_line_offset(outputs: &[*mut u8]) -> bool {
     outputs.iter().all(|&o| (o as usize) % LINE == (outputs[0] as usize) % LINE)
 }
