@@ -331,8 +331,16 @@ fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: 
     if inputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) || outputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) {
         return false;
     }
+    // Outputs at different offsets within a line would take partial-line
+    // non-temporal stores, which the write-combining buffers flush one at
+    // a time (4-7x slower than ordinary stores here; composing whole lines
+    // from two reduced ones measured no better than ordinary stores): the
+    // caller's block path streams each output's whole lines instead.
+    if stream && !same_line_offset(outputs) {
+        return false;
+    }
     // Non-temporal stores exist on x86-64 only (SSE2 is baseline there).
-    let stream = stream && cfg!(target_arch = "x86_64") && !outputs.is_empty() && same_line_offset(outputs);
+    let stream = stream && cfg!(target_arch = "x86_64");
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: forwarded contract of `reduce_lines`; the CPU has AVX2.
@@ -357,13 +365,13 @@ fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: 
 }
 
 /// Elements `lo..hi` of every output = the fold of the inputs (in order)
-/// under `op`, a cache line at a time in registers. With `stream` (and
-/// every output at the same offset within a cache line), whole output
-/// lines are written with non-temporal stores, which skip reading each
-/// line in first (a third of the traffic of a large all-reduce); the
+/// under `op`, a cache line at a time in registers. With `stream`, whole
+/// output lines are written with non-temporal stores, which skip reading
+/// each line in first (a third of the traffic of a large all-reduce); the
 /// caller orders them with [`store_fence`] before publishing the result.
 /// False (nothing done) for the types with their own paths (`f16`,
-/// `bf16`, `i1`) or buffers not aligned for the element type. Bitwise
+/// `bf16`, `i1`), buffers not aligned for the element type, or `stream`
+/// with outputs at different offsets within a cache line. Bitwise
 /// [`reduce_into`] folded in order.
 ///
 /// # Safety
