@@ -188,21 +188,85 @@ fn combine_slices<E: Elem>(acc: &mut [u8], other: &[u8], op: ReduceOp) {
     }
 }
 
-/// The fused n-way reduction of elements `lo..hi`: one line (64 bytes) of
-/// every input folded in registers in input order, then stored into every
-/// output; no pass over an accumulator in memory.
+/// Bytes of a line of the fused reduction (and of a cache line).
+const LINE: usize = 64;
+
+/// Stores one line, 64-byte aligned, with non-temporal stores (no read for
+/// ownership; the line goes to memory through the write-combining buffers).
 ///
 /// # Safety
-/// As for [`reduce_lines`].
+/// `dst` is 64-byte aligned and valid for 64 bytes of writes; with `AVX`,
+/// the CPU has AVX.
+#[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn fused_lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) {
+unsafe fn stream_line<T, const AVX: bool>(dst: *mut u8, line: &T) {
+    use std::arch::x86_64::{__m128i, __m256i, _mm256_loadu_si256, _mm256_stream_si256, _mm_loadu_si128, _mm_stream_si128};
+    const { assert!(std::mem::size_of::<T>() == LINE) };
+    let src = (line as *const T).cast::<u8>();
+    // SAFETY: 64 bytes of `line` and of `dst` (aligned), per the contract.
+    unsafe {
+        if AVX {
+            for k in 0..2 {
+                _mm256_stream_si256(dst.add(32 * k).cast::<__m256i>(), _mm256_loadu_si256(src.add(32 * k).cast::<__m256i>()));
+            }
+        } else {
+            for k in 0..4 {
+                _mm_stream_si128(dst.add(16 * k).cast::<__m128i>(), _mm_loadu_si128(src.add(16 * k).cast::<__m128i>()));
+            }
+        }
+    }
+}
+
+/// The fused n-way reduction of elements `lo..hi`: one line (64 bytes) of
+/// every input folded in registers in input order, then stored into every
+/// output; no pass over an accumulator in memory. With `STREAM`, every
+/// output is at the same offset within a cache line (the caller checks):
+/// the elements up to the first line boundary of the outputs and those
+/// after the last one are done one at a time with ordinary stores, the
+/// whole lines between with non-temporal ones (`AVX`: 32 bytes at a time).
+///
+/// # Safety
+/// As for [`reduce_lines`]; with `AVX`, the CPU has AVX.
+#[inline(always)]
+unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: bool>(
+    op: ReduceOp,
+    inputs: &[*const u8],
+    outputs: &[*mut u8],
+    lo: usize,
+    hi: usize,
+) {
     let load = |p: *const u8, i: usize| -> [E; L] {
         // SAFETY: elements i..i+L of an input (forwarded contract).
         unsafe { std::ptr::read_unaligned(p.cast::<E>().add(i).cast::<[E; L]>()) }
     };
+    // Elements before the first line boundary of the outputs.
+    let head = if STREAM {
+        let offset = outputs[0].cast::<E>().wrapping_add(lo) as usize % LINE;
+        ((LINE - offset) % LINE / E::SIZE).min(hi - lo)
+    } else {
+        0
+    };
+    macro_rules! one {
+        ($op:expr, $i:expr) => {
+            // SAFETY: element i of every input and output (forwarded contract).
+            unsafe {
+                let i = $i;
+                let mut x = inputs[0].cast::<E>().add(i).read();
+                for &p in &inputs[1..] {
+                    x = E::combine(x, p.cast::<E>().add(i).read(), $op);
+                }
+                for &o in outputs {
+                    o.cast::<E>().add(i).write(x);
+                }
+            }
+        };
+    }
     macro_rules! run {
         ($op:expr) => {{
-            let mut i = lo;
+            for i in lo..lo + head {
+                one!($op, i);
+            }
+            let mut i = lo + head;
             while i + L <= hi {
                 let mut v = load(inputs[0], i);
                 for &p in &inputs[1..] {
@@ -212,22 +276,21 @@ unsafe fn fused_lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u
                     }
                 }
                 for &o in outputs {
+                    let dst = o.cast::<E>().wrapping_add(i);
+                    #[cfg(target_arch = "x86_64")]
+                    if STREAM {
+                        // SAFETY: a whole line of the output, 64-byte
+                        // aligned past the head (forwarded contract).
+                        unsafe { stream_line::<_, AVX>(dst.cast::<u8>(), &v) };
+                        continue;
+                    }
                     // SAFETY: elements i..i+L of an output (forwarded contract).
-                    unsafe { std::ptr::write_unaligned(o.cast::<E>().add(i).cast::<[E; L]>(), v) };
+                    unsafe { std::ptr::write_unaligned(dst.cast::<[E; L]>(), v) };
                 }
                 i += L;
             }
             for i in i..hi {
-                // SAFETY: element i of every input and output (forwarded contract).
-                unsafe {
-                    let mut x = inputs[0].cast::<E>().add(i).read();
-                    for &p in &inputs[1..] {
-                        x = E::combine(x, p.cast::<E>().add(i).read(), $op);
-                    }
-                    for &o in outputs {
-                        o.cast::<E>().add(i).write(x);
-                    }
-                }
+                one!($op, i);
             }
         }};
     }
@@ -245,48 +308,104 @@ unsafe fn fused_lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u
 /// As for [`reduce_lines`], on a CPU with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn fused_lines_avx2<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) {
-    // SAFETY: forwarded contract.
-    unsafe { fused_lines::<E, L>(op, inputs, outputs, lo, hi) }
+unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool>(
+    op: ReduceOp,
+    inputs: &[*const u8],
+    outputs: &[*mut u8],
+    lo: usize,
+    hi: usize,
+) {
+    // SAFETY: forwarded contract; AVX2 implies AVX.
+    unsafe { fused_lines::<E, L, STREAM, true>(op, inputs, outputs, lo, hi) }
 }
 
-fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) -> bool {
+/// Whether every output starts at the same offset within a cache line, so
+/// that their line boundaries fall at the same elements (what the
+/// non-temporal path needs).
+fn same_line_offset(outputs: &[*mut u8]) -> bool {
+    outputs.iter().all(|&o| (o as usize) % LINE == (outputs[0] as usize) % LINE)
+}
+
+fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize, stream: bool) -> bool {
     let align = std::mem::align_of::<E>();
     if inputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) || outputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) {
         return false;
     }
+    // Outputs at different offsets within a line would take partial-line
+    // non-temporal stores, which the write-combining buffers flush one at
+    // a time (4-7x slower than ordinary stores here; composing whole lines
+    // from two reduced ones measured no better than ordinary stores): the
+    // caller's block path streams each output's whole lines instead.
+    if stream && !same_line_offset(outputs) {
+        return false;
+    }
+    // Non-temporal stores exist on x86-64 only (SSE2 is baseline there).
+    let stream = stream && cfg!(target_arch = "x86_64");
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: forwarded contract of `reduce_lines`; the CPU has AVX2.
-        unsafe { fused_lines_avx2::<E, L>(op, inputs, outputs, lo, hi) };
+        unsafe {
+            if stream {
+                fused_lines_avx2::<E, L, true>(op, inputs, outputs, lo, hi)
+            } else {
+                fused_lines_avx2::<E, L, false>(op, inputs, outputs, lo, hi)
+            }
+        };
         return true;
     }
     // SAFETY: forwarded contract of `reduce_lines`.
-    unsafe { fused_lines::<E, L>(op, inputs, outputs, lo, hi) };
+    unsafe {
+        if stream {
+            fused_lines::<E, L, true, false>(op, inputs, outputs, lo, hi)
+        } else {
+            fused_lines::<E, L, false, false>(op, inputs, outputs, lo, hi)
+        }
+    };
     true
 }
 
 /// Elements `lo..hi` of every output = the fold of the inputs (in order)
-/// under `op`, a cache line at a time in registers, stored with ordinary
-/// stores (non-temporal 16-byte stores interleaved over the outputs were
-/// 2-4x slower here, erratically). False (nothing done) for
-/// the types with their own paths (`f16`, `bf16`, `i1`) or buffers not
-/// aligned for the element type. Bitwise [`reduce_into`] folded in order.
+/// under `op`, a cache line at a time in registers. With `stream`, whole
+/// output lines are written with non-temporal stores, which skip reading
+/// each line in first (a third of the traffic of a large all-reduce); the
+/// caller orders them with [`store_fence`] before publishing the result.
+/// False (nothing done) for the types with their own paths (`f16`,
+/// `bf16`, `i1`), buffers not aligned for the element type, or `stream`
+/// with outputs at different offsets within a cache line. Bitwise
+/// [`reduce_into`] folded in order.
 ///
 /// # Safety
 /// Every input and output holds at least `hi` packed elements of `ty`,
 /// valid for reads (inputs) and writes (outputs), with no one else writing
 /// the inputs' or touching the outputs' elements `lo..hi` meanwhile. An
 /// output may be an input: each line is read in full before it is stored.
-pub(crate) unsafe fn reduce_lines(ty: ElementType, op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize) -> bool {
+pub(crate) unsafe fn reduce_lines(
+    ty: ElementType,
+    op: ReduceOp,
+    inputs: &[*const u8],
+    outputs: &[*mut u8],
+    lo: usize,
+    hi: usize,
+    stream: bool,
+) -> bool {
     match ty {
-        ElementType::F64 => lines::<f64, 8>(op, inputs, outputs, lo, hi),
-        ElementType::F32 => lines::<f32, 16>(op, inputs, outputs, lo, hi),
-        ElementType::I64 | ElementType::Index => lines::<i64, 8>(op, inputs, outputs, lo, hi),
-        ElementType::I32 => lines::<i32, 16>(op, inputs, outputs, lo, hi),
-        ElementType::I16 => lines::<i16, 32>(op, inputs, outputs, lo, hi),
-        ElementType::I8 => lines::<i8, 64>(op, inputs, outputs, lo, hi),
+        ElementType::F64 => lines::<f64, 8>(op, inputs, outputs, lo, hi, stream),
+        ElementType::F32 => lines::<f32, 16>(op, inputs, outputs, lo, hi, stream),
+        ElementType::I64 | ElementType::Index => lines::<i64, 8>(op, inputs, outputs, lo, hi, stream),
+        ElementType::I32 => lines::<i32, 16>(op, inputs, outputs, lo, hi, stream),
+        ElementType::I16 => lines::<i16, 32>(op, inputs, outputs, lo, hi, stream),
+        ElementType::I8 => lines::<i8, 64>(op, inputs, outputs, lo, hi, stream),
         ElementType::F16 | ElementType::BF16 | ElementType::I1 => false,
+    }
+}
+
+/// Orders this thread's non-temporal stores before what it does next (a
+/// release store alone does not).
+pub(crate) fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is baseline x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_sfence();
     }
 }
 
@@ -418,6 +537,118 @@ mod tests {
                 assert_eq!(fast_bytes, &slow[..], "{ty:?} {op:?}");
             }
         }
+    }
+
+    /// The non-temporal path of the fused reduction is bitwise the element
+    /// rule folded in order, and writes only elements `lo..hi`: every plain
+    /// type and op, every output offset within a line (a head of 0 .. 63
+    /// bytes), ranges shorter than the head, ending mid-line or on a line,
+    /// inputs at other offsets, an output that is an input; SSE2 stores and,
+    /// where the CPU has it, AVX.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn streamed_lines_match_the_element_rule_bitwise() {
+        fn check<E: Plain, const L: usize>(keep: u64, bits: &mut impl FnMut() -> u64) {
+            let es = E::SIZE;
+            // 64-byte aligned storage plus `shift` bytes.
+            let at = |store: &mut Vec<u64>, shift: usize| -> *mut u8 {
+                let p = store.as_mut_ptr().cast::<u8>();
+                p.wrapping_add(p.align_offset(LINE) + shift)
+            };
+            for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
+                for shift in (0..LINE).step_by(es) {
+                    for (lo, len) in [(0, 0), (0, 1), (3, L - 1), (0, L), (1, L + 1), (0, 2 * L + 3), (5, 5 * L + 7)] {
+                        for in_place in [false, true] {
+                            let hi = lo + len;
+                            let words = (hi * es + 2 * LINE) / 8 + 1;
+                            let mut stores: Vec<Vec<u64>> = (0..5).map(|_| vec![0u64; words]).collect();
+                            // Three inputs at other offsets than the outputs.
+                            let ins: Vec<*mut u8> = (0..3).map(|k| at(&mut stores[k], (shift + (k + 1) * es) % LINE)).collect();
+                            let mut outs: Vec<*mut u8> = (3..5).map(|k| at(&mut stores[k], shift)).collect();
+                            for &p in ins.iter().chain(&outs) {
+                                for i in 0..hi + 1 {
+                                    let v = (bits() & keep).to_ne_bytes();
+                                    // SAFETY: element i of a buffer of more than hi + 1 elements.
+                                    unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p.add(i * es), es) };
+                                }
+                            }
+                            if in_place {
+                                // The first input is also an output (same line offset).
+                                let p = at(&mut stores[0], shift);
+                                // SAFETY: both hold hi + 1 elements.
+                                unsafe { std::ptr::copy(ins[0], p, (hi + 1) * es) };
+                                outs[0] = p;
+                            }
+                            let mut ins: Vec<*const u8> = ins.iter().map(|&p| p.cast_const()).collect();
+                            if in_place {
+                                ins[0] = outs[0];
+                            }
+                            // SAFETY: elements 0..=hi of every buffer.
+                            let bytes = |p: *const u8| unsafe { std::slice::from_raw_parts(p, (hi + 1) * es) }.to_vec();
+                            let mut expected: Vec<Vec<u8>> = outs.iter().map(|&p| bytes(p)).collect();
+                            for i in lo..hi {
+                                let r = i * es..(i + 1) * es;
+                                let mut x = E::load(&bytes(ins[0])[r.clone()]);
+                                for &p in &ins[1..] {
+                                    x = E::combine(x, E::load(&bytes(p)[r.clone()]), op);
+                                }
+                                for e in &mut expected {
+                                    x.store(&mut e[r.clone()]);
+                                }
+                            }
+                            let backup: Vec<Vec<u8>> = outs.iter().map(|&p| bytes(p)).collect();
+                            let restore = |outs: &[*mut u8]| {
+                                for (&p, b) in outs.iter().zip(&backup) {
+                                    // SAFETY: hi + 1 elements, as above.
+                                    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p, b.len()) };
+                                }
+                            };
+                            let mut avx = vec![false];
+                            if std::arch::is_x86_feature_detected!("avx2") {
+                                avx.push(true);
+                            }
+                            for with_avx in avx {
+                                restore(&outs);
+                                // SAFETY: every buffer holds hi + 1 elements, aligned for E
+                                // (LINE and the shifts are multiples of its size); the
+                                // outputs share a line offset; AVX2 only where present.
+                                unsafe {
+                                    if with_avx {
+                                        fused_lines_avx2::<E, L, true>(op, &ins, &outs, lo, hi);
+                                    } else {
+                                        fused_lines::<E, L, true, false>(op, &ins, &outs, lo, hi);
+                                    }
+                                }
+                                store_fence();
+                                for (k, (&p, e)) in outs.iter().zip(&expected).enumerate() {
+                                    assert_eq!(
+                                        bytes(p),
+                                        *e,
+                                        "{} {op:?} shift {shift} lo {lo} len {len} in place {in_place} avx {with_avx} output {k}",
+                                        std::any::type_name::<E>()
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut bits = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Floats: the top exponent bit cleared (finite values, so no NaN
+        // payload question), products that round and underflow.
+        check::<f32, 16>(0xbfff_ffff, &mut bits);
+        check::<f64, 8>(!(1 << 62), &mut bits);
+        check::<i64, 8>(!0, &mut bits);
+        check::<i32, 16>(!0, &mut bits);
+        check::<i16, 32>(!0, &mut bits);
+        check::<i8, 64>(!0, &mut bits);
     }
 
     #[test]

@@ -443,24 +443,24 @@ fn noise(r: usize, i: usize) -> u64 {
     x.wrapping_mul(0x94d0_49bb_1331_11eb) >> 16
 }
 
-/// All-reduces of `N` elements (several chunks, whole cache lines and a
+/// All-reduces of `n` elements (several chunks, whole cache lines and a
 /// tail) over participants out of order, against the fold in that order,
 /// bit for bit; `start(p, i, o, op)` calls the typed entry point.
 fn large_all_reduce<T: Copy + Send + Sync>(
+    n: usize,
     value: impl Fn(usize, usize) -> T + Sync,
     ops: &[OpRule<'_, T>],
     bits: impl Fn(T) -> u64,
     start: impl Fn(U, U, U, i32) -> i64 + Sync,
 ) {
-    const N: usize = 70_001;
     let order = [2usize, 0, 3, 1];
-    let inputs: Vec<Vec<T>> = (0..4).map(|r| (0..N).map(|i| value(r, i)).collect()).collect();
+    let inputs: Vec<Vec<T>> = (0..4).map(|r| (0..n).map(|i| value(r, i)).collect()).collect();
     let world = World::new(4);
     let results = world.run(|r| {
         ops.iter()
             .map(|&(op, _)| {
-                let input = OwnedMemRef::new(&[N as i64], inputs[r].clone());
-                let output = OwnedMemRef::new(&[N as i64], inputs[r].clone());
+                let input = OwnedMemRef::new(&[n as i64], inputs[r].clone());
+                let output = OwnedMemRef::new(&[n as i64], inputs[r].clone());
                 collective(&[2, 0, 3, 1], input, output, |p, i, o| start(p, i, o, op)).unwrap()
             })
             .collect::<Vec<_>>()
@@ -486,6 +486,7 @@ fn large_all_reduces_are_the_ordered_fold_bit_for_bit() {
     let nan_max = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else { a.max(b) };
     let nan_min = |a: f32, b: f32| if a.is_nan() || b.is_nan() { f32::NAN } else { a.min(b) };
     large_all_reduce(
+        70_001,
         f,
         &[(0, &|a, b| a + b), (1, &nan_max), (2, &nan_min), (3, &|a, b| a * b)],
         |v: f32| u64::from(v.to_bits()),
@@ -493,6 +494,7 @@ fn large_all_reduces_are_the_ordered_fold_bit_for_bit() {
         |p, i, o, op| unsafe { _bprt_all_reduce_f32(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
     );
     large_all_reduce(
+        70_001,
         |r, i| (noise(r, i) % 100_000) as f64 * 1e-3 - 50.0,
         &[(0, &|a, b| a + b), (3, &|a, b| a * b)],
         f64::to_bits,
@@ -500,6 +502,7 @@ fn large_all_reduces_are_the_ordered_fold_bit_for_bit() {
         |p, i, o, op| unsafe { _bprt_all_reduce_f64(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
     );
     large_all_reduce(
+        70_001,
         |r, i| noise(r, i) as i8,
         &[(0, &i8::wrapping_add), (1, &std::cmp::max), (3, &i8::wrapping_mul)],
         |v: i8| v as u8 as u64,
@@ -507,6 +510,7 @@ fn large_all_reduces_are_the_ordered_fold_bit_for_bit() {
         |p, i, o, op| unsafe { _bprt_all_reduce_i8(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
     );
     large_all_reduce(
+        70_001,
         |r, i| noise(r, i) as i64,
         &[(0, &i64::wrapping_add), (2, &std::cmp::min)],
         |v: i64| v as u64,
@@ -516,6 +520,7 @@ fn large_all_reduces_are_the_ordered_fold_bit_for_bit() {
     // Half precision: combined in f32, rounded back after every step.
     let h = |a: f16, b: f16| f16::from_f32(a.to_f32() + b.to_f32());
     large_all_reduce(
+        70_001,
         |r, i| f16::from_f32(f(r, i)),
         &[(0, &h)],
         |v: f16| u64::from(v.to_bits()),
@@ -524,8 +529,43 @@ fn large_all_reduces_are_the_ordered_fold_bit_for_bit() {
     );
     let b = |a: bf16, b: bf16| bf16::from_f32(a.to_f32() * b.to_f32());
     large_all_reduce(
+        70_001,
         |r, i| bf16::from_f32(f(r, i)),
         &[(3, &b)],
+        |v: bf16| u64::from(v.to_bits()),
+        // SAFETY: as above.
+        |p, i, o, op| unsafe { _bprt_all_reduce_bf16(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+}
+
+/// Messages large enough for the non-temporal stores
+/// (`STREAM_MIN_BYTES` of outputs in all), ending mid-line: the fused
+/// path (f32, i16) and the block path (bf16).
+#[test]
+fn streamed_all_reduces_are_the_ordered_fold_bit_for_bit() {
+    let elements = |size: usize| crate::runtime::shared_reduce::STREAM_MIN_BYTES / 4 / size + 13;
+    let f = |r: usize, i: usize| (noise(r, i) % 100_000) as f32 * 1e-2 - 500.0;
+    large_all_reduce(
+        elements(4),
+        f,
+        &[(0, &|a, b| a + b)],
+        |v: f32| u64::from(v.to_bits()),
+        // SAFETY: the descriptors live until the wait in `collective`.
+        |p, i, o, op| unsafe { _bprt_all_reduce_f32(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+    large_all_reduce(
+        elements(2),
+        |r, i| noise(r, i) as i16,
+        &[(1, &std::cmp::max)],
+        |v: i16| v as u16 as u64,
+        // SAFETY: as above.
+        |p, i, o, op| unsafe { _bprt_all_reduce_i16(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
+    );
+    let b = |a: bf16, b: bf16| bf16::from_f32(a.to_f32() + b.to_f32());
+    large_all_reduce(
+        elements(2),
+        |r, i| bf16::from_f32(f(r, i)),
+        &[(0, &b)],
         |v: bf16| u64::from(v.to_bits()),
         // SAFETY: as above.
         |p, i, o, op| unsafe { _bprt_all_reduce_bf16(0, p.0, p.1, i.0, i.1, o.0, o.1, op) },
