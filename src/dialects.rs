@@ -54,9 +54,7 @@ impl<'c> Builder<'c> {
     #[must_use]
     pub fn identifier(&self, name: &str) -> Identifier<'c> {
         // SAFETY: a live context; MLIR copies the string.
-        let raw = crate::intern::identifier(self.context, name, || unsafe { mlir_sys::mlirIdentifierGet(self.context, string_ref(name)) });
-        // SAFETY: made in this context, which outlives 'c.
-        unsafe { Identifier::from_raw(raw) }
+        unsafe { Identifier::from_raw(mlir_sys::mlirIdentifierGet(self.context, string_ref(name))) }
     }
 
     #[must_use]
@@ -268,7 +266,7 @@ impl<'c> Builder<'c> {
         // SAFETY: a live context; MLIR copies the name.
         let op_name =
             crate::intern::operation_name(self.context, name, || unsafe { blueprintOperationNameGet(self.context, string_ref(name)) });
-        let operands: Vec<mlir_sys::MlirValue> = operands.iter().map(|v| melior::ir::ValueLike::to_raw(v)).collect();
+        let operands: Vec<mlir_sys::MlirValue> = operands.iter().map(melior::ir::ValueLike::to_raw).collect();
         let results: Vec<mlir_sys::MlirType> = results.iter().map(|t| t.to_raw()).collect();
         let mut regions: Vec<mlir_sys::MlirRegion> = regions.into_iter().map(melior::ir::Region::into_raw).collect();
         // SAFETY: every handle is of this context; the op takes over the

@@ -4,73 +4,36 @@
 //! uniquer (a few hundred instructions); a plan of 400k tasks makes ten
 //! million of them.
 //!
-//! The table lives for one [`Scope`]: a pass (every `external_pass!`) or
-//! an import opens one on its context, and it is dropped when the scope
-//! ends, so no handle outlives what it was made for. Outside a scope (or
-//! for another context than the open one) [`crate::dialects::Builder`]
-//! asks MLIR directly: the results are the same handles.
+//! The table lives for one [`Scope`]: every `external_pass!` opens one on
+//! its context, and it is dropped when the scope ends, so no handle
+//! outlives what it was made for. Outside a scope (or for another context
+//! than the open one) [`crate::dialects::Builder`] asks MLIR directly: the
+//! results are the same handles.
 
-use std::{cell::RefCell, collections::HashMap, ffi::c_void, hash::BuildHasherDefault};
+use std::{cell::RefCell, ffi::c_void, hash::Hash};
 
 use mlir_sys::{MlirAttribute, MlirContext, MlirIdentifier, MlirType};
 
-/// FxHash (rustc's): short keys, no DoS concern inside one pass.
-#[derive(Default)]
-pub struct FxHasher(u64);
+use crate::ir::FxMap;
 
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
+/// A string spelled in the program, by address: static memory never holds
+/// another string, so no hashing or comparing of its bytes.
+type StaticKey = (usize, usize);
+
+fn static_key(text: &'static str) -> StaticKey {
+    (text.as_ptr() as usize, text.len())
 }
-
-impl std::hash::Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        for &b in chunks.remainder() {
-            self.add(u64::from(b));
-        }
-    }
-
-    fn write_u8(&mut self, value: u8) {
-        self.add(u64::from(value));
-    }
-
-    fn write_u64(&mut self, value: u64) {
-        self.add(value);
-    }
-
-    fn write_usize(&mut self, value: usize) {
-        self.add(value as u64);
-    }
-}
-
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 #[derive(Default)]
 struct Table {
     context: usize,
     depth: usize,
-    identifiers: FxMap<Box<str>, MlirIdentifier>,
-    /// Names spelled in the program (the generated builders'), by address:
-    /// static memory never holds another string.
-    static_identifiers: FxMap<(usize, usize), MlirIdentifier>,
-    /// Op names, by address (all spelled in the program).
-    operation_names: FxMap<(usize, usize), *const c_void>,
+    /// Attribute names of the generated builders.
+    identifiers: FxMap<StaticKey, MlirIdentifier>,
+    operation_names: FxMap<StaticKey, *const c_void>,
     /// Integer attributes by (signless width, value).
     integers: FxMap<(u32, i64), MlirAttribute>,
-    /// Types by their spelling's address.
-    types: FxMap<(usize, usize), MlirType>,
+    types: FxMap<StaticKey, MlirType>,
 }
 
 thread_local! {
@@ -124,87 +87,32 @@ impl Drop for Scope {
     }
 }
 
-/// `make()` once per key in the open table of `context`; every time
-/// without one.
-fn remembered<T: Copy>(
-    context: MlirContext,
-    lookup: impl FnOnce(&mut Table) -> Option<T>,
-    make: impl FnOnce() -> T,
-    store: impl FnOnce(&mut Table, T),
-) -> T {
+/// `make()` once per `key` of the map `map` picks in the open table of
+/// `context`; every time without one.
+fn remembered<K: Hash + Eq, V: Copy>(context: MlirContext, map: fn(&mut Table) -> &mut FxMap<K, V>, key: K, make: impl FnOnce() -> V) -> V {
     TABLE.with(|cell| {
         let Ok(mut slot) = cell.try_borrow_mut() else { return make() };
         match slot.as_mut() {
-            Some(table) if table.context == context.ptr as usize => {
-                if let Some(found) = lookup(table) {
-                    return found;
-                }
-                let made = make();
-                store(table, made);
-                made
-            }
+            Some(table) if table.context == context.ptr as usize => *map(table).entry(key).or_insert_with(make),
             _ => make(),
         }
     })
 }
 
-pub(crate) fn identifier(context: MlirContext, name: &str, make: impl FnOnce() -> MlirIdentifier) -> MlirIdentifier {
-    remembered(
-        context,
-        |t| t.identifiers.get(name).copied(),
-        make,
-        |t, v| {
-            t.identifiers.insert(name.into(), v);
-        },
-    )
-}
-
 pub(crate) fn static_identifier(context: MlirContext, name: &'static str, make: impl FnOnce() -> MlirIdentifier) -> MlirIdentifier {
-    let key = (name.as_ptr() as usize, name.len());
-    remembered(
-        context,
-        |t| t.static_identifiers.get(&key).copied(),
-        make,
-        |t, v| {
-            t.static_identifiers.insert(key, v);
-        },
-    )
+    remembered(context, |t| &mut t.identifiers, static_key(name), make)
 }
 
 pub(crate) fn operation_name(context: MlirContext, name: &'static str, make: impl FnOnce() -> *const c_void) -> *const c_void {
-    let key = (name.as_ptr() as usize, name.len());
-    remembered(
-        context,
-        |t| t.operation_names.get(&key).copied(),
-        make,
-        |t, v| {
-            t.operation_names.insert(key, v);
-        },
-    )
+    remembered(context, |t| &mut t.operation_names, static_key(name), make)
 }
 
 pub(crate) fn integer(context: MlirContext, width: u32, value: i64, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
-    let key = (width, value);
-    remembered(
-        context,
-        |t| t.integers.get(&key).copied(),
-        make,
-        |t, v| {
-            t.integers.insert(key, v);
-        },
-    )
+    remembered(context, |t| &mut t.integers, (width, value), make)
 }
 
 pub(crate) fn known_type(context: MlirContext, spelling: &'static str, make: impl FnOnce() -> MlirType) -> MlirType {
-    let key = (spelling.as_ptr() as usize, spelling.len());
-    remembered(
-        context,
-        |t| t.types.get(&key).copied(),
-        make,
-        |t, v| {
-            t.types.insert(key, v);
-        },
-    )
+    remembered(context, |t| &mut t.types, static_key(spelling), make)
 }
 
 #[cfg(test)]

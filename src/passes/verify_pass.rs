@@ -41,10 +41,9 @@ pub mod after_pass {
         "blueprint-verify",
         "Run MLIR's verifier, then Blueprint's layer verifiers",
         |op: OperationRef, pass: ExternalPass| {
-            // MLIR reports its own errors; Blueprint's rules assume valid IR.
             let ok = match super::take_appended(op) {
                 Some(first) => super::verify_appended(first),
-                None => op.verify() && verify_blueprint(op),
+                None => verify_module(op),
             };
             if !ok {
                 pass.signal_failure();
@@ -52,7 +51,15 @@ pub mod after_pass {
         }
     );
 
-    /// The same verifier after an upstream pass: always the whole module.
+    /// MLIR's verifier, then Blueprint's over the whole module (MLIR
+    /// reports its own errors; Blueprint's rules assume valid IR).
+    fn verify_module(op: OperationRef) -> bool {
+        op.verify() && verify_blueprint(op)
+    }
+
+    /// The same verifier after an upstream pass: always the whole module
+    /// (a layer appended earlier is no longer the last pass's doing; its
+    /// record is stale by then, see [`super::take_appended`]).
     pub mod whole {
         use super::*;
 
@@ -61,8 +68,7 @@ pub mod after_pass {
             "blueprint-verify",
             "Run MLIR's verifier, then Blueprint's layer verifiers",
             |op: OperationRef, pass: ExternalPass| {
-                super::super::forget_appended();
-                if !op.verify() || !verify_blueprint(op) {
+                if !verify_module(op) {
                     pass.signal_failure();
                 }
             }
@@ -88,10 +94,6 @@ thread_local! {
 pub(crate) fn appended(module: OperationRef, first: OperationRef) {
     let run = crate::pass_macro::current_run();
     APPENDED.with(|a| a.set(Some(Appended { module: module.to_raw().ptr as usize, first: first.to_raw(), run })));
-}
-
-fn forget_appended() {
-    APPENDED.with(|a| a.set(None));
 }
 
 /// The first appended op, if the pass run just before this one (this

@@ -1,8 +1,6 @@
 //! Rules about what each layer may contain: headers, unique ids and
 //! symbols, forbidden fields per layer, target names and target dialects.
 
-use std::collections::HashMap;
-
 use melior::ir::{operation::OperationLike, AttributeLike, OperationRef};
 
 use super::{position_of, Checker};
@@ -232,8 +230,7 @@ pub fn is_content_digest(digest: &str) -> bool {
 }
 
 fn check_unique<'c>(checker: &mut Checker, ops: &[OpFields<'c, '_>], field: impl Fn(&OpFields<'c, '_>) -> Option<&'c str>, what: &str) {
-    type Fx = std::hash::BuildHasherDefault<crate::intern::FxHasher>;
-    let mut seen: HashMap<&str, OperationRef, Fx> = HashMap::default();
+    let mut seen: crate::ir::FxMap<&str, OperationRef> = crate::ir::FxMap::default();
     for fields in ops {
         let op = fields.op;
         let Some(value) = field(fields) else { continue };

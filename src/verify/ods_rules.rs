@@ -3,8 +3,6 @@
 //! confinement of declared attributes are checked by the generated C++
 //! verifiers whenever IR is parsed or a pass ends.)
 
-use std::collections::HashMap;
-
 use melior::ir::OperationRef;
 
 use super::Checker;
@@ -16,8 +14,7 @@ const STRUCTURAL_ATTRIBUTES: [&str; 2] = ["operandSegmentSizes", "resultSegmentS
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
     // Whether a name is declared by a kind, by the name's uniqued address:
     // a step has many ops of few kinds with few distinct names.
-    type Fx = std::hash::BuildHasherDefault<crate::intern::FxHasher>;
-    let mut known: HashMap<(OpKind, usize), bool, Fx> = HashMap::default();
+    let mut known: crate::ir::FxMap<(OpKind, usize), bool> = crate::ir::FxMap::default();
     for &(kind, op) in ops {
         let spec = kind.spec();
         let raw = op.to_raw();
