@@ -903,29 +903,34 @@ fn emit_builder(out: &mut String, op: &OpDef) {
     );
     // Pushed in the byte order of their names, the order of MLIR's
     // dictionaries: MLIR then only checks the order instead of sorting
-    // the attributes of every op built.
-    let mut sorted: Vec<&Attribute> = op.attributes.iter().collect();
-    sorted.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-    let segments_at = sorted.partition_point(|a| a.name.as_bytes() < b"operandSegmentSizes".as_slice());
-    for (index, attr) in sorted.iter().enumerate() {
-        if op.operand_segments && index == segments_at {
-            out.push_str("            attributes.push(b.named(\"operandSegmentSizes\", b.i32_array(&segments)));\n");
-        }
-        let (_, convert) = attribute_field(&attr.kind);
-        if attr.kind == AttrKind::Unit {
-            let _ = writeln!(out, "            if self.optional.{} {{ attributes.push(b.named({:?}, b.unit())); }}", attr.name, attr.name);
-        } else if attr.optional {
-            let _ = writeln!(
-                out,
-                "            if let Some(f) = self.optional.{} {{ attributes.push(b.named({:?}, {convert})); }}",
-                attr.name, attr.name
-            );
-        } else {
-            let _ = writeln!(out, "            {{ let f = self.{}; attributes.push(b.named({:?}, {convert})); }}", attr.name, attr.name);
-        }
+    // the attributes of every op built. Their identifiers come in one
+    // lookup per op.
+    let mut names: Vec<&str> = op.attributes.iter().map(|a| a.name.as_str()).collect();
+    if op.operand_segments {
+        names.push("operandSegmentSizes");
     }
-    if op.operand_segments && segments_at == sorted.len() {
-        out.push_str("            attributes.push(b.named(\"operandSegmentSizes\", b.i32_array(&segments)));\n");
+    names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let list: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
+    let _ = writeln!(out, "            static NAMES: [&str; {}] = [{}];", names.len(), list.join(", "));
+    out.push_str(
+        "            let names = b.attribute_names(&NAMES);
+",
+    );
+    for (index, name) in names.iter().enumerate() {
+        if *name == "operandSegmentSizes" && op.operand_segments {
+            let _ = writeln!(out, "            attributes.push(crate::dialects::named(names[{index}], b.i32_array(&segments)));");
+            continue;
+        }
+        let Some(attr) = op.attributes.iter().find(|a| a.name == *name) else { continue };
+        let (_, convert) = attribute_field(&attr.kind);
+        let push = format!("attributes.push(crate::dialects::named(names[{index}], {convert}));");
+        if attr.kind == AttrKind::Unit {
+            let _ = writeln!(out, "            if self.optional.{} {{ {push} }}", attr.name);
+        } else if attr.optional {
+            let _ = writeln!(out, "            if let Some(f) = self.optional.{} {{ {push} }}", attr.name);
+        } else {
+            let _ = writeln!(out, "            {{ let f = self.{}; {push} }}", attr.name);
+        }
     }
     let regions = if op.regions.is_empty() { "Vec::new()" } else { "regions" };
     if op.inferred_results {

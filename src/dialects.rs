@@ -60,7 +60,18 @@ impl<'c> Builder<'c> {
     #[must_use]
     pub fn string(&self, text: &str) -> Attribute<'c> {
         // SAFETY: as above.
-        unsafe { Attribute::from_raw(mlir_sys::mlirStringAttrGet(self.context, string_ref(text))) }
+        let raw = crate::intern::string(self.context, text, || unsafe { mlir_sys::mlirStringAttrGet(self.context, string_ref(text)) });
+        // SAFETY: made in this context.
+        unsafe { Attribute::from_raw(raw) }
+    }
+
+    /// Lets the next [`Self::string`] of the same text return `attribute`
+    /// (a string attribute already at hand, such as the source op's id)
+    /// without asking MLIR's uniquer; no effect outside a pass's scope.
+    pub fn reuse_string(&self, attribute: Attribute<'c>) {
+        if attribute.is_string() {
+            crate::intern::reuse_string(self.context, attribute.to_raw());
+        }
     }
 
     #[must_use]
@@ -222,23 +233,12 @@ impl<'c> Builder<'c> {
         unsafe { Location::from_raw(mlir_sys::mlirLocationNameGet(self.context, string_ref(name), parent.to_raw())) }
     }
 
-    /// A location named by a string attribute already made (a task's id).
+    /// The identifiers of an op's attribute names, in `names`' order: the
+    /// generated builders ask once per op they build.
     #[must_use]
-    pub fn named_location_of(&self, name: Attribute<'c>, parent: Location<'c>) -> Location<'c> {
-        if !name.is_string() {
-            return parent;
-        }
-        // SAFETY: a string attribute and a location of this context.
-        unsafe { Location::from_raw(blueprintNameLocGet(name.to_raw(), parent.to_raw())) }
-    }
-
-    /// One attribute of an op being built.
-    #[must_use]
-    pub fn named(&self, name: &'static str, value: Attribute<'c>) -> mlir_sys::MlirNamedAttribute {
-        // SAFETY: a live context; MLIR copies the string.
-        let name =
-            crate::intern::static_identifier(self.context, name, || unsafe { mlir_sys::mlirIdentifierGet(self.context, string_ref(name)) });
-        mlir_sys::MlirNamedAttribute { name, attribute: value.to_raw() }
+    pub fn attribute_names<const K: usize>(&self, names: &'static [&'static str; K]) -> [mlir_sys::MlirIdentifier; K] {
+        // SAFETY: a live context; MLIR copies the strings.
+        crate::intern::attribute_names(self.context, names, |name| unsafe { mlir_sys::mlirIdentifierGet(self.context, string_ref(name)) })
     }
 
     /// Creates the op `name` (one of Blueprint's or an upstream one)
@@ -293,6 +293,12 @@ impl<'c> Builder<'c> {
     }
 }
 
+/// One attribute of an op being built.
+#[must_use]
+pub fn named(name: mlir_sys::MlirIdentifier, value: Attribute) -> mlir_sys::MlirNamedAttribute {
+    mlir_sys::MlirNamedAttribute { name, attribute: value.to_raw() }
+}
+
 extern "C" {
     fn blueprintOperationNameGet(context: mlir_sys::MlirContext, name: mlir_sys::MlirStringRef) -> *const std::ffi::c_void;
     #[allow(clippy::too_many_arguments)]
@@ -308,7 +314,6 @@ extern "C" {
         n_regions: isize,
         regions: *mut mlir_sys::MlirRegion,
     ) -> mlir_sys::MlirOperation;
-    fn blueprintNameLocGet(name: mlir_sys::MlirAttribute, child: mlir_sys::MlirLocation) -> mlir_sys::MlirLocation;
 }
 
 impl<'c> Builder<'c> {

@@ -65,10 +65,11 @@ struct Encoder {
     /// in first-use order (all are uniqued, so the pointer names the text,
     /// which is encoded at first use only).
     printed: PtrMap<u64>,
-    /// Number of each (attribute name, attribute) pair of an op, in
-    /// first-use order: both are uniqued, so the pair of pointers names
-    /// the pair, encoded in full at its first use only. Most of a layer's
-    /// attributes repeat (phases, slices, block and microbatch indices).
+    /// Number of each (attribute name, attribute) pair of an op other
+    /// than a string, in first-use order: both are uniqued, so the pair of
+    /// pointers names the pair, encoded in full at its first use only.
+    /// Most of a layer's attributes repeat (phases, slices, block and
+    /// microbatch indices).
     named: NamedMap,
     /// The pairs of the last op encoded, by position, with their numbers:
     /// ops of a kind list their names in the same order and repeat many
@@ -207,6 +208,16 @@ impl Encoder {
                 self.u64(number);
                 return;
             }
+        }
+        // A string is mostly a task's own id, never seen again: written out
+        // in full rather than numbered (the table would only grow).
+        if unsafe { mlir_sys::mlirAttributeIsAString(named.attribute) } {
+            self.bytes.push(b'N');
+            unsafe {
+                self.name(named.name);
+                self.attribute(named.attribute);
+            }
+            return;
         }
         let next = self.named.len() as u64;
         let number = *self.named.entry(key).or_insert(next);

@@ -28,12 +28,15 @@ fn static_key(text: &'static str) -> StaticKey {
 struct Table {
     context: usize,
     depth: usize,
-    /// Attribute names of the generated builders.
-    identifiers: FxMap<StaticKey, MlirIdentifier>,
+    /// Attribute names of the generated builders, all of one op's at once
+    /// (keyed by the address of its static list).
+    attribute_names: FxMap<usize, Box<[MlirIdentifier]>>,
     operation_names: FxMap<StaticKey, *const c_void>,
     /// Integer attributes by (signless width, value).
     integers: FxMap<(u32, i64), MlirAttribute>,
     types: FxMap<StaticKey, MlirType>,
+    /// The string attribute made last: a task's id is also its lineage.
+    last_string: Option<MlirAttribute>,
 }
 
 thread_local! {
@@ -99,8 +102,23 @@ fn remembered<K: Hash + Eq, V: Copy>(context: MlirContext, map: fn(&mut Table) -
     })
 }
 
-pub(crate) fn static_identifier(context: MlirContext, name: &'static str, make: impl FnOnce() -> MlirIdentifier) -> MlirIdentifier {
-    remembered(context, |t| &mut t.identifiers, static_key(name), make)
+/// The identifiers of an op's attribute names (`make` of each once per
+/// table): one lookup per op built rather than one per attribute.
+pub(crate) fn attribute_names<const K: usize>(
+    context: MlirContext,
+    names: &'static [&'static str; K],
+    make: impl Fn(&'static str) -> MlirIdentifier,
+) -> [MlirIdentifier; K] {
+    TABLE.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return names.map(&make) };
+        match slot.as_mut() {
+            Some(table) if table.context == context.ptr as usize => {
+                let known = table.attribute_names.entry(names.as_ptr() as usize).or_insert_with(|| names.map(&make).into());
+                std::array::from_fn(|i| known[i])
+            }
+            _ => names.map(&make),
+        }
+    })
 }
 
 pub(crate) fn operation_name(context: MlirContext, name: &'static str, make: impl FnOnce() -> *const c_void) -> *const c_void {
@@ -109,6 +127,45 @@ pub(crate) fn operation_name(context: MlirContext, name: &'static str, make: imp
 
 pub(crate) fn integer(context: MlirContext, width: u32, value: i64, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
     remembered(context, |t| &mut t.integers, (width, value), make)
+}
+
+/// The string attribute of `text`: the one made last if it holds the
+/// same text, else `make()`.
+pub(crate) fn string(context: MlirContext, text: &str, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
+    TABLE.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else { return make() };
+        match slot.as_mut() {
+            Some(table) if table.context == context.ptr as usize => {
+                if let Some(last) = table.last_string {
+                    // SAFETY: a string attribute of the open context.
+                    let held = unsafe { mlir_sys::mlirStringAttrGetValue(last) };
+                    let bytes = if held.data.is_null() {
+                        &[][..]
+                    } else {
+                        unsafe { std::slice::from_raw_parts(held.data.cast::<u8>(), held.length) }
+                    };
+                    if bytes == text.as_bytes() {
+                        return last;
+                    }
+                }
+                let made = make();
+                table.last_string = Some(made);
+                made
+            }
+            _ => make(),
+        }
+    })
+}
+
+/// Makes `attribute` (a string attribute of `context`) the one made last.
+pub(crate) fn reuse_string(context: MlirContext, attribute: MlirAttribute) {
+    TABLE.with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            if let Some(table) = slot.as_mut().filter(|t| t.context == context.ptr as usize) {
+                table.last_string = Some(attribute);
+            }
+        }
+    });
 }
 
 pub(crate) fn known_type(context: MlirContext, spelling: &'static str, make: impl FnOnce() -> MlirType) -> MlirType {
@@ -139,6 +196,20 @@ mod tests {
                     (builder_a.identifier("ops").to_raw().ptr, builder_a.count(7).to_raw().ptr, builder_a.plan_token().to_raw().ptr);
                 assert_eq!(inside, outside);
             }
+            // One op's names at once, each MLIR's own identifier.
+            static NAMES: [&str; 2] = ["id", "ops"];
+            for _ in 0..2 {
+                let names = builder_a.attribute_names(&NAMES);
+                assert_eq!(names.map(|n| n.ptr), [builder_a.identifier("id").to_raw().ptr, builder_a.identifier("ops").to_raw().ptr]);
+            }
+            // The last string is served again only for the same text.
+            let text = |a: melior::ir::Attribute| melior::ir::attribute::StringAttribute::try_from(a).map(|s| s.value().to_string());
+            let made = builder_a.string("s0.fwd@mb0");
+            builder_a.reuse_string(made);
+            assert_eq!(builder_a.string("s0.fwd@mb0"), made);
+            let other = builder_a.string("s0.fwd@mb1");
+            assert_eq!(text(other).as_deref(), Ok("s0.fwd@mb1"));
+            assert_eq!(text(builder_a.string("s0.fwd@mb0")).as_deref(), Ok("s0.fwd@mb0"));
             // The other context's builder is not served from this table.
             let seven = builder_b.count(7);
             assert_eq!(unsafe { mlir_sys::mlirAttributeGetContext(seven.to_raw()) }.ptr, b.to_raw().ptr);

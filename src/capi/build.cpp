@@ -67,9 +67,3 @@ extern "C" MlirOperation blueprintOperationCreate(MlirLocation location, const v
   }
   return wrap(op);
 }
-
-// A named location from an existing name attribute (the task's id, already
-// made for its `id` attribute).
-extern "C" MlirLocation blueprintNameLocGet(MlirAttribute name, MlirLocation child) {
-  return wrap(Location(NameLoc::get(llvm::cast<StringAttr>(unwrap(name)), unwrap(child))));
-}

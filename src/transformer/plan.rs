@@ -66,10 +66,15 @@ pub mod inference {
 
 fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &str) -> Result<(), Failure<'c, 'a>> {
     let ops = collect_ops(module);
-    if let Some(existing) = ops.iter().find(|op| dialect_of(&name_of(**op)) == "plan") {
+    // Each op's kind once: every later loop reads this array, not the ops
+    // (touching 400k ops again is a cache miss each).
+    let ops: Vec<(OperationRef, Option<OpKind>)> = ops.into_iter().map(|op| (op, OpKind::of(op))).collect();
+    let is_plan =
+        |(op, kind): &(OperationRef, Option<OpKind>)| kind.map_or_else(|| dialect_of(&name_of(*op)) == "plan", |k| k.dialect() == "plan");
+    if let Some((existing, _)) = ops.iter().find(|entry| is_plan(entry)) {
         return Err((*existing, format!("{pass}: the module already holds a plan")));
     }
-    if !ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistHeader)) {
+    if !ops.iter().any(|(_, kind)| *kind == Some(OpKind::DistHeader)) {
         return Err((
             module,
             format!(
@@ -78,10 +83,11 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
             ),
         ));
     }
-    let meshes = Meshes::of(&ops);
+    let mesh_ops: Vec<OperationRef> = ops.iter().filter(|(_, k)| *k == Some(OpKind::DistMesh)).map(|(op, _)| *op).collect();
+    let meshes = Meshes::of(&mesh_ops);
     // Validate every op first: nothing is built for an input that fails.
-    for &op in &ops {
-        let Some(kind) = OpKind::of(op) else { continue };
+    for &(op, kind) in &ops {
+        let Some(kind) = kind else { continue };
         if kind.dialect() != "dist" {
             continue;
         }
@@ -124,7 +130,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
 fn emit_plan<'c>(
     generated: &Module<'c>,
     module: OperationRef,
-    ops: &[OperationRef],
+    ops: &[(OperationRef, Option<OpKind>)],
     meshes: &Meshes,
     digest: &str,
 ) -> Result<(), BuildError> {
@@ -135,8 +141,8 @@ fn emit_plan<'c>(
         plan::Header { schema_name: "blueprint.plan", schema_version: "1.0", source_digest: digest, optional: Default::default() }
             .build(&b, anchor),
     )?;
-    for &op in ops {
-        if OpKind::of(op) == Some(OpKind::DistPipeline) {
+    for &(op, kind) in ops {
+        if kind == Some(OpKind::DistPipeline) {
             // (Plan symbols live beside the dist program's: prefixed.)
             let name = planned_symbol(str_attr(op, "sym_name").unwrap_or_default());
             top.push(
@@ -168,8 +174,8 @@ fn emit_plan<'c>(
         )
     };
     let positive = |op: OperationRef, name: &str| int_attr(op, name).and_then(|v| u64::try_from(v).ok());
-    for &op in ops {
-        match OpKind::of(op) {
+    for &(op, kind) in ops {
+        match kind {
             Some(OpKind::DistMemory) => {
                 let id = str_attr(op, "id").unwrap_or_default();
                 let kind = enum_attr::<MemoryKind>(op, "kind").unwrap_or(MemoryKind::Weight);
@@ -204,8 +210,8 @@ fn emit_plan<'c>(
     let plan_token = b.plan_token();
     // Plan token of each dist token (keyed by the raw value).
     let mut tokens: TokenMap = TokenMap::default();
-    for &op in ops {
-        if OpKind::of(op) != Some(OpKind::DistChunk) {
+    for &(op, kind) in ops {
+        if kind != Some(OpKind::DistChunk) {
             continue;
         }
         let mut regions = Vec::with_capacity(2);
@@ -222,7 +228,7 @@ fn emit_plan<'c>(
                 let e = Emitter::new(b, block, op.location());
                 let mut last = block.argument(0).ok().map(Value::from);
                 for task in block_ops(source) {
-                    if let Some(token) = plan_task(&e, task, meshes, plan_token, &mut tokens)? {
+                    if let Some(token) = plan_task(&e, task, OpKind::of(task), meshes, plan_token, &mut tokens)? {
                         last = Some(token);
                     }
                 }
@@ -244,8 +250,8 @@ fn emit_plan<'c>(
             .build(&b, op.location(), regions),
         )?;
     }
-    for &op in ops {
-        if OpKind::of(op) == Some(OpKind::DistSchedule) {
+    for &(op, kind) in ops {
+        if kind == Some(OpKind::DistSchedule) {
             let slots = i64_array_attr(op, "slots").unwrap_or_default();
             top.push(
                 plan::Schedule {
@@ -259,14 +265,14 @@ fn emit_plan<'c>(
         }
     }
     // Tasks outside chunks (a flat or unrolled program) go in one function.
-    let flat: Vec<OperationRef> = ops.iter().copied().filter(|op| is_task(*op) && !in_chunk(*op)).collect();
-    if !flat.is_empty() || !ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistChunk)) {
-        let unrolled = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::DistPipeline));
+    let flat: Vec<(OperationRef, Option<OpKind>)> = ops.iter().copied().filter(|(op, kind)| is_task(*kind) && !in_chunk(*op)).collect();
+    if !flat.is_empty() || !ops.iter().any(|(_, kind)| *kind == Some(OpKind::DistChunk)) {
+        let unrolled = ops.iter().any(|(_, kind)| *kind == Some(OpKind::DistPipeline));
         let function = top.push(b.func(if unrolled { "step_plan" } else { "decoder_block_plan" }, &[], &[], anchor))?;
         let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
         let e = Emitter::new(b, body, anchor);
-        for op in flat {
-            plan_task(&e, op, meshes, plan_token, &mut tokens)?;
+        for (op, kind) in flat {
+            plan_task(&e, op, kind, meshes, plan_token, &mut tokens)?;
         }
         e.push(b.func_return(&[], anchor))?;
     }
@@ -293,8 +299,8 @@ fn block_ops<'c, 'a>(block: melior::ir::BlockRef<'c, 'a>) -> Vec<OperationRef<'c
     ops
 }
 
-fn is_task(op: OperationRef) -> bool {
-    OpKind::of(op).is_some_and(|k| k == OpKind::DistCompute || (k.is_communication() && !k.is_async()))
+fn is_task(kind: Option<OpKind>) -> bool {
+    kind.is_some_and(|k| k == OpKind::DistCompute || (k.is_communication() && !k.is_async()))
 }
 
 fn in_chunk(op: OperationRef) -> bool {
@@ -306,14 +312,12 @@ fn in_chunk(op: OperationRef) -> bool {
 fn plan_task<'c, 'a>(
     e: &Emitter<'c, 'a>,
     op: OperationRef<'c, '_>,
+    kind: Option<OpKind>,
     meshes: &Meshes,
     plan_token: melior::ir::Type<'c>,
     tokens: &mut TokenMap<'c, 'a>,
 ) -> Result<Option<Value<'c, 'a>>, BuildError> {
-    let Some(kind) = OpKind::of(op) else { return Ok(None) };
-    if !is_task(op) {
-        return Ok(None);
-    }
+    let Some(kind) = kind.filter(|k| is_task(Some(*k))) else { return Ok(None) };
     let b = e.b;
     // Each attribute is read from one pass over the op's attributes.
     let attrs = Attrs::of(op);
@@ -324,8 +328,13 @@ fn plan_task<'c, 'a>(
     let id = attrs.str("id").unwrap_or_default();
     let phase = attrs.enumerated::<Phase>("phase").unwrap_or(Phase::Forward);
     let mesh = attrs.symbol("mesh").and_then(|m| meshes.get(m));
-    // (Named by the dist task's own id attribute: no second string lookup.)
-    let named_location = attrs.get("id").map_or_else(|| op.location(), |name| b.named_location_of(name, op.location()));
+    // The task keeps its dist task's location (named by the same id when
+    // the dist program was built here), as rewrites keep their source op's.
+    let location = op.location();
+    // The plan task's id and lineage are this attribute again.
+    if let Some(name) = attrs.get("id") {
+        b.reuse_string(name);
+    }
     let built = if kind == OpKind::DistCompute {
         let capability = match attrs.enumerated::<Engine>("engine") {
             Some(Engine::Matrix) => ComputeCapability::MatrixMultiply,
@@ -351,7 +360,7 @@ fn plan_task<'c, 'a>(
             results: &[plan_token],
             optional: plan::ComputeTaskOptional { shared_by: positive("shared_by"), block, stage, chunk, microbatch, ..Default::default() },
         }
-        .build(&b, named_location)
+        .build(&b, location)
     } else {
         let capability = communication_capability(kind);
         let axes = attrs.get("mesh_axes").and_then(string_list);
@@ -390,7 +399,7 @@ fn plan_task<'c, 'a>(
                 ..Default::default()
             },
         }
-        .build(&b, named_location)
+        .build(&b, location)
     };
     let token = result(e.push(built)?, 0);
     if let Ok(dist_token) = op.result(0) {
