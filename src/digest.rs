@@ -21,7 +21,15 @@ use crate::ir::{dialect_of, PtrMap};
 /// at the top level of `module`.
 #[must_use]
 pub fn layer_digest(module: OperationRef, dialect: &str) -> String {
-    let mut encoder = Encoder::default();
+    layer_digest_visiting(module, dialect, |_| {})
+}
+
+/// [`layer_digest`], calling `visit` on every op it encodes, in pre-order
+/// (the order of a walk): a pass that reads each op anyway reads it while
+/// the encoder has it in cache.
+#[must_use]
+pub fn layer_digest_visiting(module: OperationRef, dialect: &str, mut visit: impl FnMut(MlirOperation)) -> String {
+    let mut encoder = Encoder { visit: Some(&mut visit), ..Encoder::default() };
     for op in crate::ir::region_ops(module, 0) {
         if holds_dialect(op, dialect) {
             // SAFETY: a live op of the module, walked while the module lives.
@@ -53,7 +61,9 @@ fn holds_dialect(op: OperationRef, dialect: &str) -> bool {
 /// Every variable-length item is length-prefixed and every attribute kind
 /// tagged, so distinct IR cannot encode to the same bytes.
 #[derive(Default)]
-struct Encoder {
+struct Encoder<'v> {
+    /// Called on each op as it is encoded.
+    visit: Option<&'v mut dyn FnMut(MlirOperation)>,
     hasher: Sha256,
     bytes: Vec<u8>,
     /// Number of each value defined in the encoded ops, in definition order.
@@ -82,7 +92,7 @@ type NamedMap = std::collections::HashMap<(usize, usize), u64, std::hash::BuildH
 
 const FLUSH_AT: usize = 1 << 16;
 
-impl Encoder {
+impl Encoder<'_> {
     fn flush_if_large(&mut self) {
         if self.bytes.len() >= FLUSH_AT {
             self.hasher.update(&self.bytes);
@@ -111,6 +121,9 @@ impl Encoder {
     }
 
     unsafe fn op(&mut self, op: MlirOperation) {
+        if let Some(visit) = self.visit.as_mut() {
+            visit(op);
+        }
         unsafe {
             self.bytes.push(b'O');
             self.name(mlir_sys::mlirOperationGetName(op));

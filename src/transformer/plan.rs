@@ -19,10 +19,10 @@ use melior::{
 use super::{emit::Emitter, Failure};
 use crate::{
     dialects::{plan, result, BuildError, Builder},
-    digest::layer_digest,
+    digest::layer_digest_visiting,
     ir::{
-        collect_ops, defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of, str_attr, string_list, string_list_list,
-        symbol_attr, tensor_element, tensor_shape, type_string, Attrs,
+        defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of, str_attr, string_list, string_list_list, symbol_attr,
+        tensor_element, tensor_shape, type_string, Attrs,
     },
     mesh::Meshes,
     ods::{
@@ -65,10 +65,7 @@ pub mod inference {
 }
 
 fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &str) -> Result<(), Failure<'c, 'a>> {
-    let ops = collect_ops(module);
-    // Each op's kind once: every later loop reads this array, not the ops
-    // (touching 400k ops again is a cache miss each).
-    let ops: Vec<(OperationRef, Option<OpKind>)> = ops.into_iter().map(|op| (op, OpKind::of(op))).collect();
+    let ops = ops_and_kinds(module);
     let is_plan =
         |(op, kind): &(OperationRef, Option<OpKind>)| kind.map_or_else(|| dialect_of(&name_of(*op)) == "plan", |k| k.dialect() == "plan");
     if let Some((existing, _)) = ops.iter().find(|entry| is_plan(entry)) {
@@ -85,6 +82,20 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
     }
     let mesh_ops: Vec<OperationRef> = ops.iter().filter(|(_, k)| *k == Some(OpKind::DistMesh)).map(|(op, _)| *op).collect();
     let meshes = Meshes::of(&mesh_ops);
+    // The digest reads every dist op; each task's facts are checked as it
+    // does (while the op is in cache), the first failure kept for the
+    // validation below, which reports failures in program order.
+    let mut overflowing = None;
+    let digest = layer_digest_visiting(module, "dist", |raw| {
+        // SAFETY: the encoder visits live ops of the module.
+        let op = unsafe { OperationRef::from_raw(raw) };
+        if overflowing.is_none()
+            && OpKind::of(op) == Some(OpKind::DistCompute)
+            && count(op, "read_bytes").checked_add(count(op, "write_bytes")).is_none_or(|d| i64::try_from(d).is_err())
+        {
+            overflowing = Some(raw.ptr);
+        }
+    });
     // Validate every op first: nothing is built for an input that fails.
     for &(op, kind) in &ops {
         let Some(kind) = kind else { continue };
@@ -103,9 +114,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
                 }
             }
             // Plan facts are i64 attributes: read + write must fit, exactly.
-            OpKind::DistCompute
-                if count(op, "read_bytes").checked_add(count(op, "write_bytes")).is_none_or(|d| i64::try_from(d).is_err()) =>
-            {
+            OpKind::DistCompute if overflowing == Some(op.to_raw().ptr) => {
                 let id = str_attr(op, "id").unwrap_or_default();
                 return Err((op, format!("{pass}: memory demand of task '{id}' (read_bytes + write_bytes) exceeds 2^63 - 1 bytes")));
             }
@@ -123,8 +132,20 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
             }
         }
     }
-    let digest = layer_digest(module, "dist");
     emit_plan(generated, module, &ops, &meshes, &digest).map_err(|e| (module, e.to_string()))
+}
+
+/// Every op of `module` (pre-order) with its kind, read in the one walk:
+/// the later loops read this array, not the ops (touching 400k ops again
+/// is a cache miss each).
+fn ops_and_kinds<'c, 'a>(module: OperationRef<'c, 'a>) -> Vec<(OperationRef<'c, 'a>, Option<OpKind>)> {
+    let mut raw = Vec::new();
+    module.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
+        raw.push((op.to_raw(), OpKind::of(op)));
+        melior::ir::operation::WalkResult::Advance
+    });
+    // SAFETY: ops of `module`, which outlives 'a.
+    raw.into_iter().map(|(r, kind)| (unsafe { OperationRef::from_raw(r) }, kind)).collect()
 }
 
 fn emit_plan<'c>(
