@@ -815,15 +815,15 @@ fn kind_expr(kind: &AttrKind) -> String {
 fn attribute_field(kind: &AttrKind) -> (String, String) {
     let conversion = |expr: &str| expr.to_string();
     match kind {
-        AttrKind::String => ("&'a str".into(), conversion("b.string(f)")),
-        AttrKind::SymbolRef => ("&'a str".into(), conversion("b.symbol(f)")),
-        AttrKind::Integer => ("i64".into(), conversion("b.i64(f)")),
-        AttrKind::NonNegativeInteger | AttrKind::PositiveInteger | AttrKind::PowerOfTwoInteger => ("u64".into(), conversion("b.count(f)")),
-        AttrKind::Float => ("f64".into(), conversion("b.f64(f)")),
-        AttrKind::DenseI64Array => ("&'a [i64]".into(), conversion("b.i64_array(f)")),
-        AttrKind::Unit => ("bool".into(), conversion("b.unit()")),
-        AttrKind::Enum(e) if e.bits => ("i64".into(), conversion("b.enum_case(f)")),
-        AttrKind::Enum(e) => (format!("crate::ods::{}", e.name), conversion("b.enum_case(f.value())")),
+        AttrKind::String => ("&'a str".into(), conversion("a.string(f)")),
+        AttrKind::SymbolRef => ("&'a str".into(), conversion("a.symbol(f)")),
+        AttrKind::Integer => ("i64".into(), conversion("a.i64(f)")),
+        AttrKind::NonNegativeInteger | AttrKind::PositiveInteger | AttrKind::PowerOfTwoInteger => ("u64".into(), conversion("a.count(f)")),
+        AttrKind::Float => ("f64".into(), conversion("a.f64(f)")),
+        AttrKind::DenseI64Array => ("&'a [i64]".into(), conversion("a.i64_array(f)")),
+        AttrKind::Unit => ("bool".into(), conversion("a.unit()")),
+        AttrKind::Enum(e) if e.bits => ("i64".into(), conversion("a.enum_case(f)")),
+        AttrKind::Enum(e) => (format!("crate::ods::{}", e.name), conversion("a.enum_case(f.value())")),
         AttrKind::Array | AttrKind::IntegerOrSymbolRef => ("::melior::ir::Attribute<'c>".into(), conversion("f")),
     }
 }
@@ -912,13 +912,10 @@ fn emit_builder(out: &mut String, op: &OpDef) {
     names.sort_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     let list: Vec<String> = names.iter().map(|n| format!("{n:?}")).collect();
     let _ = writeln!(out, "            static NAMES: [&str; {}] = [{}];", names.len(), list.join(", "));
-    out.push_str(
-        "            let names = b.attribute_names(&NAMES);
-",
-    );
+    out.push_str("            b.with_attributes(&NAMES, |names, a| {\n");
     for (index, name) in names.iter().enumerate() {
         if *name == "operandSegmentSizes" && op.operand_segments {
-            let _ = writeln!(out, "            attributes.push(crate::dialects::named(names[{index}], b.i32_array(&segments)));");
+            let _ = writeln!(out, "            attributes.push(crate::dialects::named(names[{index}], a.i32_array(&segments)));");
             continue;
         }
         let Some(attr) = op.attributes.iter().find(|a| a.name == *name) else { continue };
@@ -932,6 +929,7 @@ fn emit_builder(out: &mut String, op: &OpDef) {
             let _ = writeln!(out, "            {{ let f = self.{}; {push} }}", attr.name);
         }
     }
+    out.push_str("            });\n");
     let regions = if op.regions.is_empty() { "Vec::new()" } else { "regions" };
     if op.inferred_results {
         // `AllTypesMatch<["input", "result"]>`: the data result has the

@@ -233,12 +233,22 @@ impl<'c> Builder<'c> {
         unsafe { Location::from_raw(mlir_sys::mlirLocationNameGet(self.context, string_ref(name), parent.to_raw())) }
     }
 
-    /// The identifiers of an op's attribute names, in `names`' order: the
-    /// generated builders ask once per op they build.
-    #[must_use]
-    pub fn attribute_names<const K: usize>(&self, names: &'static [&'static str; K]) -> [mlir_sys::MlirIdentifier; K] {
-        // SAFETY: a live context; MLIR copies the strings.
-        crate::intern::attribute_names(self.context, names, |name| unsafe { mlir_sys::mlirIdentifierGet(self.context, string_ref(name)) })
+    /// `f` with the identifiers of an op's attribute names (in `names`'
+    /// order) and a maker of its attribute values: the generated builders
+    /// make all of one op's attributes in one borrow of the pass's table.
+    pub fn with_attributes<const K: usize, R>(
+        &self,
+        names: &'static [&'static str; K],
+        f: impl FnOnce(&[mlir_sys::MlirIdentifier; K], &mut AttributeMaker<'_, '_, 'c>) -> R,
+    ) -> R {
+        let context = self.context;
+        crate::intern::with_op_attributes(
+            context,
+            names,
+            // SAFETY: a live context; MLIR copies the strings.
+            |name| unsafe { mlir_sys::mlirIdentifierGet(context, string_ref(name)) },
+            |identifiers, interner| f(identifiers, &mut AttributeMaker { b: *self, interner }),
+        )
     }
 
     /// Creates the op `name` (one of Blueprint's or an upstream one)
@@ -290,6 +300,78 @@ impl<'c> Builder<'c> {
         }
         // SAFETY: a new op, owned by the caller.
         Ok(unsafe { Operation::from_raw(raw) })
+    }
+}
+
+/// The attribute values of one op being built (see
+/// [`Builder::with_attributes`]): integers and strings from the pass's
+/// table, borrowed once; the rest as [`Builder`] makes them.
+pub struct AttributeMaker<'m, 't, 'c> {
+    b: Builder<'c>,
+    interner: &'m mut crate::intern::Interner<'t>,
+}
+
+impl<'c> AttributeMaker<'_, '_, 'c> {
+    fn integer(&mut self, width: u32, value: i64) -> Attribute<'c> {
+        let context = self.b.context;
+        // SAFETY: a live context.
+        let raw = self
+            .interner
+            .integer(width, value, || unsafe { mlir_sys::mlirIntegerAttrGet(mlir_sys::mlirIntegerTypeGet(context, width), value) });
+        // SAFETY: made in this context.
+        unsafe { Attribute::from_raw(raw) }
+    }
+
+    #[must_use]
+    pub fn i64(&mut self, value: i64) -> Attribute<'c> {
+        self.integer(64, value)
+    }
+
+    /// As [`Builder::count`].
+    #[must_use]
+    pub fn count(&mut self, value: u64) -> Attribute<'c> {
+        self.i64(i64::try_from(value).unwrap_or(i64::MAX))
+    }
+
+    /// As [`Builder::enum_case`].
+    #[must_use]
+    pub fn enum_case(&mut self, value: i64) -> Attribute<'c> {
+        self.integer(32, value)
+    }
+
+    /// As [`Builder::string`].
+    #[must_use]
+    pub fn string(&mut self, text: &str) -> Attribute<'c> {
+        let context = self.b.context;
+        // SAFETY: a live context; MLIR copies the string.
+        let raw = self.interner.string(text, || unsafe { mlir_sys::mlirStringAttrGet(context, string_ref(text)) });
+        // SAFETY: made in this context.
+        unsafe { Attribute::from_raw(raw) }
+    }
+
+    #[must_use]
+    pub fn symbol(&mut self, name: &str) -> Attribute<'c> {
+        self.b.symbol(name)
+    }
+
+    #[must_use]
+    pub fn f64(&mut self, value: f64) -> Attribute<'c> {
+        self.b.f64(value)
+    }
+
+    #[must_use]
+    pub fn unit(&mut self) -> Attribute<'c> {
+        self.b.unit()
+    }
+
+    #[must_use]
+    pub fn i64_array(&mut self, values: &[i64]) -> Attribute<'c> {
+        self.b.i64_array(values)
+    }
+
+    #[must_use]
+    pub fn i32_array(&mut self, values: &[i32]) -> Attribute<'c> {
+        self.b.i32_array(values)
     }
 }
 

@@ -90,34 +90,76 @@ impl Drop for Scope {
     }
 }
 
+/// The open table of one context, borrowed once for everything one op
+/// needs (or none: outside a scope, or while borrowed further up).
+pub(crate) struct Interner<'t> {
+    table: Option<&'t mut Table>,
+}
+
+impl Interner<'_> {
+    /// Integer attribute of (signless `width`, `value`): `make()` once.
+    pub(crate) fn integer(&mut self, width: u32, value: i64, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
+        match self.table.as_deref_mut() {
+            Some(table) => *table.integers.entry((width, value)).or_insert_with(make),
+            None => make(),
+        }
+    }
+
+    /// The string attribute of `text`: the one made last if it holds the
+    /// same text, else `make()`.
+    pub(crate) fn string(&mut self, text: &str, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
+        let Some(table) = self.table.as_deref_mut() else { return make() };
+        if let Some(last) = table.last_string {
+            // SAFETY: a string attribute of the open context.
+            let held = unsafe { mlir_sys::mlirStringAttrGetValue(last) };
+            let bytes =
+                if held.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(held.data.cast::<u8>(), held.length) } };
+            if bytes == text.as_bytes() {
+                return last;
+            }
+        }
+        let made = make();
+        table.last_string = Some(made);
+        made
+    }
+}
+
+/// `f` with the open table of `context` (if any).
+fn with_table<R>(context: MlirContext, f: impl FnOnce(&mut Interner) -> R) -> R {
+    TABLE.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok();
+        let table = slot.as_mut().and_then(|s| s.as_mut()).filter(|t| t.context == context.ptr as usize);
+        f(&mut Interner { table })
+    })
+}
+
 /// `make()` once per `key` of the map `map` picks in the open table of
 /// `context`; every time without one.
 fn remembered<K: Hash + Eq, V: Copy>(context: MlirContext, map: fn(&mut Table) -> &mut FxMap<K, V>, key: K, make: impl FnOnce() -> V) -> V {
-    TABLE.with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else { return make() };
-        match slot.as_mut() {
-            Some(table) if table.context == context.ptr as usize => *map(table).entry(key).or_insert_with(make),
-            _ => make(),
-        }
+    with_table(context, |interner| match interner.table.as_deref_mut() {
+        Some(table) => *map(table).entry(key).or_insert_with(make),
+        None => make(),
     })
 }
 
 /// The identifiers of an op's attribute names (`make` of each once per
-/// table): one lookup per op built rather than one per attribute.
-pub(crate) fn attribute_names<const K: usize>(
+/// table), then `f` with them and the table: one lookup and one borrow
+/// per op built rather than one per attribute.
+pub(crate) fn with_op_attributes<const K: usize, R>(
     context: MlirContext,
     names: &'static [&'static str; K],
     make: impl Fn(&'static str) -> MlirIdentifier,
-) -> [MlirIdentifier; K] {
-    TABLE.with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else { return names.map(&make) };
-        match slot.as_mut() {
-            Some(table) if table.context == context.ptr as usize => {
+    f: impl FnOnce(&[MlirIdentifier; K], &mut Interner) -> R,
+) -> R {
+    with_table(context, |interner| {
+        let identifiers = match interner.table.as_deref_mut() {
+            Some(table) => {
                 let known = table.attribute_names.entry(names.as_ptr() as usize).or_insert_with(|| names.map(&make).into());
                 std::array::from_fn(|i| known[i])
             }
-            _ => names.map(&make),
-        }
+            None => names.map(&make),
+        };
+        f(&identifiers, interner)
     })
 }
 
@@ -126,44 +168,19 @@ pub(crate) fn operation_name(context: MlirContext, name: &'static str, make: imp
 }
 
 pub(crate) fn integer(context: MlirContext, width: u32, value: i64, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
-    remembered(context, |t| &mut t.integers, (width, value), make)
+    with_table(context, |interner| interner.integer(width, value, make))
 }
 
-/// The string attribute of `text`: the one made last if it holds the
-/// same text, else `make()`.
+/// The string attribute of `text` (see [`Interner::string`]).
 pub(crate) fn string(context: MlirContext, text: &str, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
-    TABLE.with(|cell| {
-        let Ok(mut slot) = cell.try_borrow_mut() else { return make() };
-        match slot.as_mut() {
-            Some(table) if table.context == context.ptr as usize => {
-                if let Some(last) = table.last_string {
-                    // SAFETY: a string attribute of the open context.
-                    let held = unsafe { mlir_sys::mlirStringAttrGetValue(last) };
-                    let bytes = if held.data.is_null() {
-                        &[][..]
-                    } else {
-                        unsafe { std::slice::from_raw_parts(held.data.cast::<u8>(), held.length) }
-                    };
-                    if bytes == text.as_bytes() {
-                        return last;
-                    }
-                }
-                let made = make();
-                table.last_string = Some(made);
-                made
-            }
-            _ => make(),
-        }
-    })
+    with_table(context, |interner| interner.string(text, make))
 }
 
 /// Makes `attribute` (a string attribute of `context`) the one made last.
 pub(crate) fn reuse_string(context: MlirContext, attribute: MlirAttribute) {
-    TABLE.with(|cell| {
-        if let Ok(mut slot) = cell.try_borrow_mut() {
-            if let Some(table) = slot.as_mut().filter(|t| t.context == context.ptr as usize) {
-                table.last_string = Some(attribute);
-            }
+    with_table(context, |interner| {
+        if let Some(table) = interner.table.as_deref_mut() {
+            table.last_string = Some(attribute);
         }
     });
 }
@@ -199,8 +216,9 @@ mod tests {
             // One op's names at once, each MLIR's own identifier.
             static NAMES: [&str; 2] = ["id", "ops"];
             for _ in 0..2 {
-                let names = builder_a.attribute_names(&NAMES);
-                assert_eq!(names.map(|n| n.ptr), [builder_a.identifier("id").to_raw().ptr, builder_a.identifier("ops").to_raw().ptr]);
+                let (names, seven) = builder_a.with_attributes(&NAMES, |names, a| (names.map(|n| n.ptr), a.count(7).to_raw().ptr));
+                assert_eq!(names, [builder_a.identifier("id").to_raw().ptr, builder_a.identifier("ops").to_raw().ptr]);
+                assert_eq!(seven, outside.1);
             }
             // The last string is served again only for the same text.
             let text = |a: melior::ir::Attribute| melior::ir::attribute::StringAttribute::try_from(a).map(|s| s.value().to_string());
