@@ -34,10 +34,17 @@ struct Table {
     operation_names: FxMap<StaticKey, *const c_void>,
     /// Integer attributes by (signless width, value).
     integers: FxMap<(u32, i64), MlirAttribute>,
+    /// The integers asked for most recently, direct-mapped by value: an op
+    /// repeats the indices and facts of the ops before it, and a slot
+    /// compare costs far less than a hash-map probe.
+    recent_integers: Vec<Option<(u32, i64, MlirAttribute)>>,
     types: FxMap<StaticKey, MlirType>,
     /// The string attribute made last: a task's id is also its lineage.
     last_string: Option<MlirAttribute>,
 }
+
+/// Slots of [`Table::recent_integers`] (a power of two).
+const RECENT_INTEGERS: usize = 1 << 10;
 
 thread_local! {
     static TABLE: RefCell<Option<Table>> = const { RefCell::new(None) };
@@ -63,7 +70,7 @@ impl Scope {
                 }
                 Some(_) => false,
                 None => {
-                    *slot = Some(Table { context: key, depth: 1, ..Table::default() });
+                    *slot = Some(Table { context: key, depth: 1, recent_integers: vec![None; RECENT_INTEGERS], ..Table::default() });
                     true
                 }
             }
@@ -99,10 +106,19 @@ pub(crate) struct Interner<'t> {
 impl Interner<'_> {
     /// Integer attribute of (signless `width`, `value`): `make()` once.
     pub(crate) fn integer(&mut self, width: u32, value: i64, make: impl FnOnce() -> MlirAttribute) -> MlirAttribute {
-        match self.table.as_deref_mut() {
-            Some(table) => *table.integers.entry((width, value)).or_insert_with(make),
-            None => make(),
+        let Some(table) = self.table.as_deref_mut() else { return make() };
+        // Fibonacci hashing of the value (and width) picks the slot.
+        let slot = ((value as u64 ^ u64::from(width)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize & (RECENT_INTEGERS - 1);
+        if let Some(Some((w, v, attribute))) = table.recent_integers.get(slot) {
+            if (*w, *v) == (width, value) {
+                return *attribute;
+            }
         }
+        let attribute = *table.integers.entry((width, value)).or_insert_with(make);
+        if let Some(entry) = table.recent_integers.get_mut(slot) {
+            *entry = Some((width, value, attribute));
+        }
+        attribute
     }
 
     /// The string attribute of `text`: the one made last if it holds the
