@@ -644,24 +644,51 @@ pub fn kinds_of(ops: &[OperationRef]) -> Vec<Option<crate::ods::OpKind>> {
 }
 
 /// [`crate::ods::OpKind::of`] by the op name's uniqued address, for one
-/// reader of one module (while it lives, an address names one op name).
-#[derive(Default)]
+/// reader of one module (while it lives, an address names one op name):
+/// a few slots by address, then a map.
 pub struct KindMemo {
-    last: (usize, Option<crate::ods::OpKind>),
+    slots: [(usize, Option<crate::ods::OpKind>); KindMemo::SLOTS],
     by_name: PtrMap<Option<crate::ods::OpKind>>,
 }
 
+impl Default for KindMemo {
+    fn default() -> Self {
+        Self { slots: [(0, None); Self::SLOTS], by_name: PtrMap::default() }
+    }
+}
+
 impl KindMemo {
+    const SLOTS: usize = 32;
+
+    #[inline]
     pub fn of(&mut self, op: OperationRef) -> Option<crate::ods::OpKind> {
         // SAFETY: a live op.
         let name = unsafe { mlir_sys::mlirOperationGetName(op.to_raw()) }.ptr as usize;
-        if self.last.0 == name {
-            return self.last.1;
+        let slot = (name.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) % Self::SLOTS;
+        let (known, kind) = self.slots[slot];
+        if known == name && name != 0 {
+            return kind;
         }
+        self.miss(op, name, slot)
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, op: OperationRef, name: usize, slot: usize) -> Option<crate::ods::OpKind> {
         let kind = *self.by_name.entry(name).or_insert_with(|| crate::ods::OpKind::of(op));
-        self.last = (name, kind);
+        self.slots[slot] = (name, kind);
         kind
     }
+}
+
+/// Which kinds are ops of `dialect`, indexed by kind: a look-up per op
+/// instead of a compare of names, for readers that ask it of every op.
+#[must_use]
+pub fn kinds_in(dialect: &str) -> Vec<bool> {
+    let mut table = vec![false; crate::ods::OpKind::ALL.len()];
+    for kind in crate::ods::OpKind::ALL {
+        table[kind as usize] = kind.dialect() == dialect;
+    }
+    table
 }
 
 /// A fact about each attribute name, by the name's uniqued address, for

@@ -17,7 +17,10 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::{
-    ir::{collect_ops, dialect_of, enum_attr, int_attr, int_value, kinds_of, sole_string, str_attr, string_value, symbol_attr, AttrName},
+    ir::{
+        collect_ops, dialect_of, enum_attr, int_attr, int_value, kinds_in, kinds_of, sole_string, str_attr, string_value, symbol_attr,
+        AttrName,
+    },
     ods::{self, OpKind},
     schedule::ProcessorMemory,
     workload::BlockFacts,
@@ -443,9 +446,10 @@ pub struct TaskHead<'c, 'a> {
 pub fn task_heads<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>], dialect: &str) -> Vec<TaskHead<'c, 'a>> {
     // Two names of many: compared by handle.
     let mut names: Option<(AttrName, AttrName)> = None;
+    let in_dialect = kinds_in(dialect);
     ops.iter()
         .zip(kinds)
-        .filter(|(_, kind)| kind.is_some_and(|k| k.dialect() == dialect && is_summary_task(k)))
+        .filter(|(_, kind)| kind.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k)))
         .map(|(&op, _)| {
             let (id, phase) = *names.get_or_insert_with(|| (AttrName::new(op, "id"), AttrName::new(op, "phase")));
             TaskHead {
@@ -524,9 +528,11 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
     let mut sites = Sites::default();
     let mut names = NameSlots::default();
     let is_plan = dialect == "plan";
+    let in_dialect = kinds_in(dialect);
+    tasks.reserve(kinds.iter().filter(|k| k.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))).count());
     for (&op, kind) in ops.iter().zip(kinds) {
         let Some(kind) = *kind else { continue };
-        if kind.dialect() != dialect {
+        if !in_dialect[kind as usize] {
             continue;
         }
         let (engine, class) = match kind {

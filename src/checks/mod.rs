@@ -233,6 +233,8 @@ mod conservation {
         let (ops, kinds) = ops_and_kinds(module);
         let dist = layer_work_in(&ops, &kinds, "dist");
         let plan = layer_work_in(&ops, &kinds, "plan");
+        // Compared with the model's and with the plan's: read once.
+        let mut dist_facts = None;
 
         // Model -> dist: each invocation of the model's derivation under the
         // bound strategy is one dist task with the same facts.
@@ -245,7 +247,7 @@ mod conservation {
                     compare_tasks(checker, &model.tasks, &dist, "model", module);
                     compare_phases(checker, module, "model", &model, "dist", &dist);
                     if let Some(facts) = facts {
-                        compare_facts(checker, module, "model", &facts, "dist", &dist.block_facts());
+                        compare_facts(checker, module, "model", &facts, "dist", dist_facts.get_or_insert_with(|| dist.block_facts()));
                     }
                 }
             }
@@ -299,7 +301,7 @@ mod conservation {
                 }
             }
             if !dist.is_inference() {
-                compare_facts(checker, module, "dist", &dist.block_facts(), "plan", &plan.block_facts());
+                compare_facts(checker, module, "dist", dist_facts.get_or_insert_with(|| dist.block_facts()), "plan", &plan.block_facts());
             }
         }
     }

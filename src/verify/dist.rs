@@ -16,7 +16,8 @@ use crate::{
 const MAX_MESH_RANKS: i64 = crate::workload::MAX_WORLD_SIZE as i64;
 
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
-    let dist_ops: Vec<(OpKind, OperationRef)> = ops.iter().copied().filter(|(k, _)| k.dialect() == "dist").collect();
+    let in_dist = crate::ir::kinds_in("dist");
+    let dist_ops: Vec<(OpKind, OperationRef)> = ops.iter().copied().filter(|(k, _)| in_dist[*k as usize]).collect();
     if dist_ops.is_empty() {
         return;
     }

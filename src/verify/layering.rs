@@ -169,9 +169,13 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(OpKind, Operat
         }
     }
     // Each op's layer, found once.
+    let mut layer_of = vec![None; OpKind::ALL.len()];
+    for kind in OpKind::ALL {
+        layer_of[kind as usize] = LAYERS.iter().position(|layer| layer.dialect == kind.dialect());
+    }
     let mut by_layer: [Vec<(OpKind, OperationRef)>; 3] = Default::default();
     for &(kind, op) in ops {
-        if let Some(index) = LAYERS.iter().position(|layer| layer.dialect == kind.dialect()) {
+        if let Some(index) = layer_of[kind as usize] {
             by_layer[index].push((kind, op));
         }
     }
@@ -186,8 +190,9 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(OpKind, Operat
         let mut names = NameCache::default();
         let mut texts = TextCache::default();
         texts.reserve(layer_ops.len());
+        let mut last_text = None;
         let read: Vec<OpFields> =
-            layer_ops.iter().map(|&(kind, op)| read_fields(op, kind, layer, &classes, &mut names, &mut texts)).collect();
+            layer_ops.iter().map(|&(kind, op)| read_fields(op, kind, layer, &classes, &mut names, &mut texts, &mut last_text)).collect();
         check_unique(checker, &read, |f| f.id, "id");
         check_unique(checker, &read, |f| f.sym_name, "symbol");
         for fields in read {
@@ -304,6 +309,7 @@ fn read_fields<'c, 'a>(
     classes: &crate::ir::AttrClasses,
     names: &mut NameCache,
     texts: &mut TextCache,
+    last_text: &mut Option<(usize, Option<&'static str>)>,
 ) -> OpFields<'c, 'a> {
     let mut fields = OpFields { op, id: None, sym_name: None, problems: Vec::new() };
     let raw = op.to_raw();
@@ -342,7 +348,12 @@ fn read_fields<'c, 'a>(
                 let text = unsafe { mlir_sys::mlirStringAttrGetValue(named.attribute) };
                 let bytes =
                     if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
-                let target = *texts.entry(named.attribute.ptr as usize).or_insert_with(|| target_name_in_bytes(bytes));
+                // (A task's lineage is most often its id, the attribute before.)
+                let target = match *last_text {
+                    Some((ptr, target)) if ptr == named.attribute.ptr as usize => target,
+                    _ => *texts.entry(named.attribute.ptr as usize).or_insert_with(|| target_name_in_bytes(bytes)),
+                };
+                *last_text = Some((named.attribute.ptr as usize, target));
                 // (Text that is not UTF-8 reads as a placeholder naming no target.)
                 if let Some(target) = target {
                     if let Ok(text) = std::str::from_utf8(bytes) {
@@ -407,14 +418,38 @@ fn target_name_in_bytes(text: &[u8]) -> Option<&'static str> {
         }
         let word = &text[start..end];
         if (3..=7).contains(&word.len()) && TARGET_FIRST_BYTES[usize::from(word[0])] {
-            if let Some(target) = TARGET_NAMES.iter().copied().find(|t| t.len() == word.len() && word.eq_ignore_ascii_case(t.as_bytes())) {
-                return Some(target);
+            let key = packed_lowercase(word);
+            if let Some(i) = TARGET_PACKED.iter().position(|&t| t == key) {
+                return Some(TARGET_NAMES[i]);
             }
         }
         start = end + 1;
     }
     None
 }
+
+/// A word of up to 8 ASCII letters and digits, lowercased, as one number
+/// (its bytes are nonzero, so words of different lengths differ).
+const fn packed_lowercase(word: &[u8]) -> u64 {
+    let mut key = 0u64;
+    let mut i = 0;
+    while i < word.len() && i < 8 {
+        key |= (word[i].to_ascii_lowercase() as u64) << (8 * i);
+        i += 1;
+    }
+    key
+}
+
+/// [`TARGET_NAMES`] packed by [`packed_lowercase`], index-aligned.
+static TARGET_PACKED: [u64; TARGET_NAMES.len()] = {
+    let mut table = [0u64; TARGET_NAMES.len()];
+    let mut i = 0;
+    while i < TARGET_NAMES.len() {
+        table[i] = packed_lowercase(TARGET_NAMES[i].as_bytes());
+        i += 1;
+    }
+    table
+};
 
 /// Which bytes are ASCII letters and digits.
 static WORD_BYTES: [bool; 256] = {

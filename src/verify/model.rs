@@ -25,8 +25,9 @@ fn has_effect(op: OperationRef, effect: &str) -> bool {
 }
 
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    let in_model = crate::ir::kinds_in("model");
     for &(kind, op) in ops {
-        if kind.dialect() != "model" {
+        if !in_model[kind as usize] {
             continue;
         }
         check_operands_are_model_values(checker, op);
