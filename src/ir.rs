@@ -628,6 +628,12 @@ impl AttrName {
             .map(|named| unsafe { Attribute::from_raw(named.attribute) })
     }
 
+    /// Whether `name` (an attribute's name handle) is this name.
+    #[must_use]
+    pub fn is(self, name: mlir_sys::MlirIdentifier) -> bool {
+        name.ptr == self.0.ptr
+    }
+
     /// Whether `op` has an attribute of this name.
     #[must_use]
     pub fn on(self, op: OperationRef) -> bool {

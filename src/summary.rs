@@ -452,11 +452,18 @@ pub fn task_heads<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>]
         .filter(|(_, kind)| kind.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k)))
         .map(|(&op, _)| {
             let (id, phase) = *names.get_or_insert_with(|| (AttrName::new(op, "id"), AttrName::new(op, "phase")));
-            TaskHead {
-                id: str_of(id.of(op)).unwrap_or_default(),
-                phase: enum_of::<ods::Phase>(phase.of(op)).map_or("", ods::Phase::name),
-                op,
+            // Both in one pass over the attributes (the first of a name,
+            // as a by-name look-up finds it).
+            let (mut id_attr, mut phase_attr) = (None, None);
+            // SAFETY: a live op; its attributes live as long as its context.
+            for named in unsafe { crate::ir::named_attributes(op.to_raw()) } {
+                if id.is(named.name) && id_attr.is_none() {
+                    id_attr = Some(unsafe { Attribute::from_raw(named.attribute) });
+                } else if phase.is(named.name) && phase_attr.is_none() {
+                    phase_attr = Some(unsafe { Attribute::from_raw(named.attribute) });
+                }
             }
+            TaskHead { id: str_of(id_attr).unwrap_or_default(), phase: enum_of::<ods::Phase>(phase_attr).map_or("", ods::Phase::name), op }
         })
         .collect()
 }

@@ -63,8 +63,12 @@ mod mesh_strategy {
         let meshes = Meshes::of(&mesh_ops);
         // Read of every op: names compared by handle (and an absent one
         // allocates no error).
-        let names =
-            ops.first().map(|op| (AttrName::new(*op, "mesh_axes"), AttrName::new(*op, "participants"), AttrName::new(*op, "ranks")));
+        let names = ops.first().map(|op| {
+            (AttrName::new(*op, "mesh_axes"), AttrName::new(*op, "participants"), AttrName::new(*op, "ranks"), AttrName::new(*op, "mesh"))
+        });
+        // Group sizes by the (uniqued) mesh attribute and the axes: many
+        // collectives name one mesh.
+        let mut group_sizes: FxMap<(usize, usize), Option<u64>> = FxMap::default();
         for (op, kind) in ops.into_iter().zip(kinds) {
             match kind {
                 Some(OpKind::DistMesh) => {
@@ -82,7 +86,7 @@ mod mesh_strategy {
                 }
                 _ => {}
             }
-            let Some((mesh_axes, participants, ranks)) = names else { continue };
+            let Some((mesh_axes, participants, ranks, mesh)) = names else { continue };
             let Some(claimed) = mesh_axes.of(op) else { continue };
             // Compared in place: most ops are no collective of these axes.
             let (want, what, axes): (u64, &str, &[&str]) = if is_string_list(claimed, &["tp"]) {
@@ -101,7 +105,10 @@ mod mesh_strategy {
                 .and_then(crate::ir::i64_array_value)
                 .map(|p| p.len() as u64)
                 .or_else(|| ranks.of(op).and_then(crate::ir::int_value).and_then(|r| u64::try_from(r).ok()))
-                .or_else(|| meshes.of_op(op).and_then(|m| m.group_size(axes)))
+                .or_else(|| {
+                    let key = (mesh.of(op).map_or(0, |m| melior::ir::AttributeLike::to_raw(&m).ptr as usize), axes.as_ptr() as usize);
+                    *group_sizes.entry(key).or_insert_with(|| meshes.of_op(op).and_then(|m| m.group_size(axes)))
+                })
                 .unwrap_or(0);
             if n != want {
                 let kind = if what == "tp" { "tensor" } else { "data" };

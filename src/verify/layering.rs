@@ -155,10 +155,12 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(OpKind, Operat
     // Ops of one name are many: a name seen in no target dialect is not
     // looked at again.
     let mut clean: crate::ir::PtrMap<()> = crate::ir::PtrMap::default();
+    let mut last_clean = None;
     for &op in all {
         // SAFETY: a live op.
         let name = unsafe { mlir_sys::mlirOperationGetName(op.to_raw()) }.ptr as usize;
-        if clean.contains_key(&name) {
+        if last_clean == Some(name) || clean.contains_key(&name) {
+            last_clean = Some(name);
             continue;
         }
         let dialect = dialect_of(op_name(op));
