@@ -3,7 +3,7 @@
 use melior::ir::{
     attribute::{ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute},
     block::BlockLike,
-    operation::{OperationLike, WalkOrder, WalkResult},
+    operation::OperationLike,
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
     Attribute, AttributeLike, OperationRef, RegionLike, Type, TypeLike, Value, ValueLike,
 };
@@ -13,6 +13,26 @@ use melior::ir::{
 /// rebuilt; they stay valid while `root` is not mutated.
 #[must_use]
 pub fn collect_ops<'c, 'a>(root: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    unsafe extern "C" fn extend(data: *mut std::ffi::c_void, ops: *const mlir_sys::MlirOperation, count: isize) {
+        // SAFETY: `data` is the Vec below; MLIR passes `count` ops.
+        let raw = unsafe { &mut *data.cast::<Vec<mlir_sys::MlirOperation>>() };
+        if !ops.is_null() && count > 0 {
+            raw.extend_from_slice(unsafe { std::slice::from_raw_parts(ops, count as usize) });
+        }
+    }
+    // One walk in C++ (src/capi/read.cpp): a Rust callback per op cost
+    // more than the walk itself.
+    let mut raw: Vec<mlir_sys::MlirOperation> = Vec::new();
+    // SAFETY: a live op; `extend` appends to `raw` once.
+    unsafe { blueprintCollectOps(root.to_raw(), Some(extend), (&raw mut raw).cast()) };
+    raw.into_iter().map(|r| unsafe { OperationRef::from_raw(r) }).collect()
+}
+
+/// [`collect_ops`]'s walk by the previous way, for the test that the two
+/// agree.
+#[cfg(test)]
+fn collect_ops_by_walk<'c, 'a>(root: OperationRef<'c, 'a>) -> Vec<OperationRef<'c, 'a>> {
+    use melior::ir::operation::{WalkOrder, WalkResult};
     let mut raw = Vec::new();
     root.walk(WalkOrder::PreOrder, |op| {
         raw.push(op.to_raw());
@@ -53,6 +73,18 @@ fn string_ref_str<'c>(raw: mlir_sys::MlirStringRef) -> &'c str {
         return "";
     }
     let bytes = unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) };
+    text_of(bytes)
+}
+
+/// Bytes from MLIR as text; not UTF-8 reads as a placeholder. Names and
+/// nearly every string are ASCII, which is checked a word at a time
+/// before the full validation.
+#[must_use]
+pub fn text_of(bytes: &[u8]) -> &str {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return unsafe { std::str::from_utf8_unchecked(bytes) };
+    }
     std::str::from_utf8(bytes).unwrap_or("<invalid utf-8>")
 }
 
@@ -64,7 +96,11 @@ pub fn name_of(op: OperationRef) -> String {
 
 #[must_use]
 pub fn dialect_of(name: &str) -> &str {
-    name.split('.').next().unwrap_or(name)
+    // A byte scan: `split` builds a searcher for every op name.
+    match name.as_bytes().iter().position(|&b| b == b'.') {
+        Some(dot) => &name[..dot],
+        None => name,
+    }
 }
 
 #[must_use]
@@ -563,5 +599,266 @@ impl<'c> Attrs<'c> {
     #[must_use]
     pub fn has(&self, name: &str) -> bool {
         self.get(name).is_some()
+    }
+}
+
+/// An attribute name uniqued in one context: an op's attribute of that
+/// name is found by comparing handles, with no string compares (what
+/// `op.attribute(name)` does for every attribute it passes; when the
+/// attribute is absent it also allocates its error).
+#[derive(Clone, Copy)]
+pub struct AttrName(mlir_sys::MlirIdentifier);
+
+impl AttrName {
+    /// `name` in the context of `op`.
+    #[must_use]
+    pub fn new(op: OperationRef, name: &str) -> Self {
+        let text = mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() };
+        // SAFETY: a live op's context; the identifier lives as long as it.
+        Self(unsafe { mlir_sys::mlirIdentifierGet(mlir_sys::mlirOperationGetContext(op.to_raw()), text) })
+    }
+
+    /// The attribute of this name of `op` (an op of the same context).
+    #[must_use]
+    pub fn of<'c>(self, op: OperationRef<'c, '_>) -> Option<Attribute<'c>> {
+        // SAFETY: a live op; its attributes live as long as its context.
+        unsafe { named_attributes(op.to_raw()) }
+            .iter()
+            .find(|named| named.name.ptr == self.0.ptr)
+            .map(|named| unsafe { Attribute::from_raw(named.attribute) })
+    }
+
+    /// Whether `name` (an attribute's name handle) is this name.
+    #[must_use]
+    pub fn is(self, name: mlir_sys::MlirIdentifier) -> bool {
+        name.ptr == self.0.ptr
+    }
+
+    /// Whether `op` has an attribute of this name.
+    #[must_use]
+    pub fn on(self, op: OperationRef) -> bool {
+        self.of(op).is_some()
+    }
+}
+
+/// The kind of each op of `ops`, each distinct op name looked up once
+/// (ops are many, their names few).
+#[must_use]
+pub fn kinds_of(ops: &[OperationRef]) -> Vec<Option<crate::ods::OpKind>> {
+    let mut memo = KindMemo::default();
+    ops.iter().map(|op| memo.of(*op)).collect()
+}
+
+/// [`crate::ods::OpKind::of`] by the op name's uniqued address, for one
+/// reader of one module (while it lives, an address names one op name):
+/// a few slots by address, then a map.
+pub struct KindMemo {
+    slots: [(usize, Option<crate::ods::OpKind>); KindMemo::SLOTS],
+    by_name: PtrMap<Option<crate::ods::OpKind>>,
+}
+
+impl Default for KindMemo {
+    fn default() -> Self {
+        Self { slots: [(0, None); Self::SLOTS], by_name: PtrMap::default() }
+    }
+}
+
+impl KindMemo {
+    const SLOTS: usize = 32;
+
+    #[inline]
+    pub fn of(&mut self, op: OperationRef) -> Option<crate::ods::OpKind> {
+        // SAFETY: a live op.
+        let name = unsafe { mlir_sys::mlirOperationGetName(op.to_raw()) }.ptr as usize;
+        let slot = (name.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 59) % Self::SLOTS;
+        let (known, kind) = self.slots[slot];
+        if known == name && name != 0 {
+            return kind;
+        }
+        self.miss(op, name, slot)
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, op: OperationRef, name: usize, slot: usize) -> Option<crate::ods::OpKind> {
+        let kind = *self.by_name.entry(name).or_insert_with(|| crate::ods::OpKind::of(op));
+        self.slots[slot] = (name, kind);
+        kind
+    }
+}
+
+/// Which kinds are ops of `dialect`, indexed by kind: a look-up per op
+/// instead of a compare of names, for readers that ask it of every op.
+#[must_use]
+pub fn kinds_in(dialect: &str) -> Vec<bool> {
+    let mut table = vec![false; crate::ods::OpKind::ALL.len()];
+    for kind in crate::ods::OpKind::ALL {
+        table[kind as usize] = kind.dialect() == dialect;
+    }
+    table
+}
+
+/// A fact about each attribute name, by the name's uniqued address, for
+/// rules that read every attribute of every op. Ops of one kind (a
+/// `group`) list the same names in the same (sorted) order, so a name is
+/// first compared with the one at its position in the group's last op.
+pub struct NameFacts<T> {
+    by_name: FxMap<(usize, usize), T>,
+    last: Vec<Vec<(usize, T)>>,
+}
+
+impl<T> Default for NameFacts<T> {
+    fn default() -> Self {
+        Self { by_name: FxMap::default(), last: Vec::new() }
+    }
+}
+
+impl<T: Copy> NameFacts<T> {
+    /// The facts of the names of ops of `group`.
+    #[inline]
+    pub fn group(&mut self, group: usize) -> NameGroup<'_, T> {
+        if self.last.len() <= group {
+            self.last.resize_with(group + 1, Vec::new);
+        }
+        NameGroup { group, last: &mut self.last[group], by_name: &mut self.by_name }
+    }
+}
+
+/// [`NameFacts`] of one group, borrowed for the attributes of one op.
+pub struct NameGroup<'m, T> {
+    group: usize,
+    last: &'m mut Vec<(usize, T)>,
+    by_name: &'m mut FxMap<(usize, usize), T>,
+}
+
+impl<T: Copy> NameGroup<'_, T> {
+    /// The fact of the attribute `name` at `position`; `fact` computes it
+    /// from the name's text the first time.
+    #[inline]
+    pub fn get(&mut self, position: usize, name: mlir_sys::MlirIdentifier, fact: impl FnOnce(&str) -> T) -> T {
+        let key = name.ptr as usize;
+        if let Some(&(known, value)) = self.last.get(position) {
+            if known == key {
+                return value;
+            }
+        }
+        self.miss(position, name, fact)
+    }
+
+    #[inline(never)]
+    fn miss(&mut self, position: usize, name: mlir_sys::MlirIdentifier, fact: impl FnOnce(&str) -> T) -> T {
+        let key = name.ptr as usize;
+        // SAFETY: a live identifier of the op's context.
+        let value = *self
+            .by_name
+            .entry((self.group, key))
+            .or_insert_with(|| fact(identifier_str(unsafe { melior::ir::Identifier::from_raw(name) })));
+        if position < self.last.len() {
+            self.last[position] = (key, value);
+        } else if position == self.last.len() {
+            self.last.push((key, value));
+        }
+        value
+    }
+}
+
+/// What an attribute is, as the readers that visit every attribute ask:
+/// one type-id read instead of one C API call per kind asked about.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum AttrClass {
+    String,
+    Array,
+    Dictionary,
+    Other,
+}
+
+/// The type ids of the attribute classes [`AttrClass`] tells apart.
+#[derive(Clone, Copy)]
+pub struct AttrClasses {
+    string: *const std::ffi::c_void,
+    array: *const std::ffi::c_void,
+    dictionary: *const std::ffi::c_void,
+}
+
+impl AttrClasses {
+    #[must_use]
+    pub fn new() -> Self {
+        // SAFETY: static type ids.
+        unsafe {
+            Self {
+                string: mlir_sys::mlirStringAttrGetTypeID().ptr,
+                array: mlir_sys::mlirArrayAttrGetTypeID().ptr,
+                dictionary: mlir_sys::mlirDictionaryAttrGetTypeID().ptr,
+            }
+        }
+    }
+
+    #[must_use]
+    pub fn of(&self, attribute: mlir_sys::MlirAttribute) -> AttrClass {
+        // SAFETY: a live attribute.
+        let id = unsafe { mlir_sys::mlirAttributeGetTypeID(attribute) }.ptr;
+        if id == self.string {
+            AttrClass::String
+        } else if id == self.array {
+            AttrClass::Array
+        } else if id == self.dictionary {
+            AttrClass::Dictionary
+        } else {
+            AttrClass::Other
+        }
+    }
+}
+
+impl Default for AttrClasses {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+extern "C" {
+    fn blueprintCollectOps(
+        root: mlir_sys::MlirOperation,
+        sink: Option<unsafe extern "C" fn(*mut std::ffi::c_void, *const mlir_sys::MlirOperation, isize)>,
+        data: *mut std::ffi::c_void,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use melior::ir::operation::OperationLike;
+
+    use super::*;
+    use crate::{context::create_context, diagnostics::DiagnosticSink, parse::parse_module};
+
+    #[test]
+    fn ops_are_collected_in_the_walk_order() {
+        let context = create_context();
+        let sink = DiagnosticSink::attach(&context);
+        let text = "func.func @f(%a: i32) -> i32 {\n  %b = arith.addi %a, %a : i32\n  return %b : i32\n}\n\
+                    func.func @g() {\n  return\n}\n";
+        let module = parse_module(&context, &sink, text.as_bytes(), "test").unwrap_or_else(|| panic!("parses: {:?}", sink.take()));
+        let op = module.as_operation();
+        let names = |ops: &[OperationRef]| ops.iter().map(|o| name_of(*o)).collect::<Vec<_>>();
+        let collected = collect_ops(op);
+        assert_eq!(names(&collected), ["builtin.module", "func.func", "arith.addi", "func.return", "func.func", "func.return"]);
+        assert_eq!(collected, collect_ops_by_walk(op));
+        // A leaf alone.
+        let leaf = collected[2];
+        assert_eq!(collect_ops(leaf), [leaf]);
+        // Names by handle find what names by text find.
+        let add = AttrName::new(leaf, "overflowFlags");
+        assert_eq!(add.of(leaf).is_some(), leaf.attribute("overflowFlags").is_ok());
+        assert!(!AttrName::new(leaf, "absent").on(leaf));
+        let function = collected[1];
+        assert_eq!(AttrName::new(function, "sym_name").of(function), function.attribute("sym_name").ok());
+        assert_eq!(kinds_of(&collected), vec![None; collected.len()]);
+    }
+
+    #[test]
+    fn text_reads_ascii_and_utf8_and_marks_the_rest() {
+        assert_eq!(text_of(b"attn.qkv"), "attn.qkv");
+        assert_eq!(text_of("é".as_bytes()), "é");
+        assert_eq!(text_of(b"\xff"), "<invalid utf-8>");
+        assert_eq!(dialect_of("plan.compute_task"), "plan");
+        assert_eq!(dialect_of("module"), "module");
     }
 }

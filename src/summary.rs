@@ -17,7 +17,10 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::{
-    ir::{collect_ops, dialect_of, enum_attr, int_attr, int_value, sole_string, str_attr, string_value, symbol_attr},
+    ir::{
+        collect_ops, dialect_of, enum_attr, int_attr, int_value, kinds_in, kinds_of, sole_string, str_attr, string_value, symbol_attr,
+        AttrName,
+    },
     ods::{self, OpKind},
     schedule::ProcessorMemory,
     workload::BlockFacts,
@@ -246,15 +249,10 @@ fn class_of(mesh_axes: Option<Attribute>, along: Option<&str>, kind: &str) -> Ta
 /// be twice the size to clear for every task.)
 struct TaskAttrs<'c>([mlir_sys::MlirAttribute; TaskAttrs::SLOTS], std::marker::PhantomData<Attribute<'c>>);
 
-/// The slot of each attribute name seen, by the name's uniqued address
-/// (`TaskAttrs::NONE` for a name the summary does not read), and the
-/// names of the last op read by position: ops of one kind list the same
-/// names in the same (sorted) order, so most names are one compare.
-#[derive(Default)]
-struct NameSlots {
-    by_name: crate::ir::PtrMap<u8>,
-    last: Vec<(usize, u8)>,
-}
+/// The slot of each attribute name seen (`TaskAttrs::NONE` for a name
+/// the summary does not read), by the name's uniqued address and its
+/// position in ops of one kind.
+type NameSlots = crate::ir::NameFacts<u8>;
 
 impl<'c> TaskAttrs<'c> {
     const ID: usize = 0;
@@ -302,33 +300,13 @@ impl<'c> TaskAttrs<'c> {
         }
     }
 
-    fn of(op: OperationRef<'c, '_>, names: &mut NameSlots) -> Self {
+    fn of(op: OperationRef<'c, '_>, kind: OpKind, names: &mut NameSlots) -> Self {
         let mut attrs = Self([mlir_sys::MlirAttribute { ptr: std::ptr::null() }; Self::SLOTS], std::marker::PhantomData);
         let raw = op.to_raw();
+        let mut names = names.group(kind as usize);
         // SAFETY: a live op; names and attributes live as long as its context.
         for (position, &named) in unsafe { crate::ir::named_attributes(raw) }.iter().enumerate() {
-            let key = named.name.ptr as usize;
-            let slot = match names.last.get(position) {
-                Some(&(last, slot)) if last == key => slot,
-                _ => {
-                    let slot = *names.by_name.entry(key).or_insert_with(|| {
-                        // SAFETY: a live identifier; its bytes live as long as the context.
-                        let text = unsafe { mlir_sys::mlirIdentifierStr(named.name) };
-                        let bytes = if text.data.is_null() {
-                            &[][..]
-                        } else {
-                            unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) }
-                        };
-                        Self::slot_of(bytes) as u8
-                    });
-                    if position < names.last.len() {
-                        names.last[position] = (key, slot);
-                    } else {
-                        names.last.push((key, slot));
-                    }
-                    slot
-                }
-            };
+            let slot = names.get(position, named.name, |name| Self::slot_of(name.as_bytes()) as u8);
             if slot != Self::NONE {
                 // The first of a name, as a by-name lookup finds it.
                 let entry = &mut attrs.0[usize::from(slot)];
@@ -441,7 +419,7 @@ impl Sites {
 #[must_use]
 pub fn layer_work<'c, 'a>(module: OperationRef<'c, 'a>, dialect: &str) -> LayerWork<'c, 'a> {
     let ops = collect_ops(module);
-    let kinds: Vec<Option<OpKind>> = ops.iter().map(|op| OpKind::of(*op)).collect();
+    let kinds = kinds_of(&ops);
     layer_work_of(&ops, &kinds, dialect)
 }
 
@@ -450,7 +428,7 @@ pub fn layer_work<'c, 'a>(module: OperationRef<'c, 'a>, dialect: &str) -> LayerW
 #[must_use]
 pub fn ops_and_kinds<'c, 'a>(module: OperationRef<'c, 'a>) -> (Vec<OperationRef<'c, 'a>>, Vec<Option<OpKind>>) {
     let ops = collect_ops(module);
-    let kinds = ops.iter().map(|op| OpKind::of(*op)).collect();
+    let kinds = kinds_of(&ops);
     (ops, kinds)
 }
 
@@ -466,13 +444,26 @@ pub struct TaskHead<'c, 'a> {
 /// ([`task_facts`]), two attributes of each task instead of all.
 #[must_use]
 pub fn task_heads<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>], dialect: &str) -> Vec<TaskHead<'c, 'a>> {
+    // Two names of many: compared by handle.
+    let mut names: Option<(AttrName, AttrName)> = None;
+    let in_dialect = kinds_in(dialect);
     ops.iter()
         .zip(kinds)
-        .filter(|(_, kind)| kind.is_some_and(|k| k.dialect() == dialect && is_summary_task(k)))
-        .map(|(&op, _)| TaskHead {
-            id: str_attr(op, "id").unwrap_or_default(),
-            phase: enum_attr::<ods::Phase>(op, "phase").map_or("", ods::Phase::name),
-            op,
+        .filter(|(_, kind)| kind.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k)))
+        .map(|(&op, _)| {
+            let (id, phase) = *names.get_or_insert_with(|| (AttrName::new(op, "id"), AttrName::new(op, "phase")));
+            // Both in one pass over the attributes (the first of a name,
+            // as a by-name look-up finds it).
+            let (mut id_attr, mut phase_attr) = (None, None);
+            // SAFETY: a live op; its attributes live as long as its context.
+            for named in unsafe { crate::ir::named_attributes(op.to_raw()) } {
+                if id.is(named.name) && id_attr.is_none() {
+                    id_attr = Some(unsafe { Attribute::from_raw(named.attribute) });
+                } else if phase.is(named.name) && phase_attr.is_none() {
+                    phase_attr = Some(unsafe { Attribute::from_raw(named.attribute) });
+                }
+            }
+            TaskHead { id: str_of(id_attr).unwrap_or_default(), phase: enum_of::<ods::Phase>(phase_attr).map_or("", ods::Phase::name), op }
         })
         .collect()
 }
@@ -516,7 +507,7 @@ pub fn estimate_work<'c, 'a>(module: OperationRef<'c, 'a>, dialect: &str) -> Lay
     });
     // SAFETY: every op is alive inside `module` for its lifetime.
     let ops: Vec<OperationRef> = raw.into_iter().map(|r| unsafe { OperationRef::from_raw(r) }).collect();
-    let kinds: Vec<Option<OpKind>> = ops.iter().map(|op| OpKind::of(*op)).collect();
+    let kinds = kinds_of(&ops);
     layer_work_of(&ops, &kinds, dialect)
 }
 
@@ -544,9 +535,11 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
     let mut sites = Sites::default();
     let mut names = NameSlots::default();
     let is_plan = dialect == "plan";
+    let in_dialect = kinds_in(dialect);
+    tasks.reserve(kinds.iter().filter(|k| k.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))).count());
     for (&op, kind) in ops.iter().zip(kinds) {
         let Some(kind) = *kind else { continue };
-        if kind.dialect() != dialect {
+        if !in_dialect[kind as usize] {
             continue;
         }
         let (engine, class) = match kind {
@@ -574,7 +567,7 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
             _ => continue,
         };
         // One pass over the op's attributes; the facts below read from it.
-        let attrs = TaskAttrs::of(op, &mut names);
+        let attrs = TaskAttrs::of(op, kind, &mut names);
         let engine = match kind {
             OpKind::DistCompute => enum_of::<ods::Engine>(attrs.get(TaskAttrs::ENGINE)).map_or("", ods::Engine::name),
             OpKind::PlanComputeTask => {

@@ -14,13 +14,10 @@
 
 use std::collections::HashMap;
 
-use melior::{
-    ir::{operation::OperationLike, OperationRef},
-    pass::ExternalPass,
-};
+use melior::{ir::OperationRef, pass::ExternalPass};
 
 use crate::{
-    ir::{attr_string_list, collect_ops, i64_array_attr, is_string_list, str_attr, FxMap},
+    ir::{attr_string_list, collect_ops, i64_array_attr, is_string_list, str_attr, AttrName, FxMap},
     lineage::base_id,
     mesh::Meshes,
     ods::OpKind,
@@ -64,6 +61,14 @@ mod mesh_strategy {
         let mesh_ops: Vec<OperationRef> =
             ops.iter().zip(&kinds).filter(|(_, k)| **k == Some(OpKind::DistMesh)).map(|(op, _)| *op).collect();
         let meshes = Meshes::of(&mesh_ops);
+        // Read of every op: names compared by handle (and an absent one
+        // allocates no error).
+        let names = ops.first().map(|op| {
+            (AttrName::new(*op, "mesh_axes"), AttrName::new(*op, "participants"), AttrName::new(*op, "ranks"), AttrName::new(*op, "mesh"))
+        });
+        // Group sizes by the (uniqued) mesh attribute and the axes: many
+        // collectives name one mesh.
+        let mut group_sizes: FxMap<(usize, usize), Option<u64>> = FxMap::default();
         for (op, kind) in ops.into_iter().zip(kinds) {
             match kind {
                 Some(OpKind::DistMesh) => {
@@ -81,7 +86,8 @@ mod mesh_strategy {
                 }
                 _ => {}
             }
-            let Some(claimed) = op.attribute("mesh_axes").ok() else { continue };
+            let Some((mesh_axes, participants, ranks, mesh)) = names else { continue };
+            let Some(claimed) = mesh_axes.of(op) else { continue };
             // Compared in place: most ops are no collective of these axes.
             let (want, what, axes): (u64, &str, &[&str]) = if is_string_list(claimed, &["tp"]) {
                 (tp, "tp", &["tp"])
@@ -94,10 +100,15 @@ mod mesh_strategy {
             };
             // Dist collectives list their participants or span mesh axes;
             // plan tasks count ranks.
-            let n = i64_array_attr(op, "participants")
+            let n = participants
+                .of(op)
+                .and_then(crate::ir::i64_array_value)
                 .map(|p| p.len() as u64)
-                .or_else(|| crate::ir::int_attr(op, "ranks").and_then(|r| u64::try_from(r).ok()))
-                .or_else(|| meshes.of_op(op).and_then(|m| m.group_size(axes)))
+                .or_else(|| ranks.of(op).and_then(crate::ir::int_value).and_then(|r| u64::try_from(r).ok()))
+                .or_else(|| {
+                    let key = (mesh.of(op).map_or(0, |m| melior::ir::AttributeLike::to_raw(&m).ptr as usize), axes.as_ptr() as usize);
+                    *group_sizes.entry(key).or_insert_with(|| meshes.of_op(op).and_then(|m| m.group_size(axes)))
+                })
                 .unwrap_or(0);
             if n != want {
                 let kind = if what == "tp" { "tensor" } else { "data" };
@@ -143,16 +154,19 @@ mod collective_groups {
 
     fn check(checker: &mut Checker, module: OperationRef) {
         let ops = collect_ops(module);
+        let mut kinds = crate::ir::KindMemo::default();
         let meshes: HashMap<String, (Vec<String>, Vec<i64>)> = ops
             .iter()
-            .filter(|op| OpKind::of(**op) == Some(OpKind::DistMesh))
+            .filter(|op| kinds.of(**op) == Some(OpKind::DistMesh))
             .filter_map(|op| {
                 Some((str_attr(*op, "sym_name")?.to_string(), (attr_string_list(*op, "axes")?, i64_array_attr(*op, "shape")?)))
             })
             .collect();
+        let Some(listed) = ops.first().map(|op| AttrName::new(*op, "participants")) else { return };
         for op in ops {
-            // Most ops list no participants: look before reading lists.
-            if op.attribute("participants").is_err() {
+            // Most ops list no participants: look (by the name's handle)
+            // before reading lists.
+            if !listed.on(op) {
                 continue;
             }
             let (Some(claimed), Some(participants)) = (attr_string_list(op, "mesh_axes"), i64_array_attr(op, "participants")) else {
@@ -226,6 +240,8 @@ mod conservation {
         let (ops, kinds) = ops_and_kinds(module);
         let dist = layer_work_in(&ops, &kinds, "dist");
         let plan = layer_work_in(&ops, &kinds, "plan");
+        // Compared with the model's and with the plan's: read once.
+        let mut dist_facts = None;
 
         // Model -> dist: each invocation of the model's derivation under the
         // bound strategy is one dist task with the same facts.
@@ -238,7 +254,7 @@ mod conservation {
                     compare_tasks(checker, &model.tasks, &dist, "model", module);
                     compare_phases(checker, module, "model", &model, "dist", &dist);
                     if let Some(facts) = facts {
-                        compare_facts(checker, module, "model", &facts, "dist", &dist.block_facts());
+                        compare_facts(checker, module, "model", &facts, "dist", dist_facts.get_or_insert_with(|| dist.block_facts()));
                     }
                 }
             }
@@ -292,7 +308,7 @@ mod conservation {
                 }
             }
             if !dist.is_inference() {
-                compare_facts(checker, module, "dist", &dist.block_facts(), "plan", &plan.block_facts());
+                compare_facts(checker, module, "dist", dist_facts.get_or_insert_with(|| dist.block_facts()), "plan", &plan.block_facts());
             }
         }
     }

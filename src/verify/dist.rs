@@ -15,9 +15,9 @@ use crate::{
 /// Largest mesh the verifier accepts: the largest world a spec may ask for.
 const MAX_MESH_RANKS: i64 = crate::workload::MAX_WORLD_SIZE as i64;
 
-pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
-    let dist_ops: Vec<(OpKind, OperationRef)> =
-        ops.iter().filter_map(|op| OpKind::of(*op).filter(|k| k.dialect() == "dist").map(|k| (k, *op))).collect();
+pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    let in_dist = crate::ir::kinds_in("dist");
+    let dist_ops: Vec<(OpKind, OperationRef)> = ops.iter().copied().filter(|(k, _)| in_dist[*k as usize]).collect();
     if dist_ops.is_empty() {
         return;
     }

@@ -1,10 +1,13 @@
 //! Rules about what each layer may contain: headers, unique ids and
 //! symbols, forbidden fields per layer, target names and target dialects.
 
-use melior::ir::{operation::OperationLike, AttributeLike, OperationRef};
+use melior::ir::{operation::OperationLike, OperationRef};
 
 use super::{position_of, Checker};
-use crate::ir::{dialect_of, name_of, str_attr, visit_nested, Nested};
+use crate::{
+    ir::{dialect_of, name_of, str_attr, visit_nested, AttrClass, Nested},
+    ods::OpKind,
+};
 
 /// Attribute names that state placement or target facts, which ModelIR must
 /// never contain.
@@ -102,15 +105,28 @@ const TARGET_DIALECTS: &[&str] =
 
 struct Layer {
     dialect: &'static str,
+    header: OpKind,
     schema: &'static str,
     forbidden: &'static [&'static str],
     digest_attribute: Option<&'static str>,
 }
 
 const LAYERS: [Layer; 3] = [
-    Layer { dialect: "model", schema: "blueprint.model", forbidden: MODEL_FORBIDDEN, digest_attribute: None },
-    Layer { dialect: "dist", schema: "blueprint.dist", forbidden: DIST_FORBIDDEN, digest_attribute: Some("model_digest") },
-    Layer { dialect: "plan", schema: "blueprint.plan", forbidden: PLAN_FORBIDDEN, digest_attribute: Some("source_digest") },
+    Layer { dialect: "model", header: OpKind::ModelHeader, schema: "blueprint.model", forbidden: MODEL_FORBIDDEN, digest_attribute: None },
+    Layer {
+        dialect: "dist",
+        header: OpKind::DistHeader,
+        schema: "blueprint.dist",
+        forbidden: DIST_FORBIDDEN,
+        digest_attribute: Some("model_digest"),
+    },
+    Layer {
+        dialect: "plan",
+        header: OpKind::PlanHeader,
+        schema: "blueprint.plan",
+        forbidden: PLAN_FORBIDDEN,
+        digest_attribute: Some("source_digest"),
+    },
 ];
 
 /// Whether `name` is a forbidden field in `dialect`'s layer (the layering
@@ -135,24 +151,50 @@ fn op_name<'c>(op: OperationRef<'c, '_>) -> &'c str {
 /// Major version of the schemas this build reads.
 const SCHEMA_MAJOR: &str = "1";
 
-pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(crate::ods::OpKind, OperationRef)]) {
+pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(OpKind, OperationRef)]) {
+    // Ops of one name are many: a name seen in no target dialect is not
+    // looked at again.
+    let mut clean: crate::ir::PtrMap<()> = crate::ir::PtrMap::default();
+    let mut last_clean = None;
     for &op in all {
+        // SAFETY: a live op.
+        let name = unsafe { mlir_sys::mlirOperationGetName(op.to_raw()) }.ptr as usize;
+        if last_clean == Some(name) || clean.contains_key(&name) {
+            last_clean = Some(name);
+            continue;
+        }
         let dialect = dialect_of(op_name(op));
         if TARGET_DIALECTS.contains(&dialect) {
             checker.error(op, format!("belongs to target dialect '{dialect}', which is not allowed beside target-neutral Blueprint IR"));
+        } else {
+            clean.insert(name, ());
         }
     }
-    for layer in &LAYERS {
-        let layer_ops: Vec<OperationRef> = ops.iter().filter(|(kind, _)| kind.dialect() == layer.dialect).map(|(_, op)| *op).collect();
+    // Each op's layer, found once.
+    let mut layer_of = vec![None; OpKind::ALL.len()];
+    for kind in OpKind::ALL {
+        layer_of[kind as usize] = LAYERS.iter().position(|layer| layer.dialect == kind.dialect());
+    }
+    let mut by_layer: [Vec<(OpKind, OperationRef)>; 3] = Default::default();
+    for &(kind, op) in ops {
+        if let Some(index) = layer_of[kind as usize] {
+            by_layer[index].push((kind, op));
+        }
+    }
+    let classes = crate::ir::AttrClasses::new();
+    for (layer, layer_ops) in LAYERS.iter().zip(&by_layer) {
         if layer_ops.is_empty() {
             continue;
         }
-        check_header(checker, layer, &layer_ops);
+        check_header(checker, layer, layer_ops);
         // One read of each op's attributes serves the unique-id, unique-
         // symbol and forbidden-field rules (reported in that order).
         let mut names = NameCache::default();
         let mut texts = TextCache::default();
-        let read: Vec<OpFields> = layer_ops.iter().map(|&op| read_fields(op, layer, &mut names, &mut texts)).collect();
+        texts.reserve(layer_ops.len());
+        let mut last_text = None;
+        let read: Vec<OpFields> =
+            layer_ops.iter().map(|&(kind, op)| read_fields(op, kind, layer, &classes, &mut names, &mut texts, &mut last_text)).collect();
         check_unique(checker, &read, |f| f.id, "id");
         check_unique(checker, &read, |f| f.sym_name, "symbol");
         for fields in read {
@@ -171,21 +213,35 @@ struct OpFields<'c, 'a> {
     problems: Vec<String>,
 }
 
-/// Whether each attribute name (by its uniqued address) is forbidden in
-/// the layer: a step has few distinct names and many ops.
-type NameCache = crate::ir::PtrMap<bool>;
+/// What the layer rules know of an attribute name: whether it is
+/// forbidden in the layer, and whether it is `id` or `sym_name`.
+#[derive(Clone, Copy)]
+struct NameFact {
+    forbidden: bool,
+    role: Role,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Id,
+    SymName,
+    Other,
+}
+
+/// Each attribute name's fact, by its uniqued address: a step has few
+/// distinct names and many ops.
+type NameCache = crate::ir::NameFacts<NameFact>;
 
 /// The target name each string attribute (by its uniqued address) names,
 /// if any: a task's lineage is its id, the same attribute.
 type TextCache = crate::ir::PtrMap<Option<&'static str>>;
 
-fn check_header(checker: &mut Checker, layer: &Layer, ops: &[OperationRef]) {
-    let header_name = format!("{}.header", layer.dialect);
-    let headers: Vec<OperationRef> = ops.iter().copied().filter(|op| op_name(*op) == header_name).collect();
+fn check_header(checker: &mut Checker, layer: &Layer, ops: &[(OpKind, OperationRef)]) {
+    let headers: Vec<OperationRef> = ops.iter().filter(|(kind, _)| *kind == layer.header).map(|(_, op)| *op).collect();
     let Some(&first) = headers.first() else {
         // Reported at the layer's first op: the module itself may have no
         // location of its own.
-        checker.error(ops[0], format!("is in a module without a '{header_name}' (schema name and version)"));
+        checker.error(ops[0].1, format!("is in a module without a '{}' (schema name and version)", layer.header.name()));
         return;
     };
     for &extra in &headers[1..] {
@@ -231,6 +287,7 @@ pub fn is_content_digest(digest: &str) -> bool {
 
 fn check_unique<'c>(checker: &mut Checker, ops: &[OpFields<'c, '_>], field: impl Fn(&OpFields<'c, '_>) -> Option<&'c str>, what: &str) {
     let mut seen: crate::ir::FxMap<&str, OperationRef> = crate::ir::FxMap::default();
+    seen.reserve(ops.iter().filter(|f| field(f).is_some()).count());
     for fields in ops {
         let op = fields.op;
         let Some(value) = field(fields) else { continue };
@@ -247,73 +304,94 @@ fn check_unique<'c>(checker: &mut Checker, ops: &[OpFields<'c, '_>], field: impl
     }
 }
 
-fn read_fields<'c, 'a>(op: OperationRef<'c, 'a>, layer: &Layer, names: &mut NameCache, texts: &mut TextCache) -> OpFields<'c, 'a> {
+fn read_fields<'c, 'a>(
+    op: OperationRef<'c, 'a>,
+    kind: OpKind,
+    layer: &Layer,
+    classes: &crate::ir::AttrClasses,
+    names: &mut NameCache,
+    texts: &mut TextCache,
+    last_text: &mut Option<(usize, Option<&'static str>)>,
+) -> OpFields<'c, 'a> {
     let mut fields = OpFields { op, id: None, sym_name: None, problems: Vec::new() };
     let raw = op.to_raw();
+    let mut names = names.group(kind as usize);
     // SAFETY: a live op; its names and attributes live as long as its context.
-    for &named in unsafe { crate::ir::named_attributes(raw) } {
-        let identifier = unsafe { melior::ir::Identifier::from_raw(named.name) };
-        let name_ref = identifier.as_string_ref().to_raw();
-        let name_bytes = if name_ref.data.is_null() {
-            &[][..]
-        } else {
-            unsafe { std::slice::from_raw_parts(name_ref.data.cast::<u8>(), name_ref.length) }
-        };
-        let value = unsafe { melior::ir::Attribute::from_raw(named.attribute) };
-        let is_string = value.is_string();
-        match name_bytes {
-            b"id" if is_string => fields.id = crate::ir::string_value(value),
-            b"sym_name" if is_string => fields.sym_name = crate::ir::string_value(value),
-            _ => {}
+    for (position, &named) in unsafe { crate::ir::named_attributes(raw) }.iter().enumerate() {
+        let fact = names.get(position, named.name, |name| NameFact {
+            forbidden: names_forbidden(layer.forbidden, bare_name(name)),
+            role: match name {
+                "id" => Role::Id,
+                "sym_name" => Role::SymName,
+                _ => Role::Other,
+            },
+        });
+        let class = classes.of(named.attribute);
+        let is_string = class == AttrClass::String;
+        // Names are read as text only where a message needs them.
+        let name = || crate::ir::identifier_str(unsafe { melior::ir::Identifier::from_raw(named.name) });
+        if is_string && fact.role != Role::Other {
+            let value = crate::ir::string_value(unsafe { melior::ir::Attribute::from_raw(named.attribute) });
+            if fact.role == Role::Id {
+                fields.id = value;
+            } else {
+                fields.sym_name = value;
+            }
         }
-        // Names are checked as text only where a message needs them.
-        let name = || crate::ir::identifier_str(identifier);
-        let forbidden = *names.entry(name_ref.data as usize).or_insert_with(|| names_forbidden(layer.forbidden, bare_name(name())));
-        if forbidden {
+        if fact.forbidden {
             fields.problems.push(format!(
                 "attribute '{}' is a placement or target field, illegal in the '{}' layer",
                 name(),
                 layer.dialect
             ));
         }
-        if is_string {
-            let text = unsafe { mlir_sys::mlirStringAttrGetValue(named.attribute) };
-            let bytes =
-                if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
-            let target = *texts.entry(named.attribute.ptr as usize).or_insert_with(|| target_name_in_bytes(bytes));
-            // (Text that is not UTF-8 reads as a placeholder naming no target.)
-            if let (Some(target), Ok(text)) = (target, std::str::from_utf8(bytes)) {
-                fields.problems.push(format!(
-                    "attribute '{}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
-                    name(),
-                    layer.dialect
-                ));
-            }
-            continue;
-        }
-        // Integers, dense arrays and symbols (most attributes) nest nothing.
-        if !value.is_array() && !value.is_dictionary() {
-            continue;
-        }
-        let name = name();
-        visit_nested(value, &mut |nested| match nested {
-            Nested::Key(key) => {
-                if names_forbidden(layer.forbidden, key) {
-                    fields.problems.push(format!(
-                        "attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer",
-                        layer.dialect
-                    ));
+        match class {
+            AttrClass::String => {
+                let text = unsafe { mlir_sys::mlirStringAttrGetValue(named.attribute) };
+                let bytes =
+                    if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
+                // (A task's lineage is most often its id, the attribute before.)
+                let target = match *last_text {
+                    Some((ptr, target)) if ptr == named.attribute.ptr as usize => target,
+                    _ => *texts.entry(named.attribute.ptr as usize).or_insert_with(|| target_name_in_bytes(bytes)),
+                };
+                *last_text = Some((named.attribute.ptr as usize, target));
+                // (Text that is not UTF-8 reads as a placeholder naming no target.)
+                if let Some(target) = target {
+                    if let Ok(text) = std::str::from_utf8(bytes) {
+                        fields.problems.push(format!(
+                            "attribute '{}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
+                            name(),
+                            layer.dialect
+                        ));
+                    }
                 }
             }
-            Nested::String(text) => {
-                if let Some(target) = target_name_in(text) {
-                    fields.problems.push(format!(
-                        "attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
-                        layer.dialect
-                    ));
-                }
+            // Integers, dense arrays and symbols (most attributes) nest nothing.
+            AttrClass::Other => {}
+            AttrClass::Array | AttrClass::Dictionary => {
+                let value = unsafe { melior::ir::Attribute::from_raw(named.attribute) };
+                let name = name();
+                visit_nested(value, &mut |nested| match nested {
+                    Nested::Key(key) => {
+                        if names_forbidden(layer.forbidden, key) {
+                            fields.problems.push(format!(
+                                "attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer",
+                                layer.dialect
+                            ));
+                        }
+                    }
+                    Nested::String(text) => {
+                        if let Some(target) = target_name_in(text) {
+                            fields.problems.push(format!(
+                                "attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
+                                layer.dialect
+                            ));
+                        }
+                    }
+                });
             }
-        });
+        }
     }
     fields
 }
@@ -333,11 +411,71 @@ fn target_name_in(text: &str) -> Option<&'static str> {
 
 fn target_name_in_bytes(text: &[u8]) -> Option<&'static str> {
     // Words are runs of ASCII letters and digits; only words as long as
-    // some target name are compared.
-    text.split(|b| !b.is_ascii_alphanumeric())
-        .filter(|word| (3..=7).contains(&word.len()))
-        .find_map(|word| TARGET_NAMES.iter().copied().find(|t| t.len() == word.len() && word.eq_ignore_ascii_case(t.as_bytes())))
+    // some target name, starting as one does, are compared (this reads
+    // every string of every op: one table look-up per byte).
+    let mut start = 0;
+    for end in 0..=text.len() {
+        if end < text.len() && WORD_BYTES[usize::from(text[end])] {
+            continue;
+        }
+        let word = &text[start..end];
+        if (3..=7).contains(&word.len()) && TARGET_FIRST_BYTES[usize::from(word[0])] {
+            let key = packed_lowercase(word);
+            if let Some(i) = TARGET_PACKED.iter().position(|&t| t == key) {
+                return Some(TARGET_NAMES[i]);
+            }
+        }
+        start = end + 1;
+    }
+    None
 }
+
+/// A word of up to 8 ASCII letters and digits, lowercased, as one number
+/// (its bytes are nonzero, so words of different lengths differ).
+const fn packed_lowercase(word: &[u8]) -> u64 {
+    let mut key = 0u64;
+    let mut i = 0;
+    while i < word.len() && i < 8 {
+        key |= (word[i].to_ascii_lowercase() as u64) << (8 * i);
+        i += 1;
+    }
+    key
+}
+
+/// [`TARGET_NAMES`] packed by [`packed_lowercase`], index-aligned.
+static TARGET_PACKED: [u64; TARGET_NAMES.len()] = {
+    let mut table = [0u64; TARGET_NAMES.len()];
+    let mut i = 0;
+    while i < TARGET_NAMES.len() {
+        table[i] = packed_lowercase(TARGET_NAMES[i].as_bytes());
+        i += 1;
+    }
+    table
+};
+
+/// Which bytes are ASCII letters and digits.
+static WORD_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    table
+};
+
+/// Which bytes start a target name, in either case.
+static TARGET_FIRST_BYTES: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < TARGET_NAMES.len() {
+        let first = TARGET_NAMES[i].as_bytes()[0];
+        table[first.to_ascii_lowercase() as usize] = true;
+        table[first.to_ascii_uppercase() as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 #[cfg(test)]
 mod tests {
@@ -349,6 +487,39 @@ mod tests {
         assert_eq!(target_name_in("use CUDA graphs"), Some("cuda"));
         assert_eq!(target_name_in("relationship.hipster"), None);
         assert_eq!(target_name_in("attn.qkv"), None);
+    }
+
+    #[test]
+    fn target_names_are_found_at_either_end_and_in_any_case() {
+        assert_eq!(target_name_in("CUDA"), Some("cuda"));
+        assert_eq!(target_name_in("x.Cutlass"), Some("cutlass"));
+        assert_eq!(target_name_in("hsaco-"), Some("hsaco"));
+        assert_eq!(target_name_in("a b ptx"), Some("ptx"));
+        assert_eq!(target_name_in("cudas ncc lpux"), None);
+        assert_eq!(target_name_in(""), None);
+        // Non-ASCII bytes end words.
+        assert_eq!(target_name_in("é_nccl_é"), Some("nccl"));
+    }
+
+    #[test]
+    fn target_names_are_found_as_words_were_split() {
+        // The scan as it read before the table look-ups.
+        let by_split = |text: &str| {
+            text.as_bytes()
+                .split(|b| !b.is_ascii_alphanumeric())
+                .filter(|word| (3..=7).contains(&word.len()))
+                .find_map(|word| TARGET_NAMES.iter().copied().find(|t| t.len() == word.len() && word.eq_ignore_ascii_case(t.as_bytes())))
+        };
+        let words = ["", "s0", "attn", "NCCL", "rocm", "rocmx", "hip", "Miopen", "oneCCL", "sass", "x", "lpu7", "ptx"];
+        let separators = ["", ".", "@", "_", " ", "é", "--"];
+        for a in words {
+            for sep in separators {
+                for b in words {
+                    let text = format!("{a}{sep}{b}{sep}");
+                    assert_eq!(target_name_in(&text), by_split(&text), "{text:?}");
+                }
+            }
+        }
     }
 
     #[test]

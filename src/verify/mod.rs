@@ -66,18 +66,17 @@ pub fn verify_blueprint(root: OperationRef) -> bool {
 pub fn verify_ops(ops: &[OperationRef]) -> bool {
     let mut checker = Checker::default();
     // Each op's kind is looked up once; the rules below read it from here.
-    let kinds: Vec<(crate::ods::OpKind, OperationRef)> =
-        ops.iter().filter_map(|op| crate::ods::OpKind::of(*op).map(|k| (k, *op))).collect();
+    let mut memo = crate::ir::KindMemo::default();
+    let kinds: Vec<(crate::ods::OpKind, OperationRef)> = ops.iter().filter_map(|op| memo.of(*op).map(|k| (k, *op))).collect();
     if kinds.is_empty() {
         return true;
     }
-    let blueprint: Vec<OperationRef> = kinds.iter().map(|(_, op)| *op).collect();
     ods_rules::check(&mut checker, &kinds);
     layering::check(&mut checker, ops, &kinds);
-    model::check(&mut checker, &blueprint);
-    dist::check(&mut checker, &blueprint);
+    model::check(&mut checker, &kinds);
+    dist::check(&mut checker, &kinds);
     plan::check(&mut checker, &kinds);
     tiling::check(&mut checker, &kinds);
-    step::check(&mut checker, &blueprint);
+    step::check(&mut checker, &kinds);
     !checker.failed()
 }

@@ -24,9 +24,12 @@ fn has_effect(op: OperationRef, effect: &str) -> bool {
     crate::ods::EFFECTS_FLAGS.iter().any(|(name, bit)| *name == effect && flags & bit != 0)
 }
 
-pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
-    for &op in ops {
-        let Some(kind) = OpKind::of(op).filter(|k| k.dialect() == "model") else { continue };
+pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    let in_model = crate::ir::kinds_in("model");
+    for &(kind, op) in ops {
+        if !in_model[kind as usize] {
+            continue;
+        }
         check_operands_are_model_values(checker, op);
         for &(required_by, effect) in REQUIRED_EFFECTS {
             if kind == required_by && !has_effect(op, effect) {

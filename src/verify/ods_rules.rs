@@ -14,16 +14,23 @@ const STRUCTURAL_ATTRIBUTES: [&str; 2] = ["operandSegmentSizes", "resultSegmentS
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
     // Whether a name is declared by a kind, by the name's uniqued address:
     // a step has many ops of few kinds with few distinct names.
-    let mut known: crate::ir::FxMap<(OpKind, usize), bool> = crate::ir::FxMap::default();
+    let mut known: crate::ir::NameFacts<bool> = crate::ir::NameFacts::default();
+    // The names of the last op of each kind whose names were all declared:
+    // most ops of a kind list the same ones, compared by address at once.
+    let mut declared: Vec<Vec<usize>> = vec![Vec::new(); OpKind::ALL.len()];
     for &(kind, op) in ops {
         let spec = kind.spec();
         let raw = op.to_raw();
         // SAFETY: a live op; its attribute names live as long as its context.
-        for named in unsafe { crate::ir::named_attributes(raw) } {
-            let identifier = unsafe { melior::ir::Identifier::from_raw(named.name) };
-            let address = identifier.as_string_ref().to_raw().data as usize;
-            let allowed = *known.entry((kind, address)).or_insert_with(|| {
-                let name = crate::ir::identifier_str(identifier);
+        let attributes = unsafe { crate::ir::named_attributes(raw) };
+        let last = &mut declared[kind as usize];
+        if last.len() == attributes.len() && attributes.iter().zip(last.iter()).all(|(named, &name)| named.name.ptr as usize == name) {
+            continue;
+        }
+        let mut all_declared = true;
+        let mut known = known.group(kind as usize);
+        for (position, named) in attributes.iter().enumerate() {
+            let allowed = known.get(position, named.name, |name| {
                 // Dialect-prefixed names are discardable annotations; the
                 // forbidden-field rules still apply to them (layering.rs).
                 name.contains('.')
@@ -32,8 +39,14 @@ pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
                     || super::layering::is_forbidden(dialect_of(spec.name), name)
             });
             if !allowed {
+                all_declared = false;
+                let identifier = unsafe { melior::ir::Identifier::from_raw(named.name) };
                 checker.error(op, unknown_attribute_message(spec.name, crate::ir::identifier_str(identifier)));
             }
+        }
+        if all_declared {
+            last.clear();
+            last.extend(attributes.iter().map(|named| named.name.ptr as usize));
         }
     }
 }

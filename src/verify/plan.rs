@@ -6,18 +6,21 @@ use melior::ir::OperationRef;
 
 use super::Checker;
 use crate::{
-    ir::enum_attr,
+    ir::{int_value, AttrName},
     ods::{ConcurrencyGroup, OpKind},
 };
 
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    let mut name = None;
     for &(kind, op) in ops {
         let expected = match kind {
             OpKind::PlanComputeTask => ConcurrencyGroup::Compute,
             OpKind::PlanCollectiveTask => ConcurrencyGroup::Network,
             _ => continue,
         };
-        if let Some(group) = enum_attr::<ConcurrencyGroup>(op, "group") {
+        // Found by the name's handle: every task has many attributes.
+        let group_name = *name.get_or_insert_with(|| AttrName::new(op, "group"));
+        if let Some(group) = group_name.of(op).and_then(int_value).and_then(ConcurrencyGroup::from_value) {
             if group != expected {
                 checker.error(op, format!("must be in concurrency group '{expected}', but is in '{group}'"));
             }

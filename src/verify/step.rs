@@ -30,22 +30,44 @@ fn count(op: OperationRef, name: &str) -> u64 {
     int_attr(op, name).and_then(|v| u64::try_from(v).ok()).unwrap_or(0)
 }
 
-pub fn check(checker: &mut Checker, ops: &[OperationRef]) {
+pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    // Only pipelines, chunks, schedules and meshes matter here: a few ops
+    // of a step's many.
+    let step_ops: Vec<(OpKind, OperationRef)> = ops
+        .iter()
+        .copied()
+        .filter(|(kind, _)| {
+            matches!(
+                kind,
+                OpKind::DistPipeline
+                    | OpKind::DistChunk
+                    | OpKind::DistSchedule
+                    | OpKind::PlanPipeline
+                    | OpKind::PlanChunk
+                    | OpKind::PlanSchedule
+                    | OpKind::DistMesh
+            )
+        })
+        .collect();
+    if step_ops.is_empty() {
+        return;
+    }
+    let mesh_ops: Vec<OperationRef> = step_ops.iter().filter(|(kind, _)| *kind == OpKind::DistMesh).map(|(_, op)| *op).collect();
+    let meshes = Meshes::of(&mesh_ops);
     for dialect in ["dist", "plan"] {
-        check_layer(checker, ops, dialect);
+        check_layer(checker, &step_ops, &meshes, dialect);
     }
 }
 
-fn check_layer(checker: &mut Checker, ops: &[OperationRef], dialect: &str) {
+fn check_layer(checker: &mut Checker, ops: &[(OpKind, OperationRef)], meshes: &Meshes, dialect: &str) {
     let (pipeline_kind, chunk_kind, schedule_kind) = if dialect == "dist" {
         (OpKind::DistPipeline, OpKind::DistChunk, OpKind::DistSchedule)
     } else {
         (OpKind::PlanPipeline, OpKind::PlanChunk, OpKind::PlanSchedule)
     };
-    let meshes = Meshes::of(ops);
     let mut pipelines: HashMap<&str, Pipeline> = HashMap::new();
-    for &op in ops {
-        if OpKind::of(op) != Some(pipeline_kind) {
+    for &(kind, op) in ops {
+        if kind != pipeline_kind {
             continue;
         }
         let pipeline = Pipeline {
@@ -57,14 +79,13 @@ fn check_layer(checker: &mut Checker, ops: &[OperationRef], dialect: &str) {
             chunk_ops: HashMap::new(),
             schedule_ops: HashMap::new(),
         };
-        check_pipeline(checker, &pipeline, &meshes);
+        check_pipeline(checker, &pipeline, meshes);
         if let Some(name) = str_attr(op, "sym_name") {
             pipelines.insert(name, pipeline);
         }
     }
-    for &op in ops {
-        let kind = OpKind::of(op);
-        if kind != Some(chunk_kind) && kind != Some(schedule_kind) {
+    for &(kind, op) in ops {
+        if kind != chunk_kind && kind != schedule_kind {
             continue;
         }
         let Some(pipeline) = symbol_attr(op, "pipeline").and_then(|name| pipelines.get_mut(name)) else {
@@ -76,7 +97,7 @@ fn check_layer(checker: &mut Checker, ops: &[OperationRef], dialect: &str) {
             checker.error(op, "belongs to an unrolled pipeline, whose tasks are instances (no chunks or schedules remain)");
             continue;
         }
-        if kind == Some(chunk_kind) {
+        if kind == chunk_kind {
             check_chunk(checker, op, pipeline, dialect);
         } else {
             check_schedule(checker, op, pipeline);

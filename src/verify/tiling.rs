@@ -9,7 +9,7 @@ use melior::ir::{operation::OperationLike, OperationRef};
 
 use super::Checker;
 use crate::{
-    ir::{enum_attr, str_attr},
+    ir::{enum_attr, str_attr, AttrName},
     ods::{ComputeCapability, OpKind, Phase, Primitive},
 };
 
@@ -35,10 +35,15 @@ fn is_matmul(kind: OpKind, op: OperationRef) -> bool {
 }
 
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
+    // Collectives are many: their names are compared by handle.
+    let mut names: Option<[AttrName; 3]> = None;
     let tiled: Vec<(OpKind, OperationRef)> = ops
         .iter()
         .copied()
-        .filter(|(k, op)| (k.is_communication() || *k == OpKind::PlanCollectiveTask) && TILING.iter().any(|a| op.has_attribute(a)))
+        .filter(|(k, op)| {
+            (k.is_communication() || *k == OpKind::PlanCollectiveTask)
+                && names.get_or_insert_with(|| TILING.map(|a| AttrName::new(*op, a))).iter().any(|a| a.on(*op))
+        })
         .collect();
     if tiled.is_empty() {
         return;
