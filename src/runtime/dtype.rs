@@ -219,28 +219,21 @@ unsafe fn stream_line<T, const AVX: bool>(dst: *mut u8, line: &T) {
 
 /// The fused n-way reduction of elements `lo..hi`: one line (64 bytes) of
 /// every input folded in registers in input order, then stored into every
-/// output; no pass over an accumulator in memory. The outputs come in
-/// `groups`; without `STREAM`, one group of all of them.
-///
-/// With `STREAM`, the outputs of a group are at the same offset within a
-/// cache line: for each group, the elements up to the first line boundary
-/// of its outputs and those after the last one are done one at a time with
-/// ordinary stores, the whole lines between with non-temporal ones (`AVX`:
-/// 32 bytes at a time). The groups go in step, a line of each in turn, each
-/// folding its own line from the inputs (one element to 63 bytes on from
-/// the last group's, in L1 by then), so every output gets whole streamed
-/// lines wherever it starts. With `DOWN`, the lines go from the last to the
-/// first (see [`stream_clear`]).
+/// output; no pass over an accumulator in memory. With `STREAM`, every
+/// output is at the same offset within a cache line (the caller checks):
+/// the elements up to the first line boundary of the outputs and those
+/// after the last one are done one at a time with ordinary stores, the
+/// whole lines between with non-temporal ones (`AVX`: 32 bytes at a time).
+/// With `DOWN`, the whole lines go from the last to the first (see
+/// [`stream_down`]).
 ///
 /// # Safety
-/// As for [`reduce_lines`], and with more than one group, no output
-/// overlaps an input (a later group reads bytes an earlier one stored);
-/// with `AVX`, the CPU has AVX.
+/// As for [`reduce_lines`]; with `AVX`, the CPU has AVX.
 #[inline(always)]
 unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: bool, const DOWN: bool>(
     op: ReduceOp,
     inputs: &[*const u8],
-    groups: &[&[*mut u8]],
+    outputs: &[*mut u8],
     lo: usize,
     hi: usize,
 ) {
@@ -248,19 +241,15 @@ unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: b
         // SAFETY: elements i..i+L of an input (forwarded contract).
         unsafe { std::ptr::read_unaligned(p.cast::<E>().add(i).cast::<[E; L]>()) }
     };
-    // Elements before the first line boundary of a group's outputs.
-    let head = |outputs: &[*mut u8]| {
-        if STREAM {
-            let offset = outputs[0].cast::<E>().wrapping_add(lo) as usize % LINE;
-            ((LINE - offset) % LINE / E::SIZE).min(hi - lo)
-        } else {
-            0
-        }
+    // Elements before the first line boundary of the outputs.
+    let head = if STREAM {
+        let offset = outputs[0].cast::<E>().wrapping_add(lo) as usize % LINE;
+        ((LINE - offset) % LINE / E::SIZE).min(hi - lo)
+    } else {
+        0
     };
-    // The most whole lines of any group (the others have one fewer at most).
-    let count = groups.iter().map(|g| (hi - lo - head(g)) / L).max().unwrap_or(0);
     macro_rules! one {
-        ($op:expr, $i:expr, $outputs:expr) => {
+        ($op:expr, $i:expr) => {
             // SAFETY: element i of every input and output (forwarded contract).
             unsafe {
                 let i = $i;
@@ -268,7 +257,7 @@ unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: b
                 for &p in &inputs[1..] {
                     x = E::combine(x, p.cast::<E>().add(i).read(), $op);
                 }
-                for &o in $outputs {
+                for &o in outputs {
                     o.cast::<E>().add(i).write(x);
                 }
             }
@@ -276,47 +265,35 @@ unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: b
     }
     macro_rules! run {
         ($op:expr) => {{
-            for &outputs in groups {
-                for i in lo..lo + head(outputs) {
-                    one!($op, i, outputs);
-                }
+            for i in lo..lo + head {
+                one!($op, i);
             }
+            let first = lo + head;
+            let count = (hi - first) / L;
             for n in 0..count {
-                for &outputs in groups {
-                    let first = lo + head(outputs);
-                    let lines = (hi - first) / L;
-                    if n >= lines {
+                let i = first + L * if DOWN { count - 1 - n } else { n };
+                let mut v = load(inputs[0], i);
+                for &p in &inputs[1..] {
+                    let w = load(p, i);
+                    for j in 0..L {
+                        v[j] = E::combine(v[j], w[j], $op);
+                    }
+                }
+                for &o in outputs {
+                    let dst = o.cast::<E>().wrapping_add(i);
+                    #[cfg(target_arch = "x86_64")]
+                    if STREAM {
+                        // SAFETY: a whole line of the output, 64-byte
+                        // aligned past the head (forwarded contract).
+                        unsafe { stream_line::<_, AVX>(dst.cast::<u8>(), &v) };
                         continue;
                     }
-                    // Down, every group counts from its own last line.
-                    let line = if DOWN { lines - 1 - n } else { n };
-                    let i = first + L * line;
-                    let mut v = load(inputs[0], i);
-                    for &p in &inputs[1..] {
-                        let w = load(p, i);
-                        for j in 0..L {
-                            v[j] = E::combine(v[j], w[j], $op);
-                        }
-                    }
-                    for &o in outputs {
-                        let dst = o.cast::<E>().wrapping_add(i);
-                        #[cfg(target_arch = "x86_64")]
-                        if STREAM {
-                            // SAFETY: a whole line of the output, 64-byte
-                            // aligned past the head (forwarded contract).
-                            unsafe { stream_line::<_, AVX>(dst.cast::<u8>(), &v) };
-                            continue;
-                        }
-                        // SAFETY: elements i..i+L of an output (forwarded contract).
-                        unsafe { std::ptr::write_unaligned(dst.cast::<[E; L]>(), v) };
-                    }
+                    // SAFETY: elements i..i+L of an output (forwarded contract).
+                    unsafe { std::ptr::write_unaligned(dst.cast::<[E; L]>(), v) };
                 }
             }
-            for &outputs in groups {
-                let first = lo + head(outputs);
-                for i in first + (hi - first) / L * L..hi {
-                    one!($op, i, outputs);
-                }
+            for i in first + count * L..hi {
+                one!($op, i);
             }
         }};
     }
@@ -331,18 +308,25 @@ unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: b
 /// [`fused_lines`] compiled for AVX2 (chosen at run time).
 ///
 /// # Safety
-/// As for [`fused_lines`], on a CPU with AVX2.
+/// As for [`reduce_lines`], on a CPU with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool, const DOWN: bool>(
     op: ReduceOp,
     inputs: &[*const u8],
-    groups: &[&[*mut u8]],
+    outputs: &[*mut u8],
     lo: usize,
     hi: usize,
 ) {
     // SAFETY: forwarded contract; AVX2 implies AVX.
-    unsafe { fused_lines::<E, L, STREAM, true, DOWN>(op, inputs, groups, lo, hi) }
+    unsafe { fused_lines::<E, L, STREAM, true, DOWN>(op, inputs, outputs, lo, hi) }
+}
+
+/// Whether every output starts at the same offset within a cache line, so
+/// that their line boundaries fall at the same elements (what the
+/// non-temporal path needs).
+fn same_line_offset(outputs: &[*mut u8]) -> bool {
+    outputs.iter().all(|&o| (o as usize) % LINE == (outputs[0] as usize) % LINE)
 }
 
 /// Bytes within which a load that follows a non-temporal store to the same
@@ -353,53 +337,28 @@ unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool, const D
 /// ms, 192-256: up to 2x, from 512 on none; ordinary stores none at any d.
 const ALIAS_WINDOW: usize = 512;
 
-/// Whether the streamed [`fused_lines`] over `groups` (in that order),
-/// walking down or up, never loads an input line within [`ALIAS_WINDOW`]
-/// after a pending store to an output line at the same address modulo 4
-/// KiB. Each step loads a line of every input and stores a line of every
-/// output, each group's `64 * step` bytes on (or back) from its first (or
-/// last) line: a later load overlaps an earlier store when their bases are
-/// a few steps apart modulo 4 KiB the wrong way. Buffers allocated one
-/// after the other (an output right after its input: the usual heap order,
-/// and what each rank's arena repeats) are a few lines apart modulo 4 KiB:
-/// up stalls on every line, down never.
-fn stream_clear<E: Plain, const L: usize>(inputs: &[*const u8], groups: &[&[*mut u8]], lo: usize, hi: usize, down: bool) -> bool {
+/// Which way the streamed fused kernel walks the lines so that no input
+/// load follows a pending store to an output line at the same address
+/// modulo 4 KiB within [`ALIAS_WINDOW`] (`Some(false)`: up, `Some(true)`:
+/// down; `None`: neither). Walking up, a load `t` bytes after a store
+/// overlaps it when the output is `t` (mod 4 KiB, give or take a line)
+/// after the input; walking down, before. Buffers allocated one after the
+/// other (an output right after its input: the usual heap order, and what
+/// each rank's arena repeats) are a few lines apart modulo 4 KiB: up
+/// stalls on every line, down never.
+fn stream_down(inputs: &[*const u8], outputs: &[*mut u8]) -> Option<bool> {
     const PAGE: usize = 4096;
-    // Byte offset from `lo` of a group's first (up) or last (down) line.
-    let base = |outputs: &[*mut u8]| {
-        let offset = outputs[0].cast::<E>().wrapping_add(lo) as usize % LINE;
-        let head = (LINE - offset) % LINE / E::SIZE;
-        let lines = (hi - lo).saturating_sub(head) / L;
-        (head + if down { L * lines.saturating_sub(1) } else { 0 }) * E::SIZE
-    };
-    groups.iter().enumerate().all(|(g, &stored)| {
-        let store_base = base(stored);
-        groups.iter().enumerate().all(|(h, &loaded)| {
-            let load_base = base(loaded);
-            // A later group's loads follow this group's stores of the same step.
-            let same_step = h > g;
-            inputs.iter().all(|&x| {
-                stored.iter().all(|&y| {
-                    let (a, b) = ((x as usize).wrapping_add(load_base), (y as usize).wrapping_add(store_base));
-                    // Bytes the loads run behind the stores (mod 4 KiB).
-                    let ahead = if down { a.wrapping_sub(b) } else { b.wrapping_sub(a) } % PAGE;
-                    // Within a step, from a line behind (the same step) or
-                    // just past the store (a later one) to past the window.
-                    let stalls = if same_step {
-                        ahead < ALIAS_WINDOW + LINE || ahead > PAGE - LINE
-                    } else {
-                        ahead > 0 && ahead < ALIAS_WINDOW + LINE
-                    };
-                    !stalls
-                })
+    let clear = |down: bool| {
+        inputs.iter().all(|&x| {
+            outputs.iter().all(|&y| {
+                let (x, y) = (x as usize, y as usize);
+                let ahead = if down { x.wrapping_sub(y) } else { y.wrapping_sub(x) } % PAGE;
+                // Loads of a line read it before it is stored: none behind.
+                ahead == 0 || ahead >= ALIAS_WINDOW + LINE
             })
         })
-    })
-}
-
-/// Whether some output overlaps some input (an in-place all-reduce).
-fn overlapping(inputs: &[*const u8], outputs: &[*mut u8], bytes: usize) -> bool {
-    inputs.iter().any(|&x| outputs.iter().any(|&y| (x as usize) < (y as usize) + bytes && (y as usize) < (x as usize) + bytes))
+    };
+    [false, true].into_iter().find(|&down| clear(down))
 }
 
 fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize, stream: bool) -> bool {
@@ -407,63 +366,42 @@ fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: 
     if inputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) || outputs.iter().any(|&p| !(p as usize).is_multiple_of(align)) {
         return false;
     }
+    // Outputs at different offsets within a line would take partial-line
+    // non-temporal stores, which the write-combining buffers flush one at
+    // a time (4-7x slower than ordinary stores here; composing whole lines
+    // from two reduced ones measured no better than ordinary stores): the
+    // caller's block path streams each output's whole lines instead.
+    if stream && !same_line_offset(outputs) {
+        return false;
+    }
     // Non-temporal stores exist on x86-64 only (SSE2 is baseline there).
     let stream = stream && cfg!(target_arch = "x86_64");
-    let all = [outputs];
-    let mut sorted = Vec::new();
-    let mut groups: Vec<&[*mut u8]> = Vec::new();
-    let mut down = false;
-    if stream {
-        // Streamed, the outputs go in groups by offset within a line (a
-        // partial line streamed is flushed alone, 4-7x slower than ordinary
-        // stores here).
-        sorted.extend_from_slice(outputs);
-        sorted.sort_by_key(|&o| o as usize % LINE);
-        groups.extend(sorted.chunk_by(|&a, &b| a as usize % LINE == b as usize % LINE));
-        // A later group would read what an earlier one stored in place.
-        if groups.len() > 1 && overlapping(inputs, outputs, hi * E::SIZE) {
-            return false;
-        }
-        // The first of up, down, and both with the groups reversed that no
-        // store stalls; else the caller's block path (its stores follow the
-        // loads of a whole block).
-        let mut found = false;
-        for flip in [false, true] {
-            if flip {
-                groups.reverse();
-            }
-            if let Some(d) = [false, true].into_iter().find(|&d| stream_clear::<E, L>(inputs, &groups, lo, hi, d)) {
-                (down, found) = (d, true);
-                break;
-            }
-            if groups.len() == 1 {
-                break;
-            }
-        }
-        if !found {
-            return false;
-        }
-    }
-    let groups: &[&[*mut u8]] = if stream { &groups } else { &all };
+    // Streamed lines whose loads would stall behind the stores either way:
+    // the caller's block path (its stores follow the loads of a whole
+    // block, from L1).
+    let down = match stream.then(|| stream_down(inputs, outputs)) {
+        Some(None) => return false,
+        Some(Some(down)) => down,
+        None => false,
+    };
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: forwarded contract of `reduce_lines`; the CPU has AVX2;
-        // several groups only when no output overlaps an input.
+        // SAFETY: forwarded contract of `reduce_lines`; the CPU has AVX2.
         unsafe {
             match (stream, down) {
-                (true, false) => fused_lines_avx2::<E, L, true, false>(op, inputs, groups, lo, hi),
-                (true, true) => fused_lines_avx2::<E, L, true, true>(op, inputs, groups, lo, hi),
-                (false, _) => fused_lines_avx2::<E, L, false, false>(op, inputs, groups, lo, hi),
+                (true, false) => fused_lines_avx2::<E, L, true, false>(op, inputs, outputs, lo, hi),
+                (true, true) => fused_lines_avx2::<E, L, true, true>(op, inputs, outputs, lo, hi),
+                (false, _) => fused_lines_avx2::<E, L, false, false>(op, inputs, outputs, lo, hi),
             }
         };
         return true;
     }
-    // SAFETY: as above.
+    // SAFETY: forwarded contract of `reduce_lines`.
     unsafe {
         match (stream, down) {
-            (true, false) => fused_lines::<E, L, true, false, false>(op, inputs, groups, lo, hi),
-            (true, true) => fused_lines::<E, L, true, false, true>(op, inputs, groups, lo, hi),
-            (false, _) => fused_lines::<E, L, false, false, false>(op, inputs, groups, lo, hi),
+            (true, false) => fused_lines::<E, L, true, false, false>(op, inputs, outputs, lo, hi),
+            (true, true) => fused_lines::<E, L, true, false, true>(op, inputs, outputs, lo, hi),
+            (false, _) => fused_lines::<E, L, false, false, false>(op, inputs, outputs, lo, hi),
         }
     };
     true
@@ -476,9 +414,9 @@ fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: 
 /// caller orders them with [`store_fence`] before publishing the result.
 /// False (nothing done) for the types with their own paths (`f16`,
 /// `bf16`, `i1`), buffers not aligned for the element type, or `stream`
-/// where the loads would stall behind the stores whichever way the lines
-/// go, or outputs at different offsets within a cache line overlap the
-/// inputs. Bitwise [`reduce_into`] folded in order.
+/// with outputs at different offsets within a cache line or loads that
+/// would stall behind the stores whichever way the lines go
+/// ([`stream_down`]). Bitwise [`reduce_into`] folded in order.
 ///
 /// # Safety
 /// Every input and output holds at least `hi` packed elements of `ty`,
@@ -649,9 +587,8 @@ mod tests {
     /// rule folded in order, and writes only elements `lo..hi`: every plain
     /// type and op, every output offset within a line (a head of 0 .. 63
     /// bytes), ranges shorter than the head, ending mid-line or on a line,
-    /// inputs at other offsets, an output that is an input, outputs in two
-    /// groups at different offsets within a line; up and down; SSE2 stores
-    /// and, where the CPU has it, AVX.
+    /// inputs at other offsets, an output that is an input; up and down;
+    /// SSE2 stores and, where the CPU has it, AVX.
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn streamed_lines_match_the_element_rule_bitwise() {
@@ -665,17 +602,13 @@ mod tests {
             for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
                 for shift in (0..LINE).step_by(es) {
                     for (lo, len) in [(0, 0), (0, 1), (3, L - 1), (0, L), (1, L + 1), (0, 2 * L + 3), (5, 5 * L + 7)] {
-                        // In place, or (mixed) a third output at another line offset.
-                        for (in_place, mixed) in [(false, false), (true, false), (false, true)] {
+                        for in_place in [false, true] {
                             let hi = lo + len;
                             let words = (hi * es + 2 * LINE) / 8 + 1;
-                            let mut stores: Vec<Vec<u64>> = (0..6).map(|_| vec![0u64; words]).collect();
+                            let mut stores: Vec<Vec<u64>> = (0..5).map(|_| vec![0u64; words]).collect();
                             // Three inputs at other offsets than the outputs.
                             let ins: Vec<*mut u8> = (0..3).map(|k| at(&mut stores[k], (shift + (k + 1) * es) % LINE)).collect();
                             let mut outs: Vec<*mut u8> = (3..5).map(|k| at(&mut stores[k], shift)).collect();
-                            if mixed {
-                                outs.push(at(&mut stores[5], (shift + 40 / es * es) % LINE));
-                            }
                             for &p in ins.iter().chain(&outs) {
                                 for i in 0..hi + 1 {
                                     let v = (bits() & keep).to_ne_bytes();
@@ -718,26 +651,17 @@ mod tests {
                             if std::arch::is_x86_feature_detected!("avx2") {
                                 avx.push(true);
                             }
-                            // The groups by line offset, in both orders.
-                            let orders: Vec<Vec<&[*mut u8]>> = if mixed {
-                                vec![vec![&outs[..2], &outs[2..]], vec![&outs[2..], &outs[..2]]]
-                            } else {
-                                vec![vec![&outs[..]]]
-                            };
-                            for (groups, with_avx, down) in
-                                orders.iter().flat_map(|g| avx.iter().flat_map(move |&a| [(g, a, false), (g, a, true)]))
-                            {
+                            for (with_avx, down) in avx.iter().flat_map(|&a| [(a, false), (a, true)]) {
                                 restore(&outs);
                                 // SAFETY: every buffer holds hi + 1 elements, aligned for E
-                                // (LINE and the shifts are multiples of its size); each
-                                // group's outputs share a line offset; two groups only
-                                // out of place; AVX2 only where present.
+                                // (LINE and the shifts are multiples of its size); the
+                                // outputs share a line offset; AVX2 only where present.
                                 unsafe {
                                     match (with_avx, down) {
-                                        (true, false) => fused_lines_avx2::<E, L, true, false>(op, &ins, groups, lo, hi),
-                                        (true, true) => fused_lines_avx2::<E, L, true, true>(op, &ins, groups, lo, hi),
-                                        (false, false) => fused_lines::<E, L, true, false, false>(op, &ins, groups, lo, hi),
-                                        (false, true) => fused_lines::<E, L, true, false, true>(op, &ins, groups, lo, hi),
+                                        (true, false) => fused_lines_avx2::<E, L, true, false>(op, &ins, &outs, lo, hi),
+                                        (true, true) => fused_lines_avx2::<E, L, true, true>(op, &ins, &outs, lo, hi),
+                                        (false, false) => fused_lines::<E, L, true, false, false>(op, &ins, &outs, lo, hi),
+                                        (false, true) => fused_lines::<E, L, true, false, true>(op, &ins, &outs, lo, hi),
                                     }
                                 }
                                 store_fence();
@@ -745,8 +669,7 @@ mod tests {
                                     assert_eq!(
                                         bytes(p),
                                         *e,
-                                        "{} {op:?} shift {shift} lo {lo} len {len} in place {in_place} mixed {mixed} avx {with_avx} \
-                                         down {down} output {k}",
+                                        "{} {op:?} shift {shift} lo {lo} len {len} in place {in_place} avx {with_avx} down {down} output {k}",
                                         std::any::type_name::<E>()
                                     );
                                 }
@@ -773,11 +696,11 @@ mod tests {
         check::<i8, 64>(!0, &mut bits);
     }
 
-    /// Which way the streamed kernel goes: outputs a line after the inputs
-    /// modulo 4 KiB (allocated one after the other) stall walking up, not
-    /// down; a line before, the other way round; both at once, neither
-    /// (`reduce_lines` declines); in place or half a page apart, up. Outputs
-    /// in two groups over an input are declined too.
+    /// Which way the streamed kernel goes: outputs a line or two after the
+    /// inputs modulo 4 KiB (allocated one after the other) stall walking
+    /// up, not down; a line before, the other way round; both at once,
+    /// neither (`reduce_lines` declines: the block path); in place or half a
+    /// page apart, up.
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn streamed_lines_walk_where_loads_do_not_follow_stores() {
@@ -794,27 +717,21 @@ mod tests {
         };
         let way = |ahead: isize, skew: isize| {
             let (x, y) = place(ahead, skew);
-            let groups: [&[*mut u8]; 1] = [&y];
-            [false, true].map(|down| stream_clear::<f32, 16>(&x, &groups, 0, N, down))
+            stream_down(&x, &y)
         };
-        assert_eq!(way(64, 0), [false, true]);
-        assert_eq!(way(128, 0), [false, true]);
-        assert_eq!(way(-64, 0), [true, false]);
-        assert_eq!(way(0, 0), [true, true]);
-        assert_eq!(way(2048, 0), [true, true]);
-        assert_eq!(way(64, -128), [false, true]);
-        assert_eq!(way(64, 128), [false, false]);
+        assert_eq!(way(64, 0), Some(true));
+        assert_eq!(way(128, 0), Some(true));
+        assert_eq!(way(-64, 0), Some(false));
+        assert_eq!(way(0, 0), Some(false));
+        assert_eq!(way(2048, 0), Some(false));
+        assert_eq!(way(64, -128), Some(true));
+        assert_eq!(way(64, 128), None);
         let (x, y) = place(64, 128);
         // SAFETY: N elements of every buffer, inside `store`.
         assert!(!unsafe { reduce_lines(ElementType::F32, ReduceOp::Sum, &x, &y, 0, N, true) });
         let (x, y) = place(64, 0);
         // SAFETY: as above.
         assert!(unsafe { reduce_lines(ElementType::F32, ReduceOp::Sum, &x, &y, 0, N, true) });
-        // In place, with a second output at another line offset.
-        let x = [base.cast_const(), base.wrapping_add(5 * 4096 + 1024).cast_const()];
-        let y = [base, base.wrapping_add(9 * 4096 + 16)];
-        // SAFETY: as above.
-        assert!(!unsafe { reduce_lines(ElementType::F32, ReduceOp::Sum, &x, &y, 0, N, true) });
         drop(store);
     }
 

@@ -280,11 +280,11 @@ mod tests {
     use super::*;
 
     /// The block path with streamed stores, outputs at different offsets
-    /// within a cache line, and `reduce_direct` on them (the fused kernel
-    /// in groups, or the block path where it declines): the fold in order
-    /// bit for bit, over two ranges split mid-line (two chunks), with
-    /// nothing written outside them; the fused kernel into the block (f32,
-    /// f64, i8) and the element rule (bf16).
+    /// within a cache line (what the fused kernel declines), called alone
+    /// and through `reduce_direct`: the fold in order bit for bit, over two
+    /// ranges split mid-line (two chunks), with nothing written outside
+    /// them; the fused kernel into the block (f32, f64, i8) and the element
+    /// rule (bf16).
     #[test]
     fn streamed_blocks_at_different_line_offsets_are_the_ordered_fold() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
