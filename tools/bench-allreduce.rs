@@ -13,6 +13,14 @@
 //! `memcpy x2` is two threads each copying their own message at once (sum
 //! of bytes / time), what the machine's two cores can move together.
 //!
+//! Buffers: each rank allocates its own on its own thread, input then
+//! output, 64-byte aligned as lowered programs get them (`memref.alloc`,
+//! one-shot bufferization); the `Vec` columns repeat the in-process run
+//! with plain `Vec`s, which malloc places at mixed offsets within a cache
+//! line (at 16 MiB, from each thread's arena). Inputs hold `rank + 1`: a
+//! zero-filled `Vec` is untouched calloc'd memory, whose reads (of the
+//! kernel's zero page) cost no memory traffic.
+//!
 //! `cargo bench --bench allreduce -- quick` stops at 16 MiB; `-- no-mpi`
 //! skips the MPI half (it re-runs this binary under `mpirun -np 4`).
 
@@ -124,21 +132,39 @@ fn all_reduce(parts: &mut OwnedMemRef<i64>, x: &mut OwnedMemRef<f32>, y: &mut Ow
     assert_eq!(_bprt_wait(handle), 0, "all-reduce failed");
 }
 
-fn buffers(bytes: usize, rank: usize) -> (OwnedMemRef<i64>, OwnedMemRef<f32>, OwnedMemRef<f32>) {
-    let n = (bytes / 4) as i64;
-    (OwnedMemRef::new(&[RANKS as i64], (0..RANKS as i64).collect()), OwnedMemRef::filled(&[n], rank as f32), OwnedMemRef::filled(&[n], 0.0))
+/// A rank's participant list, input and output; `aligned`: 64-byte aligned
+/// (as `memref.alloc` aligns: 64 bytes more allocated, the data from the
+/// first aligned address), else plain `Vec`s.
+fn buffers(bytes: usize, rank: usize, aligned: bool) -> (OwnedMemRef<i64>, OwnedMemRef<f32>, OwnedMemRef<f32>) {
+    let n = bytes / 4;
+    let memref = |value: f32| {
+        if !aligned {
+            return OwnedMemRef::filled(&[n as i64], value);
+        }
+        let storage = vec![value; n + 16];
+        let offset = storage.as_ptr().align_offset(64) as i64;
+        OwnedMemRef::strided(storage, offset, &[n as i64], &[1])
+    };
+    let input = memref(rank as f32 + 1.0);
+    (OwnedMemRef::new(&[RANKS as i64], (0..RANKS as i64).collect()), input, memref(0.0))
+}
+
+/// Whether all `bytes / 4` elements of `y` hold the sum of `rank + 1` (the
+/// storage's padding holds 0).
+fn summed(y: &OwnedMemRef<f32>, bytes: usize) -> bool {
+    let expected = (1..=RANKS).sum::<usize>() as f32;
+    y.storage().iter().filter(|&&v| v == expected).count() == bytes / 4
 }
 
 /// Best wall time of one in-process all-reduce of `bytes` (the slowest
 /// rank of each repetition, which starts together with the others), and
 /// best CPU time summed over the ranks.
-fn in_process_time(world: &std::sync::Arc<World>, bytes: usize) -> (Duration, Duration) {
+fn in_process_time(world: &std::sync::Arc<World>, bytes: usize, aligned: bool) -> (Duration, Duration) {
     let barrier = std::sync::Barrier::new(RANKS);
     let times = world.run(|rank| {
-        let (mut p, mut x, mut y) = buffers(bytes, rank);
+        let (mut p, mut x, mut y) = buffers(bytes, rank, aligned);
         all_reduce(&mut p, &mut x, &mut y); // warm-up (page faults)
-        let expected = (0..RANKS).sum::<usize>() as f32;
-        assert!(y.storage().iter().all(|&v| v == expected), "wrong sum");
+        assert!(summed(&y, bytes), "wrong sum");
         (0..reps(bytes))
             .map(|_| {
                 barrier.wait();
@@ -161,10 +187,9 @@ fn mpi_worker(quick: bool) {
     let world = mpi::init(Duration::from_secs(120)).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(world.nranks(), RANKS, "run with mpirun -np {RANKS}");
     for bytes in sizes(quick) {
-        let (mut p, mut x, mut y) = buffers(bytes, world.rank());
+        let (mut p, mut x, mut y) = buffers(bytes, world.rank(), true);
         all_reduce(&mut p, &mut x, &mut y);
-        let expected = (0..RANKS).sum::<usize>() as f32;
-        assert!(y.storage().iter().all(|&v| v == expected), "wrong sum");
+        assert!(summed(&y, bytes), "wrong sum");
         let mut best = Duration::MAX;
         for _ in 0..reps(bytes) {
             world.barrier();
@@ -222,11 +247,12 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     println!(
         "all-reduce f32 sum on {RANKS} ranks; GB/s; algbw = bytes / time, busbw = algbw * 2(n-1)/n; \
-         ratio = busbw / memcpy (one thread); time per all-reduce (best of N)"
+         ratio = busbw / memcpy (one thread); time per all-reduce (best of N); buffers 64-byte aligned, \
+         Vec: in-process on plain Vecs"
     );
     println!(
-        "{:>8} {:>7} {:>9} | {:>8} {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",
-        "size", "memcpy", "memcpy x2", "in-proc", "busbw", "ratio", "time", "MPI", "busbw", "ratio", "time"
+        "{:>8} {:>7} {:>9} | {:>8} {:>7} {:>6} {:>9} | {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",
+        "size", "memcpy", "memcpy x2", "in-proc", "busbw", "ratio", "time", "Vec bus", "ratio", "time", "MPI", "busbw", "ratio", "time"
     );
     let mut cpu_rows = Vec::new();
     for (i, bytes) in sizes(quick).into_iter().enumerate() {
@@ -237,17 +263,21 @@ fn main() {
             let bus = busbw(bytes, t);
             (format!("{:.2}", gbps(bytes, t)), format!("{bus:.2}"), format!("{:.0}%", 100.0 * bus / copy), format!("{t:.2?}"))
         };
-        let (local_time, local_cpu) = in_process_time(&world, bytes);
+        let (local_time, local_cpu) = in_process_time(&world, bytes, true);
         let local = cells(local_time);
+        let vec = cells(in_process_time(&world, bytes, false).0);
         let mpi = mpi_times.as_ref().and_then(|t| t.get(i)).map(|&s| cells(Duration::from_secs_f64(s)));
         let mpi = mpi.unwrap_or_else(|| ("-".into(), "-".into(), "-".into(), "-".into()));
         println!(
-            "{:>8} {copy:>7.2} {copy2:>9.2} | {:>8} {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",
+            "{:>8} {copy:>7.2} {copy2:>9.2} | {:>8} {:>7} {:>6} {:>9} | {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",
             label(bytes),
             local.0,
             local.1,
             local.2,
             local.3,
+            vec.1,
+            vec.2,
+            vec.3,
             mpi.0,
             mpi.1,
             mpi.2,

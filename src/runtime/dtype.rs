@@ -224,11 +224,13 @@ unsafe fn stream_line<T, const AVX: bool>(dst: *mut u8, line: &T) {
 /// the elements up to the first line boundary of the outputs and those
 /// after the last one are done one at a time with ordinary stores, the
 /// whole lines between with non-temporal ones (`AVX`: 32 bytes at a time).
+/// With `DOWN`, the whole lines go from the last to the first (see
+/// [`stream_down`]).
 ///
 /// # Safety
 /// As for [`reduce_lines`]; with `AVX`, the CPU has AVX.
 #[inline(always)]
-unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: bool>(
+unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: bool, const DOWN: bool>(
     op: ReduceOp,
     inputs: &[*const u8],
     outputs: &[*mut u8],
@@ -266,8 +268,10 @@ unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: b
             for i in lo..lo + head {
                 one!($op, i);
             }
-            let mut i = lo + head;
-            while i + L <= hi {
+            let first = lo + head;
+            let count = (hi - first) / L;
+            for n in 0..count {
+                let i = first + L * if DOWN { count - 1 - n } else { n };
                 let mut v = load(inputs[0], i);
                 for &p in &inputs[1..] {
                     let w = load(p, i);
@@ -287,9 +291,8 @@ unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: b
                     // SAFETY: elements i..i+L of an output (forwarded contract).
                     unsafe { std::ptr::write_unaligned(dst.cast::<[E; L]>(), v) };
                 }
-                i += L;
             }
-            for i in i..hi {
+            for i in first + count * L..hi {
                 one!($op, i);
             }
         }};
@@ -308,7 +311,7 @@ unsafe fn fused_lines<E: Plain, const L: usize, const STREAM: bool, const AVX: b
 /// As for [`reduce_lines`], on a CPU with AVX2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool>(
+unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool, const DOWN: bool>(
     op: ReduceOp,
     inputs: &[*const u8],
     outputs: &[*mut u8],
@@ -316,7 +319,7 @@ unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool>(
     hi: usize,
 ) {
     // SAFETY: forwarded contract; AVX2 implies AVX.
-    unsafe { fused_lines::<E, L, STREAM, true>(op, inputs, outputs, lo, hi) }
+    unsafe { fused_lines::<E, L, STREAM, true, DOWN>(op, inputs, outputs, lo, hi) }
 }
 
 /// Whether every output starts at the same offset within a cache line, so
@@ -324,6 +327,38 @@ unsafe fn fused_lines_avx2<E: Plain, const L: usize, const STREAM: bool>(
 /// non-temporal path needs).
 fn same_line_offset(outputs: &[*mut u8]) -> bool {
     outputs.iter().all(|&o| (o as usize) % LINE == (outputs[0] as usize) % LINE)
+}
+
+/// Bytes within which a load that follows a non-temporal store to the same
+/// address modulo 4 KiB (another buffer) waits for that store to drain:
+/// x86 cores compare only the low 12 address bits at first. Measured on the
+/// 2-core AMD EPYC (one thread, 16 MiB f32, 4 inputs, 4 outputs each the
+/// same distance d ahead of the inputs): d = 64 bytes 5.9 -> 33 ms, 128: 19
+/// ms, 192-256: up to 2x, from 512 on none; ordinary stores none at any d.
+const ALIAS_WINDOW: usize = 512;
+
+/// Which way the streamed fused kernel walks the lines so that no input
+/// load follows a pending store to an output line at the same address
+/// modulo 4 KiB within [`ALIAS_WINDOW`] (`Some(false)`: up, `Some(true)`:
+/// down; `None`: neither). Walking up, a load `t` bytes after a store
+/// overlaps it when the output is `t` (mod 4 KiB, give or take a line)
+/// after the input; walking down, before. Buffers allocated one after the
+/// other (an output right after its input: the usual heap order, and what
+/// each rank's arena repeats) are a few lines apart modulo 4 KiB: up
+/// stalls on every line, down never.
+fn stream_down(inputs: &[*const u8], outputs: &[*mut u8]) -> Option<bool> {
+    const PAGE: usize = 4096;
+    let clear = |down: bool| {
+        inputs.iter().all(|&x| {
+            outputs.iter().all(|&y| {
+                let (x, y) = (x as usize, y as usize);
+                let ahead = if down { x.wrapping_sub(y) } else { y.wrapping_sub(x) } % PAGE;
+                // Loads of a line read it before it is stored: none behind.
+                ahead == 0 || ahead >= ALIAS_WINDOW + LINE
+            })
+        })
+    };
+    [false, true].into_iter().find(|&down| clear(down))
 }
 
 fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize, stream: bool) -> bool {
@@ -341,24 +376,32 @@ fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: 
     }
     // Non-temporal stores exist on x86-64 only (SSE2 is baseline there).
     let stream = stream && cfg!(target_arch = "x86_64");
+    // Streamed lines whose loads would stall behind the stores either way:
+    // the caller's block path (its stores follow the loads of a whole
+    // block, from L1).
+    let down = match stream.then(|| stream_down(inputs, outputs)) {
+        Some(None) => return false,
+        Some(Some(down)) => down,
+        None => false,
+    };
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: forwarded contract of `reduce_lines`; the CPU has AVX2.
         unsafe {
-            if stream {
-                fused_lines_avx2::<E, L, true>(op, inputs, outputs, lo, hi)
-            } else {
-                fused_lines_avx2::<E, L, false>(op, inputs, outputs, lo, hi)
+            match (stream, down) {
+                (true, false) => fused_lines_avx2::<E, L, true, false>(op, inputs, outputs, lo, hi),
+                (true, true) => fused_lines_avx2::<E, L, true, true>(op, inputs, outputs, lo, hi),
+                (false, _) => fused_lines_avx2::<E, L, false, false>(op, inputs, outputs, lo, hi),
             }
         };
         return true;
     }
     // SAFETY: forwarded contract of `reduce_lines`.
     unsafe {
-        if stream {
-            fused_lines::<E, L, true, false>(op, inputs, outputs, lo, hi)
-        } else {
-            fused_lines::<E, L, false, false>(op, inputs, outputs, lo, hi)
+        match (stream, down) {
+            (true, false) => fused_lines::<E, L, true, false, false>(op, inputs, outputs, lo, hi),
+            (true, true) => fused_lines::<E, L, true, false, true>(op, inputs, outputs, lo, hi),
+            (false, _) => fused_lines::<E, L, false, false, false>(op, inputs, outputs, lo, hi),
         }
     };
     true
@@ -371,8 +414,9 @@ fn lines<E: Plain, const L: usize>(op: ReduceOp, inputs: &[*const u8], outputs: 
 /// caller orders them with [`store_fence`] before publishing the result.
 /// False (nothing done) for the types with their own paths (`f16`,
 /// `bf16`, `i1`), buffers not aligned for the element type, or `stream`
-/// with outputs at different offsets within a cache line. Bitwise
-/// [`reduce_into`] folded in order.
+/// with outputs at different offsets within a cache line or loads that
+/// would stall behind the stores whichever way the lines go
+/// ([`stream_down`]). Bitwise [`reduce_into`] folded in order.
 ///
 /// # Safety
 /// Every input and output holds at least `hi` packed elements of `ty`,
@@ -543,8 +587,8 @@ mod tests {
     /// rule folded in order, and writes only elements `lo..hi`: every plain
     /// type and op, every output offset within a line (a head of 0 .. 63
     /// bytes), ranges shorter than the head, ending mid-line or on a line,
-    /// inputs at other offsets, an output that is an input; SSE2 stores and,
-    /// where the CPU has it, AVX.
+    /// inputs at other offsets, an output that is an input; up and down;
+    /// SSE2 stores and, where the CPU has it, AVX.
     #[test]
     #[cfg(target_arch = "x86_64")]
     fn streamed_lines_match_the_element_rule_bitwise() {
@@ -607,16 +651,17 @@ mod tests {
                             if std::arch::is_x86_feature_detected!("avx2") {
                                 avx.push(true);
                             }
-                            for with_avx in avx {
+                            for (with_avx, down) in avx.iter().flat_map(|&a| [(a, false), (a, true)]) {
                                 restore(&outs);
                                 // SAFETY: every buffer holds hi + 1 elements, aligned for E
                                 // (LINE and the shifts are multiples of its size); the
                                 // outputs share a line offset; AVX2 only where present.
                                 unsafe {
-                                    if with_avx {
-                                        fused_lines_avx2::<E, L, true>(op, &ins, &outs, lo, hi);
-                                    } else {
-                                        fused_lines::<E, L, true, false>(op, &ins, &outs, lo, hi);
+                                    match (with_avx, down) {
+                                        (true, false) => fused_lines_avx2::<E, L, true, false>(op, &ins, &outs, lo, hi),
+                                        (true, true) => fused_lines_avx2::<E, L, true, true>(op, &ins, &outs, lo, hi),
+                                        (false, false) => fused_lines::<E, L, true, false, false>(op, &ins, &outs, lo, hi),
+                                        (false, true) => fused_lines::<E, L, true, false, true>(op, &ins, &outs, lo, hi),
                                     }
                                 }
                                 store_fence();
@@ -624,7 +669,7 @@ mod tests {
                                     assert_eq!(
                                         bytes(p),
                                         *e,
-                                        "{} {op:?} shift {shift} lo {lo} len {len} in place {in_place} avx {with_avx} output {k}",
+                                        "{} {op:?} shift {shift} lo {lo} len {len} in place {in_place} avx {with_avx} down {down} output {k}",
                                         std::any::type_name::<E>()
                                     );
                                 }
@@ -649,6 +694,45 @@ mod tests {
         check::<i32, 16>(!0, &mut bits);
         check::<i16, 32>(!0, &mut bits);
         check::<i8, 64>(!0, &mut bits);
+    }
+
+    /// Which way the streamed kernel goes: outputs a line or two after the
+    /// inputs modulo 4 KiB (allocated one after the other) stall walking
+    /// up, not down; a line before, the other way round; both at once,
+    /// neither (`reduce_lines` declines: the block path); in place or half a
+    /// page apart, up.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn streamed_lines_walk_where_loads_do_not_follow_stores() {
+        const N: usize = 4096;
+        let mut store = vec![0f32; 16 * N];
+        let base = store.as_mut_ptr().cast::<u8>();
+        let base = base.wrapping_add(base.align_offset(4096));
+        // Inputs at 0 and 4 pages (+ `skew` for the second); outputs 9 and
+        // 11 pages on, `ahead` bytes further.
+        let place = |ahead: isize, skew: isize| {
+            let x = [base, base.wrapping_add(4 * 4096).wrapping_offset(skew)].map(|p| p.cast_const());
+            let y = [9, 11].map(|p| base.wrapping_add(p * 4096).wrapping_offset(ahead));
+            (x, y)
+        };
+        let way = |ahead: isize, skew: isize| {
+            let (x, y) = place(ahead, skew);
+            stream_down(&x, &y)
+        };
+        assert_eq!(way(64, 0), Some(true));
+        assert_eq!(way(128, 0), Some(true));
+        assert_eq!(way(-64, 0), Some(false));
+        assert_eq!(way(0, 0), Some(false));
+        assert_eq!(way(2048, 0), Some(false));
+        assert_eq!(way(64, -128), Some(true));
+        assert_eq!(way(64, 128), None);
+        let (x, y) = place(64, 128);
+        // SAFETY: N elements of every buffer, inside `store`.
+        assert!(!unsafe { reduce_lines(ElementType::F32, ReduceOp::Sum, &x, &y, 0, N, true) });
+        let (x, y) = place(64, 0);
+        // SAFETY: as above.
+        assert!(unsafe { reduce_lines(ElementType::F32, ReduceOp::Sum, &x, &y, 0, N, true) });
+        drop(store);
     }
 
     #[test]

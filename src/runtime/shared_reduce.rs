@@ -139,9 +139,9 @@ unsafe fn input<'a>(p: *const u8, lo: usize, hi: usize) -> &'a [u8] {
 }
 
 /// Reduces bytes `lo..hi` into every output: a line at a time in registers
-/// ([`reduce_lines`]), or block by block (the other types, and streamed
-/// outputs at different offsets within a cache line: each block is then
-/// stored into each output with its own line alignment).
+/// ([`reduce_lines`]), or block by block ([`reduce_blocks`]: the other
+/// types, and streamed outputs the fused kernel declines; each block is
+/// then stored into each output with its own line alignment).
 ///
 /// # Safety
 /// Every input and output is valid for `hi` bytes; nothing else accesses
@@ -162,6 +162,19 @@ unsafe fn reduce_direct(
     if unsafe { reduce_lines(dtype, op, inputs, outputs, lo / es, hi / es, stream) } {
         return Ok(());
     }
+    // SAFETY: forwarded contract.
+    unsafe { reduce_blocks(dtype, op, inputs, outputs, lo, hi, stream) };
+    Ok(())
+}
+
+/// [`reduce_direct`] a block at a time: each block reduced into an L1
+/// buffer (with the fused kernel where the type has one), then copied into
+/// every output.
+///
+/// # Safety
+/// As for [`reduce_direct`].
+unsafe fn reduce_blocks(dtype: ElementType, op: ReduceOp, inputs: &[*const u8], outputs: &[*mut u8], lo: usize, hi: usize, stream: bool) {
+    let es = dtype.size();
     // u64 words: aligned for every element type.
     let mut words = [0u64; BLOCK_BYTES / 8];
     let block = words.as_mut_ptr().cast::<u8>();
@@ -196,7 +209,6 @@ unsafe fn reduce_direct(
         }
         at = end;
     }
-    Ok(())
 }
 
 /// Reduces elements `lo..hi` into a buffer and writes it through the views.
@@ -268,10 +280,11 @@ mod tests {
     use super::*;
 
     /// The block path with streamed stores, outputs at different offsets
-    /// within a cache line (what the fused kernel declines): the fold in
-    /// order bit for bit, over two ranges split mid-line (two chunks), with
-    /// nothing written outside them; the fused kernel into the block (f32,
-    /// f64, i8) and the element rule (bf16).
+    /// within a cache line (what the fused kernel declines), called alone
+    /// and through `reduce_direct`: the fold in order bit for bit, over two
+    /// ranges split mid-line (two chunks), with nothing written outside
+    /// them; the fused kernel into the block (f32, f64, i8) and the element
+    /// rule (bf16).
     #[test]
     fn streamed_blocks_at_different_line_offsets_are_the_ordered_fold() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -319,20 +332,33 @@ mod tests {
                     reduce_into(dtype, op, &mut fold, &read(p));
                 }
                 let before: Vec<Vec<u8>> = outputs.iter().map(|&p| read(p)).collect();
-                for (a, b) in [(lo, mid), (mid, hi)] {
-                    // SAFETY: every buffer holds `bytes`; nothing else touches them.
-                    unsafe { reduce_direct(dtype, op, &inputs, &outputs, a, b, true) }.unwrap();
-                }
-                store_fence();
-                for (k, (&p, old)) in outputs.iter().zip(&before).enumerate() {
-                    let mut expected = old.clone();
-                    expected[lo..hi].copy_from_slice(&fold[lo..hi]);
-                    let got = read(p);
-                    assert!(
-                        got == expected,
-                        "{dtype:?} {op:?} output {k}: first difference at byte {:?}",
-                        got.iter().zip(&expected).position(|(x, y)| x != y)
-                    );
+                // The block path, then whichever path `reduce_direct` takes.
+                for direct in [false, true] {
+                    for (&p, old) in outputs.iter().zip(&before) {
+                        // SAFETY: `bytes` of each output.
+                        unsafe { std::ptr::copy_nonoverlapping(old.as_ptr(), p, bytes) };
+                    }
+                    for (a, b) in [(lo, mid), (mid, hi)] {
+                        // SAFETY: every buffer holds `bytes`; nothing else touches them.
+                        unsafe {
+                            if direct {
+                                reduce_direct(dtype, op, &inputs, &outputs, a, b, true).unwrap();
+                            } else {
+                                reduce_blocks(dtype, op, &inputs, &outputs, a, b, true);
+                            }
+                        }
+                    }
+                    store_fence();
+                    for (k, (&p, old)) in outputs.iter().zip(&before).enumerate() {
+                        let mut expected = old.clone();
+                        expected[lo..hi].copy_from_slice(&fold[lo..hi]);
+                        let got = read(p);
+                        assert!(
+                            got == expected,
+                            "{dtype:?} {op:?} direct {direct} output {k}: first difference at byte {:?}",
+                            got.iter().zip(&expected).position(|(x, y)| x != y)
+                        );
+                    }
                 }
             }
         }
