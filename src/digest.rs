@@ -21,15 +21,17 @@ use crate::ir::{dialect_of, PtrMap};
 /// at the top level of `module`.
 #[must_use]
 pub fn layer_digest(module: OperationRef, dialect: &str) -> String {
-    layer_digest_visiting(module, dialect, |_| {})
+    layer_digest_visiting(module, dialect, 0, |_| {})
 }
 
 /// [`layer_digest`], calling `visit` on every op it encodes, in pre-order
 /// (the order of a walk): a pass that reads each op anyway reads it while
-/// the encoder has it in cache.
+/// the encoder has it in cache. `ops` (the layer's op count, if known)
+/// sizes the table of values once instead of growing it.
 #[must_use]
-pub fn layer_digest_visiting(module: OperationRef, dialect: &str, mut visit: impl FnMut(MlirOperation)) -> String {
-    let mut encoder = Encoder { visit: Some(&mut visit), ..Encoder::default() };
+pub fn layer_digest_visiting(module: OperationRef, dialect: &str, ops: usize, mut visit: impl FnMut(MlirOperation)) -> String {
+    let values = PtrMap::with_capacity_and_hasher(ops, Default::default());
+    let mut encoder = Encoder { visit: Some(&mut visit), values, ..Encoder::default() };
     for op in crate::ir::region_ops(module, 0) {
         if holds_dialect(op, dialect) {
             // SAFETY: a live op of the module, walked while the module lives.

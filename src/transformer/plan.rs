@@ -86,7 +86,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
     // does (while the op is in cache), the first failure kept for the
     // validation below, which reports failures in program order.
     let mut overflowing = None;
-    let digest = layer_digest_visiting(module, "dist", |raw| {
+    let digest = layer_digest_visiting(module, "dist", ops.len(), |raw| {
         // SAFETY: the encoder visits live ops of the module.
         let op = unsafe { OperationRef::from_raw(raw) };
         if overflowing.is_none()
@@ -230,7 +230,9 @@ fn emit_plan<'c>(
     }
     let plan_token = b.plan_token();
     // Plan token of each dist token (keyed by the raw value).
-    let mut tokens: TokenMap = TokenMap::default();
+    // (Sized once: a table of 400k tokens grown by doubling is copied
+    // about as often as it is filled.)
+    let mut tokens: TokenMap = TokenMap::with_capacity_and_hasher(ops.len(), Default::default());
     for &(op, kind) in ops {
         if kind != Some(OpKind::DistChunk) {
             continue;
