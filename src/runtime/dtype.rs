@@ -520,6 +520,18 @@ pub(crate) fn reduce_into(ty: ElementType, op: ReduceOp, acc: &mut [u8], other: 
     }
 }
 
+/// A xorshift64 stream from `seed` (non-zero): the tests' reproducible
+/// values.
+#[cfg(test)]
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -546,13 +558,8 @@ mod tests {
     /// infinite or NaN, over lengths that end mid-run.
     #[test]
     fn half_runs_match_the_element_rule_bitwise() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut bits = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u16
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut bits = || next() as u16;
         let len = HALF_RUN * 2 + 37;
         for op in [ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max, ReduceOp::Min] {
             for ty in [ElementType::F16, ElementType::BF16] {
@@ -679,13 +686,7 @@ mod tests {
                 }
             }
         }
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut bits = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut bits = xorshift(0x2545_f491_4f6c_dd1d);
         // Floats: the top exponent bit cleared (finite values, so no NaN
         // payload question), products that round and underflow.
         check::<f32, 16>(0xbfff_ffff, &mut bits);

@@ -287,13 +287,7 @@ mod tests {
     /// rule (bf16).
     #[test]
     fn streamed_blocks_at_different_line_offsets_are_the_ordered_fold() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::runtime::dtype::xorshift(0x9e37_79b9_7f4a_7c15);
         for dtype in [ElementType::F32, ElementType::F64, ElementType::I8, ElementType::BF16] {
             let es = dtype.size();
             // Finite values that round when added and multiplied.
