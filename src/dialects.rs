@@ -59,8 +59,7 @@ impl<'c> Builder<'c> {
 
     #[must_use]
     pub fn string(&self, text: &str) -> Attribute<'c> {
-        // SAFETY: as above.
-        let raw = crate::intern::string(self.context, text, || unsafe { mlir_sys::mlirStringAttrGet(self.context, string_ref(text)) });
+        let raw = crate::intern::string(self.context, text, || self.new_string(text));
         // SAFETY: made in this context.
         unsafe { Attribute::from_raw(raw) }
     }
@@ -80,6 +79,18 @@ impl<'c> Builder<'c> {
         unsafe { Attribute::from_raw(mlir_sys::mlirFlatSymbolRefAttrGet(self.context, string_ref(name))) }
     }
 
+    /// A signless integer attribute straight from MLIR (no table).
+    fn new_integer(&self, width: u32, value: i64) -> mlir_sys::MlirAttribute {
+        // SAFETY: a live context.
+        unsafe { mlir_sys::mlirIntegerAttrGet(self.integer_type(width), value) }
+    }
+
+    /// A string attribute straight from MLIR (no table).
+    fn new_string(&self, text: &str) -> mlir_sys::MlirAttribute {
+        // SAFETY: a live context; MLIR copies the string.
+        unsafe { mlir_sys::mlirStringAttrGet(self.context, string_ref(text)) }
+    }
+
     fn integer_type(&self, width: u32) -> mlir_sys::MlirType {
         // SAFETY: a live context.
         unsafe { mlir_sys::mlirIntegerTypeGet(self.context, width) }
@@ -91,9 +102,7 @@ impl<'c> Builder<'c> {
     }
 
     fn integer(&self, width: u32, value: i64) -> Attribute<'c> {
-        // SAFETY: a live context.
-        let raw =
-            crate::intern::integer(self.context, width, value, || unsafe { mlir_sys::mlirIntegerAttrGet(self.integer_type(width), value) });
+        let raw = crate::intern::integer(self.context, width, value, || self.new_integer(width, value));
         // SAFETY: made in this context.
         unsafe { Attribute::from_raw(raw) }
     }
@@ -313,11 +322,8 @@ pub struct AttributeMaker<'m, 't, 'c> {
 
 impl<'c> AttributeMaker<'_, '_, 'c> {
     fn integer(&mut self, width: u32, value: i64) -> Attribute<'c> {
-        let context = self.b.context;
-        // SAFETY: a live context.
-        let raw = self
-            .interner
-            .integer(width, value, || unsafe { mlir_sys::mlirIntegerAttrGet(mlir_sys::mlirIntegerTypeGet(context, width), value) });
+        let b = self.b;
+        let raw = self.interner.integer(width, value, || b.new_integer(width, value));
         // SAFETY: made in this context.
         unsafe { Attribute::from_raw(raw) }
     }
@@ -342,9 +348,8 @@ impl<'c> AttributeMaker<'_, '_, 'c> {
     /// As [`Builder::string`].
     #[must_use]
     pub fn string(&mut self, text: &str) -> Attribute<'c> {
-        let context = self.b.context;
-        // SAFETY: a live context; MLIR copies the string.
-        let raw = self.interner.string(text, || unsafe { mlir_sys::mlirStringAttrGet(context, string_ref(text)) });
+        let b = self.b;
+        let raw = self.interner.string(text, || b.new_string(text));
         // SAFETY: made in this context.
         unsafe { Attribute::from_raw(raw) }
     }

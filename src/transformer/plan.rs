@@ -22,7 +22,7 @@ use crate::{
     digest::layer_digest_visiting,
     ir::{
         defining_op, dialect_of, enum_attr, i64_array_attr, int_attr, name_of, str_attr, string_list, string_list_list, symbol_attr,
-        tensor_element, tensor_shape, type_string, Attrs,
+        tensor_element, tensor_shape, type_string, Attrs, KindMemo,
     },
     mesh::Meshes,
     ods::{
@@ -86,11 +86,12 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
     // does (while the op is in cache), the first failure kept for the
     // validation below, which reports failures in program order.
     let mut overflowing = None;
+    let mut kinds = KindMemo::default();
     let digest = layer_digest_visiting(module, "dist", ops.len(), |raw| {
         // SAFETY: the encoder visits live ops of the module.
         let op = unsafe { OperationRef::from_raw(raw) };
         if overflowing.is_none()
-            && OpKind::of(op) == Some(OpKind::DistCompute)
+            && kinds.of(op) == Some(OpKind::DistCompute)
             && count(op, "read_bytes").checked_add(count(op, "write_bytes")).is_none_or(|d| i64::try_from(d).is_err())
         {
             overflowing = Some(raw.ptr);
@@ -139,9 +140,9 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>, pass: &st
 /// the later loops read this array, not the ops (touching 400k ops again
 /// is a cache miss each).
 fn ops_and_kinds<'c, 'a>(module: OperationRef<'c, 'a>) -> Vec<(OperationRef<'c, 'a>, Option<OpKind>)> {
-    let mut raw = Vec::new();
+    let (mut raw, mut kinds) = (Vec::new(), KindMemo::default());
     module.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
-        raw.push((op.to_raw(), OpKind::of(op)));
+        raw.push((op.to_raw(), kinds.of(op)));
         melior::ir::operation::WalkResult::Advance
     });
     // SAFETY: ops of `module`, which outlives 'a.
