@@ -124,6 +124,36 @@ impl Totals {
     }
 }
 
+/// Totals of every phase, accumulated task by task (for callers that read
+/// a layer's tasks without keeping them).
+#[derive(Debug, Default)]
+pub struct PhaseTotals {
+    // Few phases, named by static strings: a scan that compares addresses
+    // first beats a map per task.
+    totals: Vec<(&'static str, Totals)>,
+}
+
+impl PhaseTotals {
+    pub fn add(&mut self, task: &TaskWork) {
+        let same = |p: &&'static str| std::ptr::eq(p.as_ptr(), task.phase.as_ptr()) && p.len() == task.phase.len();
+        let totals = &mut self.totals;
+        let slot = match totals.iter().position(|(p, _)| same(p)).or_else(|| totals.iter().position(|(p, _)| *p == task.phase)) {
+            Some(slot) => slot,
+            None => {
+                totals.push((task.phase, Totals::default()));
+                totals.len() - 1
+            }
+        };
+        totals[slot].1.add(task);
+    }
+
+    /// By phase name (one slot per distinct name: the compare by text saw to that).
+    #[must_use]
+    pub fn into_map(self) -> BTreeMap<&'static str, Totals> {
+        self.totals.into_iter().collect()
+    }
+}
+
 /// The pipeline of a whole step, as `dist.pipeline` / `plan.pipeline` state it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StepShape {
@@ -485,6 +515,19 @@ pub fn layer_work_in<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKin
     layer_work_of(ops, kinds, dialect)
 }
 
+/// Like [`layer_work_in`], but each task goes to `visit` (with its op) as it
+/// is read, and only those it returns `true` for are kept in the result:
+/// a check that compares hundreds of thousands of tasks one by one need not
+/// hold them all. The memory, stage, step and schedule facts are complete.
+pub fn layer_work_visiting<'c, 'a>(
+    ops: &[OperationRef<'c, 'a>],
+    kinds: &[Option<OpKind>],
+    dialect: &str,
+    visit: impl FnMut(&TaskWork<'c>, OperationRef<'c, 'a>) -> bool,
+) -> LayerWork<'c, 'a> {
+    layer_work_with(ops, kinds, dialect, false, visit)
+}
+
 /// What the estimate reads of the `dialect` layer: like [`layer_work`], but
 /// of the structured step's chunks only the representative one (stage 0,
 /// chunk 0) contributes its template; every chunk's boundary transfers,
@@ -512,6 +555,16 @@ pub fn estimate_work<'c, 'a>(module: OperationRef<'c, 'a>, dialect: &str) -> Lay
 }
 
 fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>], dialect: &str) -> LayerWork<'c, 'a> {
+    layer_work_with(ops, kinds, dialect, true, |_, _| true)
+}
+
+fn layer_work_with<'c, 'a>(
+    ops: &[OperationRef<'c, 'a>],
+    kinds: &[Option<OpKind>],
+    dialect: &str,
+    keeps_all: bool,
+    mut visit: impl FnMut(&TaskWork<'c>, OperationRef<'c, 'a>) -> bool,
+) -> LayerWork<'c, 'a> {
     let mut microbatches = HashMap::new();
     let mut step = None;
     for (op, kind) in ops.iter().zip(kinds) {
@@ -536,7 +589,11 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
     let mut names = NameSlots::default();
     let is_plan = dialect == "plan";
     let in_dialect = kinds_in(dialect);
-    tasks.reserve(kinds.iter().filter(|k| k.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))).count());
+    if keeps_all {
+        let count = kinds.iter().filter(|k| k.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))).count();
+        tasks.reserve(count);
+        task_ops.reserve(count);
+    }
     for (&op, kind) in ops.iter().zip(kinds) {
         let Some(kind) = *kind else { continue };
         if !in_dialect[kind as usize] {
@@ -586,7 +643,7 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
         let phase = enum_of::<ods::Phase>(attrs.get(TaskAttrs::PHASE)).map_or("", ods::Phase::name);
         let (site, runs, representative) =
             sites.site_and_runs(op, attrs.get(TaskAttrs::BLOCK), attrs.get(TaskAttrs::MICROBATCH), phase, &microbatches);
-        tasks.push(TaskWork {
+        let task = TaskWork {
             id: Cow::Borrowed(str_of(attrs.get(TaskAttrs::ID)).unwrap_or_default()),
             phase,
             engine: Cow::Borrowed(engine),
@@ -609,8 +666,11 @@ fn layer_work_of<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>],
             representative,
             // (Only a plan task's lineage names a task; skip the others' read.)
             lineage: if is_plan { str_of(attrs.get(TaskAttrs::LINEAGE)) } else { None },
-        });
-        task_ops.push(op);
+        };
+        if visit(&task, op) {
+            tasks.push(task);
+            task_ops.push(op);
+        }
     }
     LayerWork { tasks, task_ops, memory, stage_memory, step, schedules }
 }
@@ -619,22 +679,11 @@ impl LayerWork<'_, '_> {
     /// Totals of every phase over the step, in one pass, by phase name.
     #[must_use]
     pub fn phase_totals(&self) -> BTreeMap<&'static str, Totals> {
-        // Few phases, named by static strings: a scan that compares
-        // addresses first beats a map per task.
-        let mut totals: Vec<(&'static str, Totals)> = Vec::new();
+        let mut totals = PhaseTotals::default();
         for task in &self.tasks {
-            let same = |p: &&'static str| std::ptr::eq(p.as_ptr(), task.phase.as_ptr()) && p.len() == task.phase.len();
-            let slot = match totals.iter().position(|(p, _)| same(p)).or_else(|| totals.iter().position(|(p, _)| *p == task.phase)) {
-                Some(slot) => slot,
-                None => {
-                    totals.push((task.phase, Totals::default()));
-                    totals.len() - 1
-                }
-            };
-            totals[slot].1.add(task);
+            totals.add(task);
         }
-        // One slot per distinct name (the compare by text saw to that).
-        totals.into_iter().collect()
+        totals.into_map()
     }
 
     /// Totals of the tasks of one phase over the step.

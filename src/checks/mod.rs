@@ -12,7 +12,7 @@
 //! - `check-recompute`: recompute tasks are exactly the forward clones the
 //!   recompute policy implies.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use melior::{ir::OperationRef, pass::ExternalPass};
 
@@ -21,7 +21,9 @@ use crate::{
     lineage::base_id,
     mesh::Meshes,
     ods::OpKind,
-    summary::{layer_work_in, ops_and_kinds, task_facts, task_heads, LayerWork, TaskClass, TaskWork},
+    summary::{
+        layer_work_in, layer_work_visiting, ops_and_kinds, task_facts, task_heads, LayerWork, PhaseTotals, TaskClass, TaskWork, Totals,
+    },
     transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
     verify::Checker,
     workload::{derive_training_block, BlockFacts, InferenceSpec, Phase, TrainingSpec},
@@ -239,7 +241,6 @@ mod conservation {
         // One walk serves both layers; each task's op locates its diagnostics.
         let (ops, kinds) = ops_and_kinds(module);
         let dist = layer_work_in(&ops, &kinds, "dist");
-        let plan = layer_work_in(&ops, &kinds, "plan");
         // Compared with the model's and with the plan's: read once.
         let mut dist_facts = None;
 
@@ -252,46 +253,58 @@ mod conservation {
                 Err(e) => checker.error(module, e.to_string()),
                 Ok((model, facts)) => {
                     compare_tasks(checker, &model.tasks, &dist, "model", module);
-                    compare_phases(checker, module, "model", &model, "dist", &dist);
+                    compare_phases(checker, module, "model", &model.phase_totals(), "dist", &dist.phase_totals());
                     if let Some(facts) = facts {
                         compare_facts(checker, module, "model", &facts, "dist", dist_facts.get_or_insert_with(|| dist.block_facts()));
                     }
                 }
             }
         }
-        // Dist -> plan, per task (by lineage) and in total.
-        if !plan.tasks.is_empty() {
-            // (A later task of the same id wins, as a map built in order.)
-            let mut by_id: FxMap<&str, &TaskWork> = FxMap::default();
-            by_id.reserve(dist.tasks.len());
-            for task in &dist.tasks {
-                by_id.insert(&task.id, task);
-            }
-            for (planned, op) in plan.tasks.iter().zip(&plan.task_ops) {
-                let lineage = planned.lineage.unwrap_or_default();
-                match by_id.get(lineage) {
-                    None => checker.error(*op, format!("has lineage '{lineage}', which is no task of the dist program")),
-                    Some(source) => {
-                        let got = (planned.ops, planned.read_bytes, planned.write_bytes, planned.message_bytes, planned.phase);
-                        let want = (source.ops, source.read_bytes, source.write_bytes, source.message_bytes, source.phase);
-                        if got != want {
-                            checker.error(*op, format!("facts disagree with its source dist task '{lineage}': (ops, read, write, message bytes, phase) = {got:?}, source {want:?}"));
-                        } else if planned.runs != source.runs {
-                            checker.error(
-                                *op,
-                                format!(
-                                    "runs {} times in the step, but its source dist task '{lineage}' runs {} times",
-                                    planned.runs, source.runs
-                                ),
-                            );
-                        }
+        // Dist -> plan, per task (by lineage) as the plan's tasks are read,
+        // and in total. Of the plan's tasks only those the block facts read
+        // are kept (the representative block's, and the pipeline and data-
+        // parallel transfers, whose largest message they take).
+        // (A later task of the same id wins, as a map built in order.)
+        let mut by_id: Option<FxMap<&str, &TaskWork>> = None;
+        let mut planned_tasks = 0usize;
+        let mut plan_totals = PhaseTotals::default();
+        let plan = layer_work_visiting(&ops, &kinds, "plan", |planned, op| {
+            let by_id = by_id.get_or_insert_with(|| {
+                let mut by_id = FxMap::default();
+                by_id.reserve(dist.tasks.len());
+                for task in &dist.tasks {
+                    by_id.insert(&*task.id, task);
+                }
+                by_id
+            });
+            planned_tasks += 1;
+            plan_totals.add(planned);
+            let lineage = planned.lineage.unwrap_or_default();
+            match by_id.get(lineage) {
+                None => checker.error(op, format!("has lineage '{lineage}', which is no task of the dist program")),
+                Some(source) => {
+                    let got = (planned.ops, planned.read_bytes, planned.write_bytes, planned.message_bytes, planned.phase);
+                    let want = (source.ops, source.read_bytes, source.write_bytes, source.message_bytes, source.phase);
+                    if got != want {
+                        checker.error(op, format!("facts disagree with its source dist task '{lineage}': (ops, read, write, message bytes, phase) = {got:?}, source {want:?}"));
+                    } else if planned.runs != source.runs {
+                        checker.error(
+                            op,
+                            format!(
+                                "runs {} times in the step, but its source dist task '{lineage}' runs {} times",
+                                planned.runs, source.runs
+                            ),
+                        );
                     }
                 }
             }
-            if plan.tasks.len() != dist.tasks.len() {
-                checker.error(module, format!("the plan has {} tasks but the dist program has {}", plan.tasks.len(), dist.tasks.len()));
+            planned.representative || matches!(planned.class, TaskClass::Pipeline | TaskClass::DataParallel)
+        });
+        if planned_tasks > 0 {
+            if planned_tasks != dist.tasks.len() {
+                checker.error(module, format!("the plan has {planned_tasks} tasks but the dist program has {}", dist.tasks.len()));
             }
-            compare_phases(checker, module, "dist", &dist, "plan", &plan);
+            compare_phases(checker, module, "dist", &dist.phase_totals(), "plan", &plan_totals.into_map());
             let stages = dist.stage_memory.iter().map(|(s, m)| (format!("stage {s} "), m, plan.stage_memory.get(s)));
             for (scope, facts, planned_facts) in std::iter::once((String::new(), &dist.memory, Some(&plan.memory))).chain(stages) {
                 for (kind, fact) in facts {
@@ -369,8 +382,14 @@ mod conservation {
     }
 
     /// Per-phase operations, bytes and message volume are equal.
-    fn compare_phases(checker: &mut Checker, module: OperationRef, a: &str, left: &LayerWork, b: &str, right: &LayerWork) {
-        let (lefts, rights) = (left.phase_totals(), right.phase_totals());
+    fn compare_phases(
+        checker: &mut Checker,
+        module: OperationRef,
+        a: &str,
+        lefts: &BTreeMap<&'static str, Totals>,
+        b: &str,
+        rights: &BTreeMap<&'static str, Totals>,
+    ) {
         let phases: std::collections::BTreeSet<&str> = lefts.keys().chain(rights.keys()).copied().collect();
         for phase in phases {
             let (l, r) = (lefts.get(phase).copied().unwrap_or_default(), rights.get(phase).copied().unwrap_or_default());

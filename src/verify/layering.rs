@@ -188,29 +188,55 @@ pub fn check(checker: &mut Checker, all: &[OperationRef], ops: &[(OpKind, Operat
         }
         check_header(checker, layer, layer_ops);
         // One read of each op's attributes serves the unique-id, unique-
-        // symbol and forbidden-field rules (reported in that order).
+        // symbol and forbidden-field rules (reported in that order). No
+        // per-op record is kept: the rules run as the ops are read.
         let mut names = NameCache::default();
-        let mut texts = TextCache::default();
-        texts.reserve(layer_ops.len());
-        let mut last_text = None;
-        let read: Vec<OpFields> =
-            layer_ops.iter().map(|&(kind, op)| read_fields(op, kind, layer, &classes, &mut names, &mut texts, &mut last_text)).collect();
-        check_unique(checker, &read, |f| f.id, "id");
-        check_unique(checker, &read, |f| f.sym_name, "symbol");
-        for fields in read {
-            for problem in fields.problems {
-                checker.error(fields.op, problem);
-            }
+        let mut texts = TextCache::new();
+        let mut ids = Unique::new("id", layer_ops.len());
+        let mut symbols = Unique::new("symbol", 0);
+        let mut problems = Vec::new();
+        for &(kind, op) in layer_ops {
+            let (id, sym_name) = read_fields(op, kind, layer, &classes, &mut names, &mut texts, &mut problems);
+            ids.see(op, id);
+            symbols.see(op, sym_name);
+        }
+        for (op, problem) in ids.errors.into_iter().chain(symbols.errors).chain(problems) {
+            checker.error(op, problem);
         }
     }
 }
 
-/// What the layer rules read from one op.
-struct OpFields<'c, 'a> {
-    op: OperationRef<'c, 'a>,
-    id: Option<&'c str>,
-    sym_name: Option<&'c str>,
-    problems: Vec<String>,
+/// One uniqueness rule over a layer's ops: the first op of each value, and
+/// the diagnostics of those that repeat one (or give an empty one).
+struct Unique<'c, 'a> {
+    what: &'static str,
+    seen: crate::ir::FxMap<&'c str, OperationRef<'c, 'a>>,
+    errors: Vec<(OperationRef<'c, 'a>, String)>,
+}
+
+impl<'c, 'a> Unique<'c, 'a> {
+    fn new(what: &'static str, capacity: usize) -> Self {
+        let mut seen = crate::ir::FxMap::default();
+        seen.reserve(capacity);
+        Self { what, seen, errors: Vec::new() }
+    }
+
+    fn see(&mut self, op: OperationRef<'c, 'a>, value: Option<&'c str>) {
+        let Some(value) = value else { return };
+        let what = self.what;
+        if value.is_empty() {
+            self.errors.push((op, format!("{what} must not be empty")));
+            return;
+        }
+        match self.seen.entry(value) {
+            std::collections::hash_map::Entry::Occupied(first) => {
+                self.errors.push((op, format!("redefines {what} '{value}' (first defined at {})", position_of(*first.get()))));
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(op);
+            }
+        }
+    }
 }
 
 /// What the layer rules know of an attribute name: whether it is
@@ -232,9 +258,29 @@ enum Role {
 /// distinct names and many ops.
 type NameCache = crate::ir::NameFacts<NameFact>;
 
-/// The target name each string attribute (by its uniqued address) names,
-/// if any: a task's lineage is its id, the same attribute.
-type TextCache = crate::ir::PtrMap<Option<&'static str>>;
+/// The target name each recently read string attribute (by its uniqued
+/// address) names, if any, direct-mapped: enum-like strings repeat across
+/// ops, ids do not (a task's lineage is its id, the same attribute, read
+/// next), so a map of every string would only grow.
+struct TextCache {
+    slots: Box<[(usize, Option<&'static str>)]>,
+}
+
+impl TextCache {
+    const SLOTS: usize = 1024;
+
+    fn new() -> Self {
+        Self { slots: vec![(0, None); Self::SLOTS].into_boxed_slice() }
+    }
+
+    fn target_of(&mut self, attribute: usize, bytes: &[u8]) -> Option<&'static str> {
+        let slot = &mut self.slots[(attribute >> 4) % Self::SLOTS];
+        if slot.0 != attribute {
+            *slot = (attribute, target_name_in_bytes(bytes));
+        }
+        slot.1
+    }
+}
 
 fn check_header(checker: &mut Checker, layer: &Layer, ops: &[(OpKind, OperationRef)]) {
     let headers: Vec<OperationRef> = ops.iter().filter(|(kind, _)| *kind == layer.header).map(|(_, op)| *op).collect();
@@ -285,25 +331,6 @@ pub fn is_content_digest(digest: &str) -> bool {
     digest.strip_prefix("sha256:").is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
 }
 
-fn check_unique<'c>(checker: &mut Checker, ops: &[OpFields<'c, '_>], field: impl Fn(&OpFields<'c, '_>) -> Option<&'c str>, what: &str) {
-    let mut seen: crate::ir::FxMap<&str, OperationRef> = crate::ir::FxMap::default();
-    seen.reserve(ops.iter().filter(|f| field(f).is_some()).count());
-    for fields in ops {
-        let op = fields.op;
-        let Some(value) = field(fields) else { continue };
-        if value.is_empty() {
-            checker.error(op, format!("{what} must not be empty"));
-            continue;
-        }
-        match seen.get(value) {
-            Some(&first) => checker.error(op, format!("redefines {what} '{value}' (first defined at {})", position_of(first))),
-            None => {
-                seen.insert(value, op);
-            }
-        }
-    }
-}
-
 fn read_fields<'c, 'a>(
     op: OperationRef<'c, 'a>,
     kind: OpKind,
@@ -311,9 +338,9 @@ fn read_fields<'c, 'a>(
     classes: &crate::ir::AttrClasses,
     names: &mut NameCache,
     texts: &mut TextCache,
-    last_text: &mut Option<(usize, Option<&'static str>)>,
-) -> OpFields<'c, 'a> {
-    let mut fields = OpFields { op, id: None, sym_name: None, problems: Vec::new() };
+    problems: &mut Vec<(OperationRef<'c, 'a>, String)>,
+) -> (Option<&'c str>, Option<&'c str>) {
+    let (mut id, mut sym_name) = (None, None);
     let raw = op.to_raw();
     let mut names = names.group(kind as usize);
     // SAFETY: a live op; its names and attributes live as long as its context.
@@ -333,36 +360,30 @@ fn read_fields<'c, 'a>(
         if is_string && fact.role != Role::Other {
             let value = crate::ir::string_value(unsafe { melior::ir::Attribute::from_raw(named.attribute) });
             if fact.role == Role::Id {
-                fields.id = value;
+                id = value;
             } else {
-                fields.sym_name = value;
+                sym_name = value;
             }
         }
         if fact.forbidden {
-            fields.problems.push(format!(
-                "attribute '{}' is a placement or target field, illegal in the '{}' layer",
-                name(),
-                layer.dialect
-            ));
+            problems.push((op, format!("attribute '{}' is a placement or target field, illegal in the '{}' layer", name(), layer.dialect)));
         }
         match class {
             AttrClass::String => {
                 let text = unsafe { mlir_sys::mlirStringAttrGetValue(named.attribute) };
                 let bytes =
                     if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
-                // (A task's lineage is most often its id, the attribute before.)
-                let target = match *last_text {
-                    Some((ptr, target)) if ptr == named.attribute.ptr as usize => target,
-                    _ => *texts.entry(named.attribute.ptr as usize).or_insert_with(|| target_name_in_bytes(bytes)),
-                };
-                *last_text = Some((named.attribute.ptr as usize, target));
+                let target = texts.target_of(named.attribute.ptr as usize, bytes);
                 // (Text that is not UTF-8 reads as a placeholder naming no target.)
                 if let Some(target) = target {
                     if let Ok(text) = std::str::from_utf8(bytes) {
-                        fields.problems.push(format!(
-                            "attribute '{}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
-                            name(),
-                            layer.dialect
+                        problems.push((
+                            op,
+                            format!(
+                                "attribute '{}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
+                                name(),
+                                layer.dialect
+                            ),
                         ));
                     }
                 }
@@ -375,17 +396,23 @@ fn read_fields<'c, 'a>(
                 visit_nested(value, &mut |nested| match nested {
                     Nested::Key(key) => {
                         if names_forbidden(layer.forbidden, key) {
-                            fields.problems.push(format!(
-                                "attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer",
-                                layer.dialect
+                            problems.push((
+                                op,
+                                format!(
+                                    "attribute '{name}' nests field '{key}', a placement or target field illegal in the '{}' layer",
+                                    layer.dialect
+                                ),
                             ));
                         }
                     }
                     Nested::String(text) => {
                         if let Some(target) = target_name_in(text) {
-                            fields.problems.push(format!(
-                                "attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
-                                layer.dialect
+                            problems.push((
+                                op,
+                                format!(
+                                    "attribute '{name}' names target '{target}' in \"{text}\"; the '{}' layer is target-neutral",
+                                    layer.dialect
+                                ),
                             ));
                         }
                     }
@@ -393,7 +420,7 @@ fn read_fields<'c, 'a>(
             }
         }
     }
-    fields
+    (id, sym_name)
 }
 
 /// The name after its last `.` (a dialect-prefixed name's own part).
