@@ -255,6 +255,7 @@ fn main() {
         "size", "memcpy", "memcpy x2", "in-proc", "busbw", "ratio", "time", "Vec bus", "ratio", "time", "MPI", "busbw", "ratio", "time"
     );
     let mut cpu_rows = Vec::new();
+    let mut traffic_rows = Vec::new();
     for (i, bytes) in sizes(quick).into_iter().enumerate() {
         let (copy_time, copy_cpu) = memcpy_time(bytes);
         let copy = gbps(bytes, copy_time);
@@ -284,6 +285,7 @@ fn main() {
             mpi.3
         );
         cpu_rows.push((bytes, copy_cpu, local_cpu));
+        traffic_rows.push((bytes, copy, copy2, local_time));
     }
     // Wall time on a shared machine counts other jobs' turns on the cores;
     // CPU time counts only this work (memory stalls included).
@@ -303,4 +305,27 @@ fn main() {
             100.0 * bus / copy
         );
     }
+    // What the memory system moves: the ratio above is fixed by it
+    // whatever the kernel does (every input read, every output written).
+    println!(
+        "\nMemory traffic (GB/s of bytes read + written): memcpy moves 2 bytes per message byte; the in-process \
+         all-reduce reads every rank's input and writes every rank's output once, {} per message byte, so \
+         ratio = {:.3} * all-reduce traffic / memcpy traffic. vs x2 = all-reduce traffic / memcpy x2 traffic \
+         (what both cores move when both copy)",
+        2 * RANKS,
+        ceiling_factor()
+    );
+    println!("{:>8} {:>7} {:>9} | {:>10} {:>6}", "size", "memcpy", "memcpy x2", "all-reduce", "vs x2");
+    for (bytes, copy, copy2, local_time) in traffic_rows {
+        let moved = gbps(2 * RANKS * bytes, local_time);
+        println!("{:>8} {:>7.2} {:>9.2} | {moved:>10.2} {:>5.0}%", label(bytes), 2.0 * copy, 2.0 * copy2, 100.0 * moved / (2.0 * copy2));
+    }
+}
+
+/// busbw / memcpy bandwidth of an all-reduce that moves memory exactly as
+/// fast as memcpy: 2(n-1)/n credited per message byte for 2n bytes moved,
+/// against memcpy's one credited per two moved.
+fn ceiling_factor() -> f64 {
+    let n = RANKS as f64;
+    2.0 * (n - 1.0) / n * 2.0 / (2.0 * n)
 }
