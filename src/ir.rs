@@ -174,7 +174,12 @@ pub fn i32_array_attr(op: OperationRef, name: &str) -> Option<Vec<i64>> {
 
 #[must_use]
 pub fn symbol_attr<'c>(op: OperationRef<'c, '_>, name: &str) -> Option<&'c str> {
-    let attribute = op.attribute(name).ok()?;
+    symbol_value(op.attribute(name).ok()?)
+}
+
+/// The symbol a flat symbol reference attribute names.
+#[must_use]
+pub fn symbol_value(attribute: Attribute<'_>) -> Option<&str> {
     if !attribute.is_flat_symbol_ref() {
         return None;
     }

@@ -3,11 +3,14 @@
 
 use std::collections::HashMap;
 
-use melior::ir::{operation::OperationLike, OperationRef, Type, ValueLike};
+use melior::ir::{attribute::AttributeLike, operation::OperationLike, Attribute, OperationRef, Type, ValueLike};
 
 use super::Checker;
 use crate::{
-    ir::{i64_array_attr, int_attr, name_of, str_attr, string_list_list, symbol_attr, tensor_element, tensor_shape, type_string, users},
+    ir::{
+        i64_array_attr, i64_array_value, int_attr, name_of, str_attr, string_list_list, string_value, symbol_attr, symbol_value,
+        tensor_element, tensor_shape, type_string, users, AttrName,
+    },
     mesh::Mesh,
     ods::OpKind,
 };
@@ -22,15 +25,41 @@ pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
         return;
     }
     let meshes = collect_meshes(checker, &dist_ops);
+    // The four attributes every op may have, found by name handle in one
+    // pass over its attributes (ops are many, names few); the mesh of the
+    // last mesh attribute is remembered (most ops name one mesh).
+    let (_, first) = dist_ops[0];
+    let names =
+        [AttrName::new(first, "mesh"), AttrName::new(first, "lineage"), AttrName::new(first, "slice"), AttrName::new(first, "ranks")];
+    // (Only a mesh found is remembered: each op naming none is reported.)
+    let mut last_mesh: Option<(usize, &Mesh)> = None;
     for &(kind, op) in &dist_ops {
-        let mesh = mesh_of(checker, op, &meshes, "mesh");
-        if let Some(lineage) = str_attr(op, "lineage") {
+        let mut found: [Option<Attribute>; 4] = [None; 4];
+        // SAFETY: a live op; its attributes live as long as its context.
+        for named in unsafe { crate::ir::named_attributes(op.to_raw()) } {
+            if let Some(slot) = names.iter().position(|n| n.is(named.name)) {
+                found[slot].get_or_insert(unsafe { Attribute::from_raw(named.attribute) });
+            }
+        }
+        let [mesh_attr, lineage, slice, ranks] = found;
+        let mesh = match (mesh_attr, last_mesh) {
+            (None, _) => None,
+            (Some(a), Some((ptr, mesh))) if a.to_raw().ptr as usize == ptr => Some(mesh),
+            (Some(a), _) => {
+                let mesh = mesh_named(checker, op, &meshes, "mesh", a);
+                if let Some(mesh) = mesh {
+                    last_mesh = Some((a.to_raw().ptr as usize, mesh));
+                }
+                mesh
+            }
+        };
+        if let Some(lineage) = lineage.and_then(string_value) {
             if lineage.is_empty() {
                 checker.error(op, "lineage must name the ModelIR op or value this comes from");
             }
         }
         if let Some(mesh) = mesh {
-            if let Some(slice) = i64_array_attr(op, "slice") {
+            if let Some(slice) = slice.and_then(i64_array_value) {
                 check_slice(checker, op, mesh, &slice);
             }
         }
@@ -46,7 +75,7 @@ pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
                 }
             }
             OpKind::DistCompute => {
-                if let (Some(mesh), Some(ranks)) = (mesh, i64_array_attr(op, "ranks")) {
+                if let (Some(mesh), Some(ranks)) = (mesh, ranks.and_then(i64_array_value)) {
                     check_rank_set(checker, op, mesh, "ranks", &ranks);
                 }
             }
@@ -139,7 +168,18 @@ fn collect_meshes(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) -> Hash
 }
 
 fn mesh_of<'m>(checker: &mut Checker, op: OperationRef, meshes: &'m HashMap<String, Mesh>, attribute: &str) -> Option<&'m Mesh> {
-    let symbol = symbol_attr(op, attribute)?;
+    mesh_named(checker, op, meshes, attribute, op.attribute(attribute).ok()?)
+}
+
+/// The mesh `value` (the op's `attribute`) names, if it is a symbol.
+fn mesh_named<'m>(
+    checker: &mut Checker,
+    op: OperationRef,
+    meshes: &'m HashMap<String, Mesh>,
+    attribute: &str,
+    value: Attribute,
+) -> Option<&'m Mesh> {
+    let symbol = symbol_value(value)?;
     let mesh = meshes.get(symbol);
     if mesh.is_none() {
         checker.error(op, format!("'{attribute}' @{symbol} does not name a valid 'dist.mesh' in this module"));
@@ -164,6 +204,13 @@ fn check_rank_set(checker: &mut Checker, op: OperationRef, mesh: &Mesh, attribut
         checker.error(op, format!("'{attribute}' must not be empty"));
     }
     let singular = attribute.trim_end_matches('s');
+    // Rank sets are most often written in increasing order: then none repeats.
+    if ranks.windows(2).all(|w| w[0] < w[1]) {
+        for &rank in ranks {
+            check_rank(checker, op, mesh, singular, rank);
+        }
+        return;
+    }
     let mut seen = std::collections::HashSet::with_capacity(ranks.len());
     for &rank in ranks {
         if check_rank(checker, op, mesh, singular, rank) && !seen.insert(rank) {
