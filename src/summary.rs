@@ -504,6 +504,13 @@ pub fn task_facts(op: OperationRef) -> (u64, u64, u64) {
     (count(op, "ops"), count(op, "read_bytes"), count(op, "write_bytes"))
 }
 
+/// How many tasks [`layer_work_in`] reads of the `dialect` layer.
+#[must_use]
+pub fn task_count(kinds: &[Option<OpKind>], dialect: &str) -> usize {
+    let in_dialect = kinds_in(dialect);
+    kinds.iter().filter(|k| k.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))).count()
+}
+
 /// The kinds whose ops are tasks of a layer's work.
 fn is_summary_task(kind: OpKind) -> bool {
     matches!(kind, OpKind::DistCompute | OpKind::PlanComputeTask | OpKind::PlanCollectiveTask) || kind.is_communication()
@@ -590,7 +597,7 @@ fn layer_work_with<'c, 'a>(
     let is_plan = dialect == "plan";
     let in_dialect = kinds_in(dialect);
     if keeps_all {
-        let count = kinds.iter().filter(|k| k.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))).count();
+        let count = task_count(kinds, dialect);
         tasks.reserve(count);
         task_ops.reserve(count);
     }

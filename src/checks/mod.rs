@@ -21,9 +21,7 @@ use crate::{
     lineage::base_id,
     mesh::Meshes,
     ods::OpKind,
-    summary::{
-        layer_work_in, layer_work_visiting, ops_and_kinds, task_facts, task_heads, LayerWork, PhaseTotals, TaskClass, TaskWork, Totals,
-    },
+    summary::{layer_work_visiting, ops_and_kinds, task_count, task_facts, task_heads, PhaseTotals, TaskClass, TaskWork, Totals},
     transformer::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC},
     verify::Checker,
     workload::{derive_training_block, BlockFacts, InferenceSpec, Phase, TrainingSpec},
@@ -240,7 +238,19 @@ mod conservation {
     fn check(checker: &mut Checker, module: OperationRef) {
         // One walk serves both layers; each task's op locates its diagnostics.
         let (ops, kinds) = ops_and_kinds(module);
-        let dist = layer_work_in(&ops, &kinds, "dist");
+        // Of the dist tasks, what the comparisons read of each, and whole
+        // only those the block facts read (a step has hundreds of
+        // thousands of tasks; a whole record of each is most of the pass's
+        // memory).
+        let mut sources = Vec::with_capacity(task_count(&kinds, "dist"));
+        let mut dist_totals = PhaseTotals::default();
+        let dist = layer_work_visiting(&ops, &kinds, "dist", |task, op| {
+            sources.push(Source::of(task, op));
+            dist_totals.add(task);
+            task.representative || matches!(task.class, TaskClass::Pipeline | TaskClass::DataParallel)
+        });
+        let dist_totals = dist_totals.into_map();
+        let is_inference = dist_totals.contains_key("prefill") || dist_totals.contains_key("decode");
         // Compared with the model's and with the plan's: read once.
         let mut dist_facts = None;
 
@@ -248,12 +258,12 @@ mod conservation {
         // bound strategy is one dist task with the same facts.
         let has_model =
             kinds.iter().any(|k| matches!(k, Some(OpKind::ModelDecoderTraining | OpKind::ModelDecoderInference | OpKind::ModelMatmul)));
-        if has_model && !dist.tasks.is_empty() {
+        if has_model && !sources.is_empty() {
             match crate::summary::model_work_in(module, &ops, &kinds) {
                 Err(e) => checker.error(module, e.to_string()),
                 Ok((model, facts)) => {
-                    compare_tasks(checker, &model.tasks, &dist, "model", module);
-                    compare_phases(checker, module, "model", &model.phase_totals(), "dist", &dist.phase_totals());
+                    compare_tasks(checker, &model.tasks, &sources, "model", module);
+                    compare_phases(checker, module, "model", &model.phase_totals(), "dist", &dist_totals);
                     if let Some(facts) = facts {
                         compare_facts(checker, module, "model", &facts, "dist", dist_facts.get_or_insert_with(|| dist.block_facts()));
                     }
@@ -264,23 +274,38 @@ mod conservation {
         // and in total. Of the plan's tasks only those the block facts read
         // are kept (the representative block's, and the pipeline and data-
         // parallel transfers, whose largest message they take).
-        // (A later task of the same id wins, as a map built in order.)
-        let mut by_id: Option<FxMap<&str, &TaskWork>> = None;
+        // The source of a plan task is found by position while the plan
+        // follows the dist program's order (as planning emits it): each
+        // look-up then reads the next dist task, not a random slot of a
+        // map of them all. On the first miss a map of ids is built (a later
+        // task of the same id wins, as a map built in order; ids are
+        // unique in a verified dist program, so both find the same task).
+        let mut by_id: Option<FxMap<&str, usize>> = None;
+        let mut next = 0usize;
         let mut planned_tasks = 0usize;
         let mut plan_totals = PhaseTotals::default();
         let plan = layer_work_visiting(&ops, &kinds, "plan", |planned, op| {
-            let by_id = by_id.get_or_insert_with(|| {
-                let mut by_id = FxMap::default();
-                by_id.reserve(dist.tasks.len());
-                for task in &dist.tasks {
-                    by_id.insert(&*task.id, task);
-                }
-                by_id
-            });
             planned_tasks += 1;
             plan_totals.add(planned);
             let lineage = planned.lineage.unwrap_or_default();
-            match by_id.get(lineage) {
+            let at = match sources.get(next) {
+                Some(task) if task.id == lineage => Some(next),
+                _ => {
+                    let by_id = by_id.get_or_insert_with(|| {
+                        let mut by_id = FxMap::default();
+                        by_id.reserve(sources.len());
+                        for (i, task) in sources.iter().enumerate() {
+                            by_id.insert(&*task.id, i);
+                        }
+                        by_id
+                    });
+                    by_id.get(lineage).copied()
+                }
+            };
+            if let Some(at) = at {
+                next = at + 1;
+            }
+            match at.map(|at| &sources[at]) {
                 None => checker.error(op, format!("has lineage '{lineage}', which is no task of the dist program")),
                 Some(source) => {
                     let got = (planned.ops, planned.read_bytes, planned.write_bytes, planned.message_bytes, planned.phase);
@@ -301,10 +326,10 @@ mod conservation {
             planned.representative || matches!(planned.class, TaskClass::Pipeline | TaskClass::DataParallel)
         });
         if planned_tasks > 0 {
-            if planned_tasks != dist.tasks.len() {
-                checker.error(module, format!("the plan has {planned_tasks} tasks but the dist program has {}", dist.tasks.len()));
+            if planned_tasks != sources.len() {
+                checker.error(module, format!("the plan has {planned_tasks} tasks but the dist program has {}", sources.len()));
             }
-            compare_phases(checker, module, "dist", &dist.phase_totals(), "plan", &plan_totals.into_map());
+            compare_phases(checker, module, "dist", &dist_totals, "plan", &plan_totals.into_map());
             let stages = dist.stage_memory.iter().map(|(s, m)| (format!("stage {s} "), m, plan.stage_memory.get(s)));
             for (scope, facts, planned_facts) in std::iter::once((String::new(), &dist.memory, Some(&plan.memory))).chain(stages) {
                 for (kind, fact) in facts {
@@ -320,8 +345,37 @@ mod conservation {
                     }
                 }
             }
-            if !dist.is_inference() {
+            if !is_inference {
                 compare_facts(checker, module, "dist", dist_facts.get_or_insert_with(|| dist.block_facts()), "plan", &plan.block_facts());
+            }
+        }
+    }
+
+    /// What the comparisons read of one dist task.
+    struct Source<'c, 'a> {
+        id: std::borrow::Cow<'c, str>,
+        op: OperationRef<'c, 'a>,
+        ops: u64,
+        read_bytes: u64,
+        write_bytes: u64,
+        message_bytes: u64,
+        runs: u64,
+        phase: &'static str,
+        class: TaskClass,
+    }
+
+    impl<'c, 'a> Source<'c, 'a> {
+        fn of(task: &TaskWork<'c>, op: OperationRef<'c, 'a>) -> Self {
+            Self {
+                id: task.id.clone(),
+                op,
+                ops: task.ops,
+                read_bytes: task.read_bytes,
+                write_bytes: task.write_bytes,
+                message_bytes: task.message_bytes,
+                runs: task.runs,
+                phase: task.phase,
+                class: task.class,
             }
         }
     }
@@ -330,7 +384,7 @@ mod conservation {
     /// without chunk prefix or instance suffix) with the same facts per run,
     /// running as often in total; every compute or tensor-parallel task
     /// found is expected.
-    fn compare_tasks(checker: &mut Checker, expected: &[TaskWork], found: &LayerWork, source: &str, module: OperationRef) {
+    fn compare_tasks(checker: &mut Checker, expected: &[TaskWork], found: &[Source], source: &str, module: OperationRef) {
         // Expected ids are few; each found task's base id is looked up once
         // and grouped by the expected id it matches, in order.
         let mut group_of: FxMap<&str, usize> = FxMap::default();
@@ -340,14 +394,14 @@ mod conservation {
         }
         let mut groups: Vec<Vec<usize>> = vec![Vec::new(); group_of.len()];
         let mut unattributable = Vec::new();
-        for (i, task) in found.tasks.iter().enumerate() {
+        for (i, task) in found.iter().enumerate() {
             match group_of.get(base_id(&task.id)) {
                 Some(&group) => groups[group].push(i),
                 None if matches!(task.class, TaskClass::Compute | TaskClass::TensorParallel) => unattributable.push(i),
                 None => {}
             }
         }
-        let at = |i: usize| found.task_ops.get(i).copied().unwrap_or(module);
+        let at = |i: usize| found.get(i).map_or(module, |task| task.op);
         for want in expected {
             let w = (want.ops, want.read_bytes, want.write_bytes, want.message_bytes);
             let tasks = group_of.get(&*want.id).map_or(&[][..], |&g| &groups[g]);
@@ -356,7 +410,7 @@ mod conservation {
                 continue;
             };
             for &i in tasks {
-                let task = &found.tasks[i];
+                let task = &found[i];
                 let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
                 if got != w || task.phase != want.phase {
                     checker.error(at(i), format!(
@@ -365,7 +419,7 @@ mod conservation {
                     ));
                 }
             }
-            let runs: u64 = tasks.iter().map(|&i| found.tasks[i].runs).fold(0, u64::saturating_add);
+            let runs: u64 = tasks.iter().map(|&i| found[i].runs).fold(0, u64::saturating_add);
             if runs != want.runs {
                 checker.error(
                     at(first),
