@@ -118,8 +118,7 @@ impl Encoder<'_> {
 
     unsafe fn string_ref(&mut self, raw: mlir_sys::MlirStringRef) {
         // SAFETY: MLIR's (pointer, length) pair of a live string.
-        let bytes = if raw.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) } };
-        self.text(bytes);
+        self.text(unsafe { crate::ir::string_ref_bytes(raw) });
     }
 
     unsafe fn op(&mut self, op: MlirOperation) {
@@ -257,7 +256,7 @@ impl Encoder<'_> {
     unsafe fn name(&mut self, identifier: mlir_sys::MlirIdentifier) {
         // SAFETY: a live identifier; its bytes live as long as the context.
         let text = unsafe { mlir_sys::mlirIdentifierStr(identifier) };
-        let bytes = if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
+        let bytes = unsafe { crate::ir::string_ref_bytes(text) };
         self.printed(text.data as usize, |buffer| unsafe { &mut *buffer.cast::<Vec<u8>>() }.extend_from_slice(bytes));
     }
 

@@ -127,10 +127,7 @@ impl Interner<'_> {
         let Some(table) = self.table.as_deref_mut() else { return make() };
         if let Some(last) = table.last_string {
             // SAFETY: a string attribute of the open context.
-            let held = unsafe { mlir_sys::mlirStringAttrGetValue(last) };
-            let bytes =
-                if held.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(held.data.cast::<u8>(), held.length) } };
-            if bytes == text.as_bytes() {
+            if unsafe { crate::ir::string_ref_bytes(mlir_sys::mlirStringAttrGetValue(last)) } == text.as_bytes() {
                 return last;
             }
         }

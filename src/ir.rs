@@ -69,11 +69,22 @@ pub fn identifier_str<'c>(identifier: melior::ir::Identifier<'c>) -> &'c str {
 }
 
 fn string_ref_str<'c>(raw: mlir_sys::MlirStringRef) -> &'c str {
+    // SAFETY: MLIR's strings handed to this module live as long as the context.
+    text_of(unsafe { string_ref_bytes(raw) })
+}
+
+/// The bytes of MLIR's (pointer, length) pair; MLIR gives a null pointer
+/// for empty strings, which a slice must not have.
+///
+/// # Safety
+/// `raw` points at `length` live bytes (or is null) for the lifetime `'a`.
+#[must_use]
+pub unsafe fn string_ref_bytes<'a>(raw: mlir_sys::MlirStringRef) -> &'a [u8] {
     if raw.data.is_null() || raw.length == 0 {
-        return "";
+        return &[];
     }
-    let bytes = unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) };
-    text_of(bytes)
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts(raw.data.cast::<u8>(), raw.length) }
 }
 
 /// Bytes from MLIR as text; not UTF-8 reads as a placeholder. Names and
@@ -544,11 +555,7 @@ impl<'c> Attrs<'c> {
         // context, and nothing changes them while this is read.
         let entries = unsafe { named_attributes(op.to_raw()) }
             .iter()
-            .map(|&named| unsafe {
-                let name = mlir_sys::mlirIdentifierStr(named.name);
-                let bytes = if name.data.is_null() { &[][..] } else { std::slice::from_raw_parts(name.data.cast::<u8>(), name.length) };
-                (bytes, Attribute::from_raw(named.attribute))
-            })
+            .map(|&named| unsafe { (string_ref_bytes(mlir_sys::mlirIdentifierStr(named.name)), Attribute::from_raw(named.attribute)) })
             .collect();
         Self { entries }
     }

@@ -370,9 +370,7 @@ fn read_fields<'c, 'a>(
         }
         match class {
             AttrClass::String => {
-                let text = unsafe { mlir_sys::mlirStringAttrGetValue(named.attribute) };
-                let bytes =
-                    if text.data.is_null() { &[][..] } else { unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) } };
+                let bytes = unsafe { crate::ir::string_ref_bytes(mlir_sys::mlirStringAttrGetValue(named.attribute)) };
                 let target = texts.target_of(named.attribute.ptr as usize, bytes);
                 // (Text that is not UTF-8 reads as a placeholder naming no target.)
                 if let Some(target) = target {
