@@ -94,6 +94,17 @@ pub struct TaskWork<'c> {
     pub lineage: Option<&'c str>,
 }
 
+impl TaskWork<'_> {
+    /// Whether [`LayerWork::block_facts`] reads this task: the
+    /// representative block's tasks, and every pipeline and data-parallel
+    /// transfer (the facts take their largest message). A reader that
+    /// keeps only these tasks gets the same block facts.
+    #[must_use]
+    pub fn feeds_block_facts(&self) -> bool {
+        self.representative || matches!(self.class, TaskClass::Pipeline | TaskClass::DataParallel)
+    }
+}
+
 /// Totals over a set of tasks, each counted as often as it runs.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {
@@ -479,7 +490,7 @@ pub fn task_heads<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>]
     let in_dialect = kinds_in(dialect);
     ops.iter()
         .zip(kinds)
-        .filter(|(_, kind)| kind.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k)))
+        .filter(|(_, kind)| is_layer_task(&in_dialect, **kind))
         .map(|(&op, _)| {
             let (id, phase) = *names.get_or_insert_with(|| (AttrName::new(op, "id"), AttrName::new(op, "phase")));
             // Both in one pass over the attributes (the first of a name,
@@ -508,7 +519,12 @@ pub fn task_facts(op: OperationRef) -> (u64, u64, u64) {
 #[must_use]
 pub fn task_count(kinds: &[Option<OpKind>], dialect: &str) -> usize {
     let in_dialect = kinds_in(dialect);
-    kinds.iter().filter(|k| k.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))).count()
+    kinds.iter().filter(|k| is_layer_task(&in_dialect, **k)).count()
+}
+
+/// Whether an op of `kind` is a task of the layer `in_dialect` marks.
+fn is_layer_task(in_dialect: &[bool], kind: Option<OpKind>) -> bool {
+    kind.is_some_and(|k| in_dialect[k as usize] && is_summary_task(k))
 }
 
 /// The kinds whose ops are tasks of a layer's work.

@@ -240,14 +240,14 @@ mod conservation {
         let (ops, kinds) = ops_and_kinds(module);
         // Of the dist tasks, what the comparisons read of each, and whole
         // only those the block facts read (a step has hundreds of
-        // thousands of tasks; a whole record of each is most of the pass's
+        // thousands of tasks; a whole record of each was most of the pass's
         // memory).
         let mut sources = Vec::with_capacity(task_count(&kinds, "dist"));
         let mut dist_totals = PhaseTotals::default();
         let dist = layer_work_visiting(&ops, &kinds, "dist", |task, op| {
             sources.push(Source::of(task, op));
             dist_totals.add(task);
-            task.representative || matches!(task.class, TaskClass::Pipeline | TaskClass::DataParallel)
+            task.feeds_block_facts()
         });
         let dist_totals = dist_totals.into_map();
         let is_inference = dist_totals.contains_key("prefill") || dist_totals.contains_key("decode");
@@ -271,10 +271,8 @@ mod conservation {
             }
         }
         // Dist -> plan, per task (by lineage) as the plan's tasks are read,
-        // and in total. Of the plan's tasks only those the block facts read
-        // are kept (the representative block's, and the pipeline and data-
-        // parallel transfers, whose largest message they take).
-        // The source of a plan task is found by position while the plan
+        // and in total; of the plan's tasks only those the block facts read
+        // are kept. The source of a plan task is found by position while the plan
         // follows the dist program's order (as planning emits it): each
         // look-up then reads the next dist task, not a random slot of a
         // map of them all. On the first miss a map of ids is built (a later
@@ -323,7 +321,7 @@ mod conservation {
                     }
                 }
             }
-            planned.representative || matches!(planned.class, TaskClass::Pipeline | TaskClass::DataParallel)
+            planned.feeds_block_facts()
         });
         if planned_tasks > 0 {
             if planned_tasks != sources.len() {

@@ -200,7 +200,7 @@ fn for_planned_steps(first: usize, mut check: impl FnMut(usize, &str, &melior::i
 /// the facts it compares must be those of the whole reading.
 #[test]
 fn visiting_reading_equals_the_full_reading() {
-    use crate::summary::{layer_work_in, layer_work_visiting, ops_and_kinds, PhaseTotals, TaskClass};
+    use crate::summary::{layer_work_in, layer_work_visiting, ops_and_kinds, PhaseTotals};
     for_planned_steps(1, |i, pipeline, module| {
         let (ops, kinds) = ops_and_kinds(module.as_operation());
         for layer in ["dist", "plan"] {
@@ -209,7 +209,7 @@ fn visiting_reading_equals_the_full_reading() {
             let kept = layer_work_visiting(&ops, &kinds, layer, |task, op| {
                 totals.add(task);
                 visited.push((task.id.to_string(), op.to_raw().ptr as usize));
-                task.representative || matches!(task.class, TaskClass::Pipeline | TaskClass::DataParallel)
+                task.feeds_block_facts()
             });
             let context = format!("case {i} {layer} {pipeline}");
             assert_eq!(full.phase_totals(), totals.into_map(), "{context}");
