@@ -313,7 +313,7 @@ fn main() {
          ratio = {:.3} * all-reduce traffic / memcpy traffic. vs x2 = all-reduce traffic / memcpy x2 traffic \
          (what both cores move when both copy)",
         2 * RANKS,
-        ceiling_factor()
+        ratio_at_equal_traffic()
     );
     println!("{:>8} {:>7} {:>9} | {:>10} {:>6}", "size", "memcpy", "memcpy x2", "all-reduce", "vs x2");
     for (bytes, copy, copy2, local_time) in traffic_rows {
@@ -325,7 +325,7 @@ fn main() {
 /// busbw / memcpy bandwidth of an all-reduce that moves memory exactly as
 /// fast as memcpy: 2(n-1)/n credited per message byte for 2n bytes moved,
 /// against memcpy's one credited per two moved.
-fn ceiling_factor() -> f64 {
+fn ratio_at_equal_traffic() -> f64 {
     let n = RANKS as f64;
     2.0 * (n - 1.0) / n * 2.0 / (2.0 * n)
 }
