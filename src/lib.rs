@@ -4,46 +4,23 @@
 //!
 //! The dialects are defined in ODS (`dialects/*.td`); `build.rs` runs
 //! `mlir-tblgen` and compiles them into C++ dialects registered through the
-//! C API in [`context::create_context`], with their custom syntax, traits and
-//! typed builders ([`dialects`]). What ODS cannot say is checked by the Rust
-//! verifiers in [`verify`], which run after parsing and after every pass.
+//! C API in [`ir::context::create_context`], with their custom syntax,
+//! traits and typed builders ([`dialect`]). What ODS cannot say is checked
+//! by the Rust verifiers in [`dialect::verify`], which run after parsing and
+//! after every pass.
+//!
+//! The folders are layers, as in MLIR's own tree; each imports only the
+//! layers below it (`tools/check-layering.py` checks it):
+//! [`tools`] -> [`conversion`], [`transforms`] -> [`dialect`] -> [`ir`];
+//! [`analysis`] and [`runtime`] are plain Rust at the bottom.
 
-pub mod abi;
-pub mod capi;
-pub mod checks;
-pub mod context;
-pub mod diagnostics;
-pub mod dialects;
-pub mod digest;
+pub mod analysis;
+pub mod conversion;
+pub mod dialect;
 pub mod error;
-pub mod estimate;
-pub mod estimate_cli;
-pub mod execution;
-pub mod intern;
 pub mod ir;
-pub mod lineage;
-pub mod lowering;
-pub mod mesh;
-pub mod ods;
-pub mod opt;
-pub mod parse;
-pub mod pass_macro;
-pub mod passes;
-pub mod pictures;
-pub mod pipeline;
-pub mod registry;
-pub mod run;
 pub mod runtime;
-pub mod schedule;
-pub mod search;
-pub mod search_cli;
-pub mod simulate;
-pub mod summary;
-pub mod system;
-pub mod tool;
-pub mod transformer;
-pub mod translate;
-pub mod verify;
-pub mod workload;
+pub mod tools;
+pub mod transforms;
 
 pub use error::{Error, Result};

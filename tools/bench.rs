@@ -10,20 +10,18 @@
 use std::time::{Duration, Instant};
 
 use blueprint::{
-    context::create_context,
-    diagnostics::DiagnosticSink,
-    estimate::{estimate, EstimateOptions},
-    estimate_cli::estimate_tasks,
-    ir::collect_ops,
-    parse::parse_module,
-    pictures::timeline::{timeline_svg, TimelineLabels},
-    pipeline::run_pipeline,
-    schedule::Schedule,
-    simulate::{simulate, ChunkDurations, Communication, StepInput},
-    summary::{estimate_work, summarize},
-    system::{NetworkBinding, SystemProfile},
-    transformer::import::import_training,
-    workload::{derive_training_block, TrainingSpec},
+    analysis::{
+        estimate::{estimate, EstimateOptions},
+        pictures::timeline::{timeline_svg, TimelineLabels},
+        schedule::Schedule,
+        simulate::{simulate, ChunkDurations, Communication, StepInput},
+        system::{NetworkBinding, SystemProfile},
+        workload::{derive_training_block, TrainingSpec},
+    },
+    dialect::summary::{estimate_work, summarize},
+    ir::{context::create_context, diagnostics::DiagnosticSink, parse::parse_module, read::collect_ops},
+    tools::{estimate::estimate_tasks, pipeline::run_pipeline},
+    transforms::transformer::import::import_training,
 };
 use melior::{
     ir::{Location, Module},
@@ -154,8 +152,8 @@ fn report_scaling(
 /// library call, no I/O) on one thread and on every core, against
 /// Calculon's rate on the same space where it was measured.
 fn bench_search(quick: bool) {
-    use blueprint::search::{search, Control, SearchOptions};
-    use blueprint::{
+    use blueprint::analysis::search::{search, Control, SearchOptions};
+    use blueprint::analysis::{
         system::SystemProfile,
         workload::{Datatype, ModelSpec},
     };

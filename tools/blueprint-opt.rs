@@ -1,5 +1,5 @@
 //! `blueprint-opt`: Blueprint's `mlir-opt`. See `blueprint-opt --help`.
 
 fn main() {
-    std::process::exit(blueprint::tool::run(blueprint::opt::main_with_args));
+    std::process::exit(blueprint::tools::cli::run(blueprint::tools::opt::main_with_args));
 }

@@ -2,5 +2,5 @@
 //! in-process ranks or under `mpirun`. See `blueprint-run --help`.
 
 fn main() {
-    std::process::exit(blueprint::tool::run(blueprint::run::main_with_args));
+    std::process::exit(blueprint::tools::cli::run(blueprint::tools::run::main_with_args));
 }

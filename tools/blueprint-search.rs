@@ -2,5 +2,5 @@
 //! Blueprint's estimate. See `blueprint-search --help`.
 
 fn main() {
-    std::process::exit(blueprint::tool::run(blueprint::search_cli::main_with_args));
+    std::process::exit(blueprint::tools::cli::run(blueprint::tools::search::main_with_args));
 }

@@ -2,5 +2,5 @@
 //! work summaries as JSON. See `blueprint-translate --help`.
 
 fn main() {
-    std::process::exit(blueprint::tool::run(blueprint::translate::main_with_args));
+    std::process::exit(blueprint::tools::cli::run(blueprint::tools::translate::main_with_args));
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::collective::Contribution;
+use super::contribution::Contribution;
 use super::error::{RtError, RtResult};
 use super::memref::StridedView;
 use super::mpi::{self, MpiWorld};

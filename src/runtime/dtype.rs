@@ -17,7 +17,7 @@ use half::{bf16, f16, slice::HalfFloatSliceExt};
 
 use super::error::{RtError, RtResult};
 
-pub use crate::abi::{ElementType, ReduceOp};
+pub use crate::runtime::interface::{ElementType, ReduceOp};
 
 impl ReduceOp {
     /// Decodes the C value, or says what it expected.

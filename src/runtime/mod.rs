@@ -47,8 +47,10 @@
 pub mod abi;
 pub(crate) mod backend;
 mod collective;
+mod contribution;
 pub mod dtype;
 pub mod error;
+pub mod interface;
 pub mod memref;
 pub mod mpi;
 mod ops;

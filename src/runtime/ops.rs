@@ -8,7 +8,8 @@
 use std::ffi::c_void;
 
 use super::backend::Backend;
-use super::collective::{numel_of, BlockLayout, Contribution, OpKind};
+use super::collective::numel_of;
+use super::contribution::{BlockLayout, Contribution, OpKind};
 use super::dtype::{ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::{read_i64s, StridedView};

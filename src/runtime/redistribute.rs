@@ -10,7 +10,7 @@
 //! the first participant (in rank order) wins. An element of the new block
 //! held by no rank is an error.
 
-use super::collective::{BlockLayout, Contribution};
+use super::contribution::{BlockLayout, Contribution};
 use super::error::{RtError, RtResult};
 use super::memref::{row_major_strides, shape_numel};
 

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::collective::Contribution;
+use super::contribution::Contribution;
 use super::dtype::{reduce_into, reduce_lines, store_fence, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::StridedView;

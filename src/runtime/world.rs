@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::collective::{agree, check, complete, Contribution, Deposit, OpKind, StartFailure};
+use super::collective::{agree, check, complete};
+use super::contribution::{Contribution, Deposit, OpKind, StartFailure};
 use super::error::{RtError, RtResult};
 use super::memref::StridedView;
 use super::shared_reduce::{self, Gate};

@@ -1,7 +1,7 @@
 // A tensor-parallel linear layer over 4 ranks (local matmul, all-reduce,
 // local scaling) through every stage down to the LLVM dialect; the
 // execution of this program on 4 in-process ranks is in `cargo test`
-// (src/execution/tests.rs).
+// (src/tools/execution/tests.rs).
 // RUN: blueprint-opt %s --dist-async | FileCheck %s --check-prefix=ASYNC
 // RUN: blueprint-opt %s --dist-async --dist-sink-waits | FileCheck %s --check-prefix=SINK
 // RUN: blueprint-opt %s --dist-async --dist-sink-waits --lower-dist-to-runtime | FileCheck %s --check-prefix=CALLS

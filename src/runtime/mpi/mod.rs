@@ -36,7 +36,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use self::ffi::{Api, Comm, Datatype, Request};
-use super::collective::{agree, axis_split, check, BlockLayout, Contribution, Deposit, OpKind, StartFailure};
+use super::collective::{agree, axis_split, check};
+use super::contribution::{BlockLayout, Contribution, Deposit, OpKind, StartFailure};
 use super::dtype::{reduce_into, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::{shape_numel, StridedView};

@@ -1,0 +1,464 @@
+//! Closed-form estimate of one training step, Calculon-exact.
+//!
+//! Input is what a portable plan states per task of the representative
+//! block (one block, one microbatch): [`TaskFacts`]. The MLIR path reads
+//! them from plan tasks; the search path converts the algebra's
+//! invocations ([`block_tasks`]). Both call [`estimate`] with the block
+//! facts, the spec, a [`SystemProfile`] and a [`NetworkBinding`]; the
+//! strategy search (`crate::analysis::search`) calls its two halves,
+//! [`price_block`] once per block and TP tier and [`compose_estimate`] per
+//! configuration, which is the same computation.
+//!
+//! ```text
+//! tasks ──layer_time──> BlockTimes (per-layer times summed as Calculon sums layers)
+//!        (edge block: edge::edge_tp_tasks under p2p_rs_ag)
+//! BlockTimes + spec ──step──> TimingSeconds, stage busy/idle, DP overlap
+//! BlockFacts + spec ──schedule::ProcessorMemory::calculon──> memory check
+//! ```
+//!
+//! Conventions are Calculon's (calculon-ai/calculon @ caa4b11,
+//! `calculon/llm/llm.py`, `layers.py`), see
+//! `shared/oracles/calculon/FULL-MODEL.md`: every task is one Calculon
+//! layer in one stage, priced alone (efficiency by its own size); a TP
+//! collective's exposed time is its network time plus its own processing;
+//! a re-issued collective costs only network time; every stage is taken as
+//! equal. Where Calculon is wrong (the recompute prefix sum that only its
+//! DP-overlap path reads) the estimate is correct and reports Calculon's
+//! figure beside it ([`DpOverlapFigures`]).
+
+pub mod edge;
+mod layer_time;
+pub mod step;
+#[cfg(test)]
+pub(crate) mod tests;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::analysis::schedule::ProcessorMemory;
+use crate::analysis::system::{datatype_name, NetworkBinding, NetworkBindingError, NetworkOp, SystemProfile};
+pub use crate::analysis::workload::TpOverlap;
+use crate::analysis::workload::{BlockDerivation, BlockFacts, CollectiveKind, Engine, Phase, PrimitiveInvocation, SpecError, TrainingSpec};
+
+pub use layer_time::BlockTimes;
+
+/// What a task needs of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    MatrixMultiply,
+    VectorElementwise,
+    AllReduce,
+    ReduceScatter,
+    AllGather,
+    PointToPoint,
+}
+
+impl Capability {
+    /// The plan's spelling.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::MatrixMultiply => "matrix_multiply",
+            Self::VectorElementwise => "vector_elementwise",
+            Self::AllReduce => "all_reduce",
+            Self::ReduceScatter => "reduce_scatter",
+            Self::AllGather => "all_gather",
+            Self::PointToPoint => "point_to_point",
+        }
+    }
+
+    /// Reads the plan's capability or the dist layer's engine name
+    /// (`matrix`, `vector`).
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "matrix_multiply" | "matrix" => Some(Self::MatrixMultiply),
+            "vector_elementwise" | "vector" => Some(Self::VectorElementwise),
+            "all_reduce" => Some(Self::AllReduce),
+            "reduce_scatter" => Some(Self::ReduceScatter),
+            "all_gather" => Some(Self::AllGather),
+            "point_to_point" | "p2p" => Some(Self::PointToPoint),
+            _ => None,
+        }
+    }
+
+    /// The network op of a communication capability.
+    #[must_use]
+    pub const fn network_op(self) -> Option<NetworkOp> {
+        match self {
+            Self::AllReduce => Some(NetworkOp::AllReduce),
+            Self::ReduceScatter => Some(NetworkOp::ReduceScatter),
+            Self::AllGather => Some(NetworkOp::AllGather),
+            Self::PointToPoint => Some(NetworkOp::P2p),
+            Self::MatrixMultiply | Self::VectorElementwise => None,
+        }
+    }
+}
+
+impl From<CollectiveKind> for Capability {
+    fn from(kind: CollectiveKind) -> Self {
+        match kind {
+            CollectiveKind::AllReduce => Self::AllReduce,
+            CollectiveKind::ReduceScatter => Self::ReduceScatter,
+            CollectiveKind::AllGather => Self::AllGather,
+        }
+    }
+}
+
+/// What a task contributes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskClass {
+    Compute,
+    /// The block's own tensor-parallel collectives.
+    TensorParallel,
+    /// Transfers between stages (priced from the block facts instead).
+    Pipeline,
+    /// Gradient synchronisation (priced from the block facts instead).
+    DataParallel,
+}
+
+/// The phase names plans use.
+#[must_use]
+pub fn phase_from_name(name: &str) -> Option<Phase> {
+    match name {
+        "forward" => Some(Phase::Forward),
+        "recompute" => Some(Phase::Recompute),
+        "activation_gradient" => Some(Phase::ActivationGradient),
+        "weight_gradient" => Some(Phase::WeightGradient),
+        "optimizer" => Some(Phase::Optimizer),
+        "recommunication" => Some(Phase::Recommunication),
+        _ => None,
+    }
+}
+
+/// One task of the representative block, as a plan states it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskFacts {
+    /// Base id `<source>.<phase suffix>`, e.g. `attn.q.fwd`.
+    pub id: String,
+    pub phase: Phase,
+    pub capability: Capability,
+    pub class: TaskClass,
+    /// Operations of the task (the group's total when `shared_by > 1`).
+    pub ops: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Logical message bytes of a collective (0 for compute).
+    pub message_bytes: u64,
+    /// Ranks that split the work evenly (1 when unshared).
+    pub shared_by: u64,
+    /// Ranks of the collective's group when the task states them; else the
+    /// strategy's group for the task's class (TP for the block's collectives).
+    pub group_size: Option<u64>,
+    /// A TP collective tiled with a linear.
+    pub tiling: Option<TaskTiling>,
+}
+
+/// How a collective task is tiled with a linear (the plan's `tiled_with`,
+/// `tiles`, `overlap`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TaskTiling {
+    /// Base id of the linear's task it overlaps (its weight gradient for a
+    /// re-communication), e.g. `attn.proj.fwd`.
+    pub with: String,
+    pub tiles: u64,
+    pub overlap: TpOverlap,
+}
+
+impl TaskFacts {
+    /// The model-level source of the task: its id without the phase suffix.
+    #[must_use]
+    pub fn source(&self) -> &str {
+        self.id.rsplit_once('.').map_or(self.id.as_str(), |(source, _)| source)
+    }
+}
+
+impl From<&PrimitiveInvocation> for TaskFacts {
+    fn from(inv: &PrimitiveInvocation) -> Self {
+        let (capability, class) = match (inv.collective, inv.engine) {
+            (Some(c), _) => (Capability::from(c.kind), TaskClass::TensorParallel),
+            (None, Engine::Matrix) => (Capability::MatrixMultiply, TaskClass::Compute),
+            (None, Engine::Vector | Engine::Collective) => (Capability::VectorElementwise, TaskClass::Compute),
+        };
+        Self {
+            id: inv.name.clone(),
+            phase: inv.phase,
+            capability,
+            class,
+            ops: inv.ops,
+            read_bytes: inv.read_bytes,
+            write_bytes: inv.write_bytes,
+            message_bytes: inv.message_bytes(),
+            shared_by: inv.shared_by,
+            group_size: None,
+            tiling: inv.tiling.as_ref().map(|t| TaskTiling { with: t.linear_task(inv.phase), tiles: t.tiles, overlap: t.overlap }),
+        }
+    }
+}
+
+/// The tasks of a derived block, in the derivation's order.
+#[must_use]
+pub fn block_tasks(derivation: &BlockDerivation) -> Vec<TaskFacts> {
+    derivation.invocations.iter().map(TaskFacts::from).collect()
+}
+
+/// Estimate inputs beyond the plan: they never change a plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct EstimateOptions {
+    /// Overlap the DP gradient communication with the backward pass (no
+    /// effect without DP: there is nothing to synchronise).
+    pub data_par_overlap: bool,
+    /// Report Calculon's DP-overlap figure (with its recompute prefix-sum
+    /// defect) in `timing_seconds` instead of the correct one. Both are in
+    /// [`Estimate::dp_overlap`] either way.
+    pub calculon_compat_dp_overlap: bool,
+}
+
+/// Calculon's ten time fields of one step, in seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct TimingSeconds {
+    pub fw_time: f64,
+    pub bw_time: f64,
+    pub optim_step_time: f64,
+    pub recompute_time: f64,
+    pub recomm_exposed_time: f64,
+    pub bubble_time: f64,
+    pub tp_comm_exposed_time: f64,
+    pub pp_comm_exposed_time: f64,
+    pub dp_comm_exposed_time: f64,
+    pub total_time: f64,
+}
+
+impl TimingSeconds {
+    /// Every field with its oracle name, in Calculon's order.
+    #[must_use]
+    pub fn fields(&self) -> [(&'static str, f64); 10] {
+        [
+            ("fw_time", self.fw_time),
+            ("bw_time", self.bw_time),
+            ("optim_step_time", self.optim_step_time),
+            ("recompute_time", self.recompute_time),
+            ("recomm_exposed_time", self.recomm_exposed_time),
+            ("bubble_time", self.bubble_time),
+            ("tp_comm_exposed_time", self.tp_comm_exposed_time),
+            ("pp_comm_exposed_time", self.pp_comm_exposed_time),
+            ("dp_comm_exposed_time", self.dp_comm_exposed_time),
+            ("total_time", self.total_time),
+        ]
+    }
+}
+
+/// One stage's time in the step: working (compute and exposed
+/// communication) and idle in the pipeline bubble.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StageTime {
+    pub busy: f64,
+    pub idle: f64,
+}
+
+/// The DP-overlap exposed time both ways.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct DpOverlapFigures {
+    /// With the recompute flop and memory times of the recomputed layers.
+    pub blueprint: f64,
+    /// Calculon's: each recomputed layer adds the running prefix sum of the
+    /// forward times, so recompute inflates compute and memory time. `None`
+    /// when the tasks lack Calculon's layer layout (the algebra's ids).
+    pub calculon: Option<f64>,
+}
+
+/// Memory per processor against the first memory tier.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MemoryCheck {
+    /// Calculon's convention: stage 0, its in-flight factor.
+    pub per_processor: ProcessorMemory,
+    /// `mem1` capacity, bytes.
+    pub capacity_bytes: f64,
+    pub fits: bool,
+    /// How far the requirement exceeds the capacity (0 when it fits).
+    pub over_by_bytes: f64,
+}
+
+/// The estimate of one training step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Estimate {
+    pub timing_seconds: TimingSeconds,
+    /// `global_batch / total_time`, what a strategy search ranks by.
+    pub sample_rate: f64,
+    /// Per-block times (Calculon's `block_*` and `*block_*_tp_time` fields).
+    pub block: BlockTimes,
+    /// Every stage's time; stages are equal in the closed form.
+    pub stage: StageTime,
+    /// Number of pipeline stages the `stage` figure holds for.
+    pub stages: u64,
+    /// Present under DP overlap with DP > 1.
+    pub dp_overlap: Option<DpOverlapFigures>,
+    pub memory: MemoryCheck,
+}
+
+impl Estimate {
+    /// The time of stage `index`, `None` beyond the pipeline.
+    #[must_use]
+    pub fn stage_time(&self, index: u64) -> Option<StageTime> {
+        (index < self.stages).then_some(self.stage)
+    }
+}
+
+/// Why an estimate cannot be computed.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum EstimateError {
+    #[error(transparent)]
+    Spec(#[from] SpecError),
+    #[error(transparent)]
+    Binding(#[from] NetworkBindingError),
+    #[error("the system states no {unit} throughput for the workload's datatype ({unit}.{datatype} is missing)")]
+    MissingDatatype { unit: &'static str, datatype: &'static str },
+    #[error("task '{id}': {reason}")]
+    Task { id: String, reason: &'static str },
+    #[error(
+        "calculon_compat_dp_overlap: Calculon's DP-overlap figure follows its layer order, which needs the forward task '{0}'; the block has none"
+    )]
+    CompatLayout(&'static str),
+}
+
+/// Estimates one training step of `spec` from its representative block.
+///
+/// `tasks` are the block's tasks (one block, one microbatch) in the
+/// algebra's order: forward in model order, the backward phases in reverse
+/// model order (only rounding depends on it); `block` gives the pipeline
+/// message sizes, the weight bytes the DP group synchronises and the
+/// memory. Pipeline and data-parallel tasks in `tasks` are ignored (their
+/// sizes come from `block`).
+///
+/// # Errors
+/// An invalid spec, a binding that does not fit the system, a datatype the
+/// system does not rate, a task whose capability does not fit its class or
+/// phase, or, in compat mode, a block
+/// without Calculon's layer layout.
+pub fn estimate(
+    tasks: &[TaskFacts],
+    block: &BlockFacts,
+    spec: &TrainingSpec,
+    system: &SystemProfile,
+    binding: &NetworkBinding,
+    options: &EstimateOptions,
+) -> Result<Estimate, EstimateError> {
+    spec.validate()?;
+    let map = &spec.mapping;
+    binding.validate(system, map.tp, map.pp, map.dp)?;
+    let times = price_block(tasks, spec, system, binding.tp, options)?;
+    compose_estimate(&times, block, spec, system, binding, options)
+}
+
+/// The block's per-block times: every task of `tasks` priced on `system`
+/// with the TP group on tier `tp_net` — the part of [`estimate`] that does
+/// not depend on the pipeline interleaving, the PP and DP tiers or the DP
+/// overlap. Calculon's recompute prefix times are computed when
+/// `options.data_par_overlap` and DP > 1 (the only place they are read).
+/// A search prices a block once and composes it many times with
+/// [`compose_estimate`]; [`estimate`] is exactly the two in sequence.
+///
+/// `spec` must be valid ([`TrainingSpec::validate`]).
+///
+/// # Errors
+/// A TP tier that does not exist, a
+/// datatype the system does not rate, a task whose capability does not fit
+/// its class or phase, or, in compat mode, a block without Calculon's layer
+/// layout.
+pub fn price_block(
+    tasks: &[TaskFacts],
+    spec: &TrainingSpec,
+    system: &SystemProfile,
+    tp_net: usize,
+    options: &EstimateOptions,
+) -> Result<BlockTimes, EstimateError> {
+    let map = &spec.mapping;
+    let datatype = spec.workload.datatype;
+    let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
+    let tp_tier =
+        system.network(tp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "tp", tier: tp_net, tiers: system.networks().len() })?;
+    let rates = layer_time::Rates {
+        matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
+        vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,
+        memory: system.mem1(),
+        mode: system.processing_mode(),
+        tp_net: tp_tier,
+        tp: map.tp,
+    };
+    let edge = if map.tp_comm == crate::analysis::workload::TpComm::P2pRsAg && map.tp > 1 {
+        Some(edge::edge_tp_tasks(tasks, spec)?)
+    } else {
+        None
+    };
+    let mut times = layer_time::block_times(tasks, edge.as_deref(), &rates)?;
+    // Calculon's defective recompute times matter only under DP overlap;
+    // they need its layer layout, required only for the compatible figure.
+    if options.data_par_overlap && map.dp > 1 {
+        match layer_time::calculon_recompute_prefix(tasks, &rates, spec) {
+            Ok((flops, mem)) => (times.calculon_re_flops_time, times.calculon_re_mem_time) = (Some(flops), Some(mem)),
+            Err(error) if options.calculon_compat_dp_overlap => return Err(error),
+            Err(_) => {}
+        }
+    }
+    Ok(times)
+}
+
+/// One step of `spec` from its priced block ([`price_block`] with the same
+/// TP tier and options): the pipeline and DP composition and the memory
+/// check against the first memory tier.
+///
+/// `spec` must be valid and `binding` must fit the system
+/// ([`NetworkBinding::validate`]); `times` must not carry Calculon's
+/// recompute prefix times without DP overlap (as [`price_block`] leaves them).
+///
+/// # Errors
+/// A PP or DP tier that does not exist.
+pub fn compose_estimate(
+    times: &BlockTimes,
+    block: &BlockFacts,
+    spec: &TrainingSpec,
+    system: &SystemProfile,
+    binding: &NetworkBinding,
+    options: &EstimateOptions,
+) -> Result<Estimate, EstimateError> {
+    let map = &spec.mapping;
+    let tier =
+        |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
+    let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)? };
+    let outcome = step::compose(times, block, spec, &tiers, binding, options);
+
+    let per_processor = ProcessorMemory::calculon(block, spec);
+    let capacity_bytes = system.mem1().capacity_bytes();
+    let required = per_processor.proc_mem_tier1_cap_req;
+    // Calculon rejects a requirement above the capacity.
+    let fits = required <= capacity_bytes;
+    let memory = MemoryCheck { per_processor, capacity_bytes, fits, over_by_bytes: if fits { 0.0 } else { required - capacity_bytes } };
+
+    Ok(Estimate {
+        sample_rate: spec.workload.global_batch as f64 / outcome.timing.total_time,
+        timing_seconds: outcome.timing,
+        block: outcome.block,
+        stage: outcome.stage,
+        stages: map.pp,
+        dp_overlap: outcome.dp_overlap,
+        memory,
+    })
+}
+
+/// Derives the block of `spec` with the algebra and estimates it (the
+/// search path).
+///
+/// # Errors
+/// As [`estimate`]; an invalid spec fails in the derivation.
+pub fn estimate_spec(
+    spec: &TrainingSpec,
+    system: &SystemProfile,
+    binding: &NetworkBinding,
+    options: &EstimateOptions,
+) -> Result<Estimate, EstimateError> {
+    let derivation = crate::analysis::workload::derive_training_block(spec)?;
+    let block = BlockFacts::from_derivation(&derivation, spec);
+    estimate(&block_tasks(&derivation), &block, spec, system, binding, options)
+}

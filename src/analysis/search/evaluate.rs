@@ -1,0 +1,254 @@
+//! Evaluating the configurations of one block key: derive the block once,
+//! price it once per TP tier, then compose the step for every interleaving,
+//! PP / DP tier pair and DP overlap — the same functions
+//! [`crate::analysis::estimate::estimate`] runs, so a configuration's numbers are
+//! exactly those of the estimate of its spec.
+//!
+//! A configuration is pruned, in this order, when its network binding does
+//! not fit the system (Calculon's `_check_network_assignments`), when
+//! Blueprint's spec rules reject it (the schedule rules: interleaved 1F1B
+//! needs a microbatch count that PP divides), or when its memory per
+//! processor (Calculon's stage-0 convention) exceeds the first memory tier.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::rank::{Candidate, TopK};
+use super::space::{Config, KeySpace};
+use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateOptions};
+use crate::analysis::system::{NetworkBinding, NetworkBindingError, SystemProfile};
+use crate::analysis::workload::{derive_training_block, BlockFacts, Datatype, ModelSpec, SpecError};
+
+/// Why configurations were pruned: how many, and the message of the first
+/// (in the canonical order).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pruned {
+    pub count: u64,
+    pub first_index: u64,
+    pub example: String,
+}
+
+/// A sampled configuration: its estimate, or why it has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub index: u64,
+    pub config: Config,
+    pub outcome: Result<Estimate, (&'static str, String)>,
+}
+
+/// What evaluating some keys gave.
+#[derive(Debug, Clone, Default)]
+pub struct Outcome {
+    /// Configurations looked at (evaluated or pruned).
+    pub evaluated: u64,
+    /// Configurations that fit (ranked).
+    pub fit: u64,
+    pub pruned: BTreeMap<&'static str, Pruned>,
+    pub top: TopK,
+    pub samples: Vec<Sample>,
+    /// Fitting configurations under DP overlap whose Calculon DP-overlap
+    /// figure differs from Blueprint's (recompute; see the notes).
+    pub dp_overlap_differs: u64,
+    /// Stopped early (interrupted).
+    pub partial: bool,
+}
+
+impl Outcome {
+    #[must_use]
+    pub fn new(top: usize) -> Self {
+        Self { top: TopK::new(top), ..Self::default() }
+    }
+
+    fn prune(&mut self, reason: &'static str, index: u64, count: u64, message: impl FnOnce() -> String) {
+        self.evaluated += count;
+        match self.pruned.get_mut(reason) {
+            Some(p) => {
+                p.count += count;
+                if index < p.first_index {
+                    p.first_index = index;
+                    p.example = message();
+                }
+            }
+            None => {
+                self.pruned.insert(reason, Pruned { count, first_index: index, example: message() });
+            }
+        }
+    }
+
+    /// Adds `other` (any order of merging gives the same result).
+    pub fn merge(&mut self, other: Self) {
+        self.evaluated += other.evaluated;
+        self.fit += other.fit;
+        self.dp_overlap_differs += other.dp_overlap_differs;
+        self.partial |= other.partial;
+        for (reason, p) in other.pruned {
+            match self.pruned.get_mut(reason) {
+                Some(mine) => {
+                    mine.count += p.count;
+                    if p.first_index < mine.first_index {
+                        mine.first_index = p.first_index;
+                        mine.example = p.example;
+                    }
+                }
+                None => {
+                    self.pruned.insert(reason, p);
+                }
+            }
+        }
+        self.top.merge(other.top);
+        self.samples.extend(other.samples);
+    }
+}
+
+/// The short name of a spec rule a configuration violates.
+#[must_use]
+pub fn spec_reason(error: &SpecError) -> &'static str {
+    match error {
+        SpecError::InterleavedMicrobatches { .. } => "interleaved_microbatches",
+        SpecError::SequenceNotSplittable { .. } => "sequence_not_splittable",
+        SpecError::BlocksNotDivisible { .. } => "blocks_not_divisible",
+        SpecError::TooLarge { .. } => "too_large",
+        _ => "spec_rule",
+    }
+}
+
+fn binding_reason(error: &NetworkBindingError) -> &'static str {
+    match error {
+        NetworkBindingError::TierTooSmall { .. } => "network_tier_too_small",
+        NetworkBindingError::TierNotFilled { .. } => "network_tier_not_filled",
+        NetworkBindingError::TierOutOfRange { .. } => "network_tier_out_of_range",
+    }
+}
+
+/// The fixed inputs of an evaluation.
+pub struct Context<'a> {
+    pub model: &'a ModelSpec,
+    pub datatype: Datatype,
+    pub system: &'a SystemProfile,
+    /// Rank by Calculon's DP-overlap figure instead of Blueprint's.
+    pub calculon_dp_overlap: bool,
+    /// Canonical numbers of the configurations to sample, ascending.
+    pub samples: &'a [u64],
+    pub interrupt: Option<&'a AtomicBool>,
+}
+
+impl Context<'_> {
+    fn interrupted(&self) -> bool {
+        self.interrupt.is_some_and(|flag| flag.load(Ordering::Relaxed))
+    }
+
+    fn sampled(&self, index: u64) -> bool {
+        !self.samples.is_empty() && self.samples.binary_search(&index).is_ok()
+    }
+}
+
+/// Evaluates the configurations of `space`, numbered from `offset`.
+pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outcome) {
+    if cx.interrupted() {
+        out.partial = true;
+        return;
+    }
+    let key = space.key;
+    let first = Config {
+        key,
+        pipeline_interleaving: space.interleavings[0],
+        networks: NetworkBinding { tp: 0, pp: 0, dp: 0 },
+        data_par_overlap: false,
+    };
+    let mut spec = first.spec(cx.model, cx.datatype);
+    let count = space.count();
+    // A rule of the key itself prunes every configuration of it.
+    let derivation = match derive_training_block(&spec) {
+        Ok(d) => d,
+        Err(error) => {
+            out.prune(spec_reason(&error), offset, count, || error.to_string());
+            return;
+        }
+    };
+    let block = BlockFacts::from_derivation(&derivation, &spec);
+    let tasks = block_tasks(&derivation);
+    let overlap_any = space.overlaps.contains(&true);
+    let per_tier = count / space.tp_nets.len() as u64;
+    let mut index = offset;
+    for &tp_net in &space.tp_nets {
+        let price_options = EstimateOptions { data_par_overlap: overlap_any, calculon_compat_dp_overlap: cx.calculon_dp_overlap };
+        let with_prefix = match price_block(&tasks, &spec, cx.system, tp_net, &price_options) {
+            Ok(t) => t,
+            Err(error) => {
+                out.prune("estimate_error", index, per_tier, || error.to_string());
+                index += per_tier;
+                continue;
+            }
+        };
+        let mut plain = with_prefix;
+        (plain.calculon_re_flops_time, plain.calculon_re_mem_time) = (None, None);
+        for &v in &space.interleavings {
+            if cx.interrupted() {
+                out.partial = true;
+                return;
+            }
+            spec.mapping.pipeline_interleaving = v;
+            let rule = spec.validate();
+            for &pp_net in &space.pp_nets {
+                for &dp_net in &space.dp_nets {
+                    let networks = NetworkBinding { tp: tp_net, pp: pp_net, dp: dp_net };
+                    let config = |data_par_overlap| Config { key, pipeline_interleaving: v, networks, data_par_overlap };
+                    let n = space.per_binding();
+                    if let Err(error) = networks.validate(cx.system, key.tp, key.pp, key.dp) {
+                        out.prune(binding_reason(&error), index, n, || error.to_string());
+                        for (i, &ov) in space.overlaps.iter().enumerate() {
+                            if cx.sampled(index + i as u64) {
+                                let outcome = Err((binding_reason(&error), error.to_string()));
+                                out.samples.push(Sample { index: index + i as u64, config: config(ov), outcome });
+                            }
+                        }
+                        index += n;
+                        continue;
+                    }
+                    if let Err(error) = &rule {
+                        out.prune(spec_reason(error), index, n, || error.to_string());
+                        for (i, &ov) in space.overlaps.iter().enumerate() {
+                            if cx.sampled(index + i as u64) {
+                                let outcome = Err((spec_reason(error), error.to_string()));
+                                out.samples.push(Sample { index: index + i as u64, config: config(ov), outcome });
+                            }
+                        }
+                        index += n;
+                        continue;
+                    }
+                    for &data_par_overlap in &space.overlaps {
+                        let options = EstimateOptions { data_par_overlap, ..price_options };
+                        let times = if data_par_overlap { &with_prefix } else { &plain };
+                        match compose_estimate(times, &block, &spec, cx.system, &networks, &options) {
+                            Err(error) => out.prune("estimate_error", index, 1, || error.to_string()),
+                            Ok(estimate) => {
+                                if cx.sampled(index) {
+                                    out.samples.push(Sample { index, config: config(data_par_overlap), outcome: Ok(estimate.clone()) });
+                                }
+                                if estimate.memory.fits {
+                                    out.evaluated += 1;
+                                    out.fit += 1;
+                                    if estimate.dp_overlap.is_some_and(|f| f.calculon.is_some_and(|c| c != f.blueprint)) {
+                                        out.dp_overlap_differs += 1;
+                                    }
+                                    if out.top.admits(estimate.sample_rate, index) {
+                                        out.top.insert(Candidate { index, config: config(data_par_overlap), estimate });
+                                    }
+                                } else {
+                                    let m = &estimate.memory;
+                                    out.prune("memory_tier1", index, 1, || {
+                                        format!(
+                                            "needs {} bytes per processor (Calculon's stage-0 convention), {} more than the first memory tier's {}",
+                                            m.per_processor.proc_mem_tier1_cap_req, m.over_by_bytes, m.capacity_bytes
+                                        )
+                                    });
+                                }
+                            }
+                        }
+                        index += 1;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! Strategy search: the fastest way to train a model on N processors of a
+//! system, and whether it fits — Calculon's `llm-optimal-execution` space
+//! ([`space`]) evaluated with Blueprint's plain-Rust algebra, schedule and
+//! estimate ([`evaluate`]), never building MLIR per configuration, ranked
+//! by sample rate with a documented total order ([`rank`]) and reported as
+//! JSON ([`output`]).
+//!
+//! ```text
+//! Space::keys ──(rayon, one task per block key)──> evaluate_key
+//!     derive the block once ─> price it once per TP tier ─> compose per
+//!     (interleaving, PP tier, DP tier, DP overlap) ─> prune or rank
+//! Outcome::merge (order-independent) ─> Report
+//! ```
+//!
+//! No MLIR here: `blueprint-search --emit-plan` runs the best configuration
+//! through the import → distribute → plan pipeline in [`crate::tools::search`].
+
+pub mod evaluate;
+pub mod output;
+pub mod rank;
+pub mod space;
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use thiserror::Error;
+
+pub use evaluate::{Outcome, Pruned, Sample};
+pub use rank::{Candidate, TopK};
+pub use space::{BlockKey, Config, KeySpace, Space};
+
+use crate::analysis::system::{datatype_name, SystemProfile};
+use crate::analysis::workload::{Datatype, ModelSpec};
+
+/// What to search.
+#[derive(Debug, Clone)]
+pub struct SearchOptions {
+    pub procs: u64,
+    pub max_batch: u64,
+    pub datatype: Datatype,
+    /// Configurations to report.
+    pub top: usize,
+    /// Explore DP overlap (on unless `--no-dp-overlap`).
+    pub dp_overlap: bool,
+    /// Explore TP overlap ring / pipe (on unless `--no-tp-overlap`).
+    pub tp_overlap: bool,
+    /// Fused-activation choices (Calculon's default: fused only).
+    pub fused_activation: Vec<bool>,
+    /// Rank by Calculon's DP-overlap figure (with its recompute defect).
+    pub calculon_dp_overlap: bool,
+    /// Also report this many configurations spread evenly over the
+    /// canonical order (for checking against the MLIR pipeline).
+    pub samples: u64,
+    /// Worker threads; `None` for every core.
+    pub threads: Option<usize>,
+}
+
+/// Why a search cannot run.
+#[derive(Debug, Error)]
+pub enum SearchError {
+    #[error("--procs must be positive")]
+    NoProcessors,
+    #[error("--max-batch must be positive")]
+    NoBatch,
+    #[error("--top must be positive")]
+    NoTop,
+    #[error("the system states no {unit} throughput for {datatype} ({unit}.{datatype} is missing)")]
+    MissingDatatype { unit: &'static str, datatype: &'static str },
+    #[error("cannot start {threads} worker threads: {reason}")]
+    Threads { threads: usize, reason: String },
+}
+
+/// How a caller follows and stops a search.
+#[derive(Default, Clone, Copy)]
+pub struct Control<'a> {
+    /// Set to stop: the search returns what it found so far.
+    pub interrupt: Option<&'a AtomicBool>,
+    /// Called with the number of configurations done after each block key.
+    pub progress: Option<&'a (dyn Fn(u64) + Sync)>,
+    /// Called once, before evaluating, with the configurations in the space.
+    pub total: Option<&'a (dyn Fn(u64) + Sync)>,
+}
+
+/// A finished (or interrupted) search.
+#[derive(Debug, Clone)]
+pub struct SearchResult {
+    /// Configurations in the space.
+    pub configurations: u64,
+    /// Block keys (one derivation each).
+    pub block_keys: u64,
+    /// What Calculon's `llm-optimal-execution` would count on the same
+    /// model, system and options (it also counts offload configurations on
+    /// a system with a second memory tier, which Blueprint does not model).
+    pub calculon_configurations: u64,
+    pub outcome: Outcome,
+    pub wall: Duration,
+    pub threads: usize,
+}
+
+impl SearchResult {
+    /// The ranked configurations.
+    #[must_use]
+    pub fn top(&self) -> &[Candidate] {
+        self.outcome.top.best()
+    }
+}
+
+/// The canonical numbers of `samples` configurations spread evenly over
+/// `total`.
+#[must_use]
+pub fn sample_indices(total: u64, samples: u64) -> Vec<u64> {
+    let n = samples.min(total);
+    let mut v: Vec<u64> = (0..n).map(|j| (u128::from(j) * u128::from(total) / u128::from(n)) as u64).collect();
+    v.dedup();
+    v
+}
+
+/// Runs the search.
+///
+/// # Errors
+/// A zero count, a datatype the system does not rate, or a thread pool
+/// that cannot start.
+pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions, control: Control) -> Result<SearchResult, SearchError> {
+    if options.procs == 0 {
+        return Err(SearchError::NoProcessors);
+    }
+    if options.max_batch == 0 {
+        return Err(SearchError::NoBatch);
+    }
+    if options.top == 0 {
+        return Err(SearchError::NoTop);
+    }
+    let datatype = datatype_name(options.datatype);
+    if system.matrix().rate(options.datatype).is_none() {
+        return Err(SearchError::MissingDatatype { unit: "matrix", datatype });
+    }
+    if system.vector().rate(options.datatype).is_none() {
+        return Err(SearchError::MissingDatatype { unit: "vector", datatype });
+    }
+    let start = Instant::now();
+    let space = Space {
+        model: ModelSpec { name: None, ..model.clone() },
+        procs: options.procs,
+        max_batch: options.max_batch,
+        networks: system.networks().len(),
+        dp_overlap: options.dp_overlap,
+        fused_activation: options.fused_activation.clone(),
+        tp_overlap: options.tp_overlap,
+    };
+    let keys = space.keys();
+    let mut offsets = Vec::with_capacity(keys.len());
+    let mut total = 0u64;
+    for k in &keys {
+        offsets.push(total);
+        total += k.count();
+    }
+    if let Some(announce) = control.total {
+        announce(total);
+    }
+    let has_mem2 = system.mem2().capacity_bytes() > 0.0;
+    let calculon_configurations = keys.iter().map(|k| k.calculon_count(has_mem2)).sum();
+    let samples = sample_indices(total, options.samples);
+    let cx = evaluate::Context {
+        model: &space.model,
+        datatype: options.datatype,
+        system,
+        calculon_dp_overlap: options.calculon_dp_overlap,
+        samples: &samples,
+        interrupt: control.interrupt,
+    };
+    let mut builder = rayon::ThreadPoolBuilder::new();
+    if let Some(threads) = options.threads {
+        builder = builder.num_threads(threads);
+    }
+    let pool = builder.build().map_err(|e| SearchError::Threads { threads: options.threads.unwrap_or(0), reason: e.to_string() })?;
+    let threads = pool.current_num_threads();
+    let top = options.top;
+    let mut outcome = pool.install(|| {
+        keys.par_iter()
+            .zip(offsets.par_iter())
+            .fold(
+                || Outcome::new(top),
+                |mut out, (key, &offset)| {
+                    evaluate::evaluate_key(&cx, key, offset, &mut out);
+                    if let Some(progress) = control.progress {
+                        progress(key.count());
+                    }
+                    out
+                },
+            )
+            .reduce(
+                || Outcome::new(top),
+                |mut a, b| {
+                    a.merge(b);
+                    a
+                },
+            )
+    });
+    outcome.samples.sort_by_key(|s| s.index);
+    Ok(SearchResult {
+        configurations: total,
+        block_keys: keys.len() as u64,
+        calculon_configurations,
+        outcome,
+        wall: start.elapsed(),
+        threads,
+    })
+}

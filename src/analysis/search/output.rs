@@ -1,0 +1,213 @@
+//! The search's JSON report: the top K (every knob in Blueprint's spec
+//! field names, the network binding, the estimate options, `sample_rate`,
+//! `total_time`, `timing_seconds`, `per_processor`), optional samples, the
+//! totals and the notes.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Candidate, Config, SearchOptions, SearchResult};
+use crate::analysis::estimate::{DpOverlapFigures, Estimate, TimingSeconds};
+use crate::analysis::schedule::ProcessorMemory;
+use crate::analysis::system::{datatype_name, NetworkBinding};
+use crate::analysis::workload::{ModelSpec, TrainingMappingSpec, TrainingWorkloadSpec};
+
+/// The estimate options of a configuration (`blueprint-translate
+/// --estimate`'s; TP overlap is the mapping's `tp_overlap`).
+#[derive(Debug, Clone, Serialize)]
+pub struct EstimateOptionsOut {
+    pub data_par_overlap: bool,
+}
+
+/// One reported configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    /// Canonical configuration number (the tie-breaker).
+    pub index: u64,
+    pub workload: TrainingWorkloadSpec,
+    pub mapping: TrainingMappingSpec,
+    pub networks: NetworkBinding,
+    pub estimate_options: EstimateOptionsOut,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sample_rate: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_time: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timing_seconds: Option<TimingSeconds>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_processor: Option<ProcessorMemory>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fits: Option<bool>,
+    /// Both DP-overlap figures when they differ (recompute under DP overlap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dp_overlap: Option<DpOverlapFigures>,
+    /// Why a sampled configuration has no estimate or was pruned.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<String>,
+    /// The `blueprint-translate --estimate` options that price its plan.
+    pub estimate_args: String,
+}
+
+impl Entry {
+    fn new(index: u64, config: &Config, model: &ModelSpec, options: &SearchOptions, estimate: Option<&Estimate>) -> Self {
+        let spec = config.spec(model, options.datatype);
+        let n = config.networks;
+        let mut args = format!("--tp-net {} --pp-net {} --dp-net {}", n.tp, n.pp, n.dp);
+        if config.data_par_overlap {
+            args.push_str(" --dp-overlap");
+        }
+        Self {
+            index,
+            workload: spec.workload,
+            mapping: spec.mapping,
+            networks: n,
+            estimate_options: EstimateOptionsOut { data_par_overlap: config.data_par_overlap },
+            sample_rate: estimate.map(|e| e.sample_rate),
+            total_time: estimate.map(|e| e.timing_seconds.total_time),
+            timing_seconds: estimate.map(|e| e.timing_seconds),
+            per_processor: estimate.map(|e| e.memory.per_processor),
+            fits: None,
+            dp_overlap: estimate.and_then(|e| e.dp_overlap).filter(|f| f.calculon.is_some_and(|c| c != f.blueprint)),
+            pruned: None,
+            estimate_args: args,
+        }
+    }
+
+    fn of(c: &Candidate, model: &ModelSpec, options: &SearchOptions) -> Self {
+        Self::new(c.index, &c.config, model, options, Some(&c.estimate))
+    }
+}
+
+/// Configurations pruned for one reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct PrunedOut {
+    pub count: u64,
+    /// The message of the first such configuration in the canonical order.
+    pub example: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    /// Configurations in the space (Calculon's `configurations_evaluated`
+    /// for the same space).
+    pub configurations: u64,
+    /// Configurations looked at: evaluated or pruned (less than
+    /// `configurations` only when interrupted).
+    pub evaluated: u64,
+    /// Configurations that fit and were ranked.
+    pub fit: u64,
+    pub pruned: BTreeMap<&'static str, PrunedOut>,
+    pub pruned_total: u64,
+    /// Block keys: one block derivation each.
+    pub block_keys: u64,
+    /// What Calculon would count for the same model, system and options
+    /// (offload included, which this space leaves out).
+    pub calculon_configurations: u64,
+    /// Fitting DP-overlap configurations whose Calculon figure differs.
+    pub dp_overlap_differs_from_calculon: u64,
+    pub interrupted: bool,
+    pub threads: usize,
+    pub wall_seconds: f64,
+    pub configurations_per_second: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Space {
+    pub procs: u64,
+    pub max_batch: u64,
+    pub datatype: &'static str,
+    pub dp_overlap: bool,
+    pub tp_overlap: bool,
+    pub fused_activation: Vec<bool>,
+    pub offload: bool,
+    pub ranking: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub model: ModelSpec,
+    pub system: String,
+    pub space: Space,
+    pub top: Vec<Entry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sample: Vec<Entry>,
+    pub totals: Totals,
+    pub notes: Vec<String>,
+}
+
+/// The notes every report carries: where the search, or the estimate it
+/// runs, deliberately differs from Calculon's `llm-optimal-execution`.
+#[must_use]
+pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bool) -> Vec<String> {
+    let mut notes = vec![
+        format!(
+            "DP overlap with recompute: Blueprint's exposed DP time uses the recomputed layers' own flop and memory times; Calculon adds a running prefix sum of the forward times for every recomputed layer (a defect), so its figure is larger. {} (entries where the two differ show both under dp_overlap; {} fitting configurations differ)",
+            if options.calculon_dp_overlap { "Ranked by Calculon's figure (--calculon-dp-overlap)" } else { "Ranked by Blueprint's figure" },
+            result.outcome.dp_overlap_differs
+        ),
+        "Memory per processor is Calculon's stage-0 convention (every stage taken as equal); a configuration that exceeds the first memory tier is pruned (memory_tier1)".to_string(),
+        "Blueprint's schedule rule prunes interleaved 1F1B configurations whose microbatch count PP does not divide (interleaved_microbatches, Megatron's rule); Calculon evaluates them".to_string(),
+        "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP overlap (none, ring, pipe), TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), each ascending".to_string(),
+    ];
+    if system_has_mem2 {
+        notes.push(format!(
+            "The system has a second memory tier: Calculon would also explore weight, activation and optimizer offload ({} configurations, see totals.calculon_configurations); Blueprint's estimate models no offload, so those configurations are not in this space",
+            result.calculon_configurations
+        ));
+    }
+    if result.outcome.partial {
+        notes.push("Interrupted: the top configurations are the best of those evaluated so far".to_string());
+    }
+    notes
+}
+
+/// The report of `result`.
+#[must_use]
+pub fn report(model: &ModelSpec, system: &str, system_has_mem2: bool, options: &SearchOptions, result: &SearchResult) -> Report {
+    let o = &result.outcome;
+    let top = o.top.best().iter().map(|c| Entry::of(c, model, options)).collect();
+    let sample = o
+        .samples
+        .iter()
+        .map(|s| match &s.outcome {
+            Ok(e) => Entry { fits: Some(e.memory.fits), ..Entry::new(s.index, &s.config, model, options, Some(e)) },
+            Err((reason, message)) => {
+                Entry { pruned: Some(format!("{reason}: {message}")), ..Entry::new(s.index, &s.config, model, options, None) }
+            }
+        })
+        .collect();
+    let wall = result.wall.as_secs_f64();
+    let totals = Totals {
+        configurations: result.configurations,
+        evaluated: o.evaluated,
+        fit: o.fit,
+        pruned: o.pruned.iter().map(|(k, p)| (*k, PrunedOut { count: p.count, example: p.example.clone() })).collect(),
+        pruned_total: o.pruned.values().map(|p| p.count).sum(),
+        block_keys: result.block_keys,
+        calculon_configurations: result.calculon_configurations,
+        dp_overlap_differs_from_calculon: o.dp_overlap_differs,
+        interrupted: o.partial,
+        threads: result.threads,
+        wall_seconds: wall,
+        configurations_per_second: if wall > 0.0 { o.evaluated as f64 / wall } else { 0.0 },
+    };
+    Report {
+        model: model.clone(),
+        system: system.to_string(),
+        space: Space {
+            procs: options.procs,
+            max_batch: options.max_batch,
+            datatype: datatype_name(options.datatype),
+            dp_overlap: options.dp_overlap,
+            tp_overlap: options.tp_overlap,
+            fused_activation: options.fused_activation.clone(),
+            offload: false,
+            ranking: "sample_rate descending, then index ascending",
+        },
+        top,
+        sample,
+        totals,
+        notes: notes(options, result, system_has_mem2),
+    }
+}

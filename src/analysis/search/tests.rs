@@ -1,0 +1,259 @@
+//! The search against Calculon's `llm-optimal-execution` (expected values
+//! from `shared/oracles/calculon/search-*.json`, produced by Calculon).
+
+use super::*;
+use crate::analysis::estimate::{estimate_spec, EstimateOptions};
+use crate::analysis::workload::Datatype;
+
+const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn system(name: &str) -> SystemProfile {
+    SystemProfile::from_json(&read(&format!("{ORACLES}/systems/{name}.json"))).expect("system")
+}
+
+fn model(name: &str) -> ModelSpec {
+    ModelSpec::from_any_json(&read(&format!("{ORACLES}/models/{name}.json")), Some(name)).expect("model")
+}
+
+fn options(procs: u64, max_batch: u64) -> SearchOptions {
+    SearchOptions {
+        procs,
+        max_batch,
+        datatype: Datatype::Float16,
+        top: 10,
+        dp_overlap: true,
+        // The recorded Calculon searches ran with --no-tp-overlap.
+        tp_overlap: false,
+        fused_activation: vec![true],
+        calculon_dp_overlap: false,
+        samples: 0,
+        threads: Some(1),
+    }
+}
+
+/// Calculon's execution JSON of a configuration, for comparison.
+fn calculon_execution(c: &Config) -> serde_json::Value {
+    let k = &c.key;
+    serde_json::json!({
+        "tensor_par": k.tp, "pipeline_par": k.pp, "data_par": k.dp,
+        "tensor_par_net": c.networks.tp, "pipeline_par_net": c.networks.pp, "data_par_net": c.networks.dp,
+        "batch_size": k.global_batch, "microbatch_size": k.microbatch,
+        "fused_activation": k.fused_activation, "activation_recompute": serde_json::to_value(k.recompute).expect("enum"),
+        "pipeline_interleaving": c.pipeline_interleaving, "optimizer_sharding": k.optimizer_sharding,
+        "tensor_par_comm_type": k.tp_comm.name(), "seq_par_ag_redo": k.seq_par_ag_redo,
+        "data_par_overlap": c.data_par_overlap,
+    })
+}
+
+fn matches_execution(ours: &serde_json::Value, theirs: &serde_json::Value) -> bool {
+    ours.as_object().expect("object").iter().all(|(k, v)| &theirs[k] == v)
+}
+
+#[test]
+fn megatron_126m_on_8_agrees_with_calculon() {
+    let oracle: serde_json::Value = serde_json::from_str(&read(&format!("{ORACLES}/search-megatron-126M-8.json"))).expect("oracle");
+    let result = search(&model("megatron-126M"), &system("a100_nomem2"), &options(8, 8), Control::default()).expect("search");
+    assert_eq!(result.configurations, oracle["configurations_evaluated"].as_u64().expect("count"));
+    assert_eq!(result.outcome.evaluated, result.configurations);
+    let best = &result.top()[0];
+    let want = oracle["top"][0]["sample_rate"].as_f64().expect("rate");
+    assert!((best.estimate.sample_rate - want).abs() <= 1e-9 * want, "best {} vs Calculon {want}", best.estimate.sample_rate);
+    let tied: Vec<&serde_json::Value> = oracle["top"].as_array().expect("top").iter().map(|t| &t["execution"]).collect();
+    let ours = calculon_execution(&best.config);
+    assert!(tied.iter().any(|t| matches_execution(&ours, t)), "best {ours} is none of Calculon's tied best");
+    // Every configuration Calculon reports tied is found with the same rate.
+    for t in &oracle["top"].as_array().expect("top")[..] {
+        let rate = t["sample_rate"].as_f64().expect("rate");
+        let found = result.top().iter().any(|c| {
+            matches_execution(&calculon_execution(&c.config), &t["execution"]) && (c.estimate.sample_rate - rate).abs() <= 1e-9 * rate
+        });
+        assert!(found, "Calculon's {} not in our top 10", t["execution"]);
+    }
+    // The per-processor memory of the best agrees as well.
+    for (field, value) in best.estimate.memory.per_processor.fields() {
+        let want = oracle["top"][0]["per_processor"][field].as_f64().expect("field");
+        assert!((value - want).abs() <= 1e-9 * want.abs().max(1.0), "{field}: {value} vs {want}");
+    }
+}
+
+#[test]
+fn output_is_the_same_on_any_thread_count() {
+    let m = model("megatron-126M");
+    let s = system("a100_80g");
+    let mut one = options(8, 16);
+    one.samples = 7;
+    one.fused_activation = vec![false, true];
+    let mut two = one.clone();
+    two.threads = Some(2);
+    let a = search(&m, &s, &one, Control::default()).expect("one thread");
+    let b = search(&m, &s, &two, Control::default()).expect("two threads");
+    assert_eq!(a.top(), b.top());
+    assert_eq!(a.outcome.samples, b.outcome.samples);
+    assert_eq!(a.outcome.pruned, b.outcome.pruned);
+    assert_eq!((a.outcome.fit, a.outcome.evaluated), (b.outcome.fit, b.outcome.evaluated));
+}
+
+#[test]
+fn every_sample_is_the_estimate_of_its_spec() {
+    // The search composes a block priced once per key; the estimate of the
+    // configuration's spec from scratch must give the very same numbers.
+    let m = model("megatron-126M");
+    let s = system("h100_80g_nvl8");
+    let mut o = options(16, 32);
+    o.samples = 200;
+    o.top = 3;
+    let result = search(&m, &s, &o, Control::default()).expect("search");
+    let mut compared = 0;
+    for sample in &result.outcome.samples {
+        let Ok(got) = &sample.outcome else { continue };
+        let spec = sample.config.spec(&m, o.datatype);
+        let options = EstimateOptions { data_par_overlap: sample.config.data_par_overlap, ..EstimateOptions::default() };
+        let want = estimate_spec(&spec, &s, &sample.config.networks, &options).expect("estimates");
+        assert_eq!(got, &want, "{:?}", sample.config);
+        compared += 1;
+    }
+    assert!(compared > 50, "only {compared} samples had estimates");
+}
+
+#[test]
+fn interruption_returns_what_was_found() {
+    let flag = AtomicBool::new(true);
+    let result =
+        search(&model("megatron-126M"), &system("a100_nomem2"), &options(8, 8), Control { interrupt: Some(&flag), ..Control::default() })
+            .expect("search");
+    assert!(result.outcome.partial);
+    assert_eq!(result.outcome.evaluated, 0);
+    assert!(result.top().is_empty());
+}
+
+#[test]
+fn calculon_model_files_read_as_they_are() {
+    let m = model("gpt3-175B");
+    assert_eq!((m.hidden, m.ffn_hidden, m.seq_len, m.heads, m.head_dim, m.blocks), (12288, 49152, 2048, 96, 128, 96));
+    assert_eq!(m.name.as_deref(), Some("gpt3-175B"));
+    let err = ModelSpec::from_any_json(
+        r#"{"hidden": 1, "feedforward": 1, "seq_size": 1, "attn_heads": 1, "attn_size": 1, "num_blocks": 1, "x": 2}"#,
+        None,
+    )
+    .expect_err("unknown field");
+    assert!(err.to_string().contains("unknown field `x`"), "{err}");
+    let err = ModelSpec::from_any_json(
+        r#"{"hidden": 0, "feedforward": 1, "seq_size": 1, "attn_heads": 1, "attn_size": 1, "num_blocks": 1}"#,
+        None,
+    )
+    .expect_err("zero");
+    assert!(err.to_string().contains("model.hidden"), "{err}");
+}
+
+/// The recorded case (test/Inputs/calculon/search-gpt3-13B-4.json, from
+/// Calculon's own llm-optimal-execution by record-search-case.py): its best
+/// configurations use attn_only recompute under DP overlap, where Calculon's
+/// DP-overlap figure carries its recompute prefix-sum defect.
+#[test]
+fn gpt3_13b_on_4_agrees_with_calculon_in_compat_mode() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/search-gpt3-13B-4.json");
+    let oracle: serde_json::Value = serde_json::from_str(&read(path)).expect("oracle");
+    let m = model("gpt3-13B");
+    let s = system("a100_nomem2");
+    let mut o = options(4, 4);
+    o.calculon_dp_overlap = true;
+    let compat = search(&m, &s, &o, Control::default()).expect("search");
+    assert_eq!(compat.configurations, oracle["configurations_evaluated"].as_u64().expect("count"));
+    let top = oracle["top"].as_array().expect("top");
+    let want = top[0]["sample_rate"].as_f64().expect("rate");
+    let best = &compat.top()[0];
+    assert!((best.estimate.sample_rate - want).abs() <= 1e-9 * want, "best {} vs Calculon {want}", best.estimate.sample_rate);
+    let tied: Vec<&serde_json::Value> = top.iter().filter(|t| t["sample_rate"].as_f64() == Some(want)).map(|t| &t["execution"]).collect();
+    assert!(tied.iter().any(|t| matches_execution(&calculon_execution(&best.config), t)));
+    // Calculon's whole top five, at its rates.
+    for t in top {
+        let rate = t["sample_rate"].as_f64().expect("rate");
+        assert!(
+            compat.top().iter().any(|c| matches_execution(&calculon_execution(&c.config), &t["execution"])
+                && (c.estimate.sample_rate - rate).abs() <= 1e-9 * rate),
+            "Calculon's {} at {rate} not found",
+            t["execution"]
+        );
+    }
+    // Ranked by Blueprint's (correct) figure, recomputing configurations
+    // under DP overlap expose less DP time: the best is at least as fast.
+    o.calculon_dp_overlap = false;
+    let fixed = search(&m, &s, &o, Control::default()).expect("search");
+    assert!(fixed.top()[0].estimate.sample_rate >= want);
+    assert!(fixed.outcome.dp_overlap_differs > 0);
+    assert_eq!(fixed.outcome.fit, compat.outcome.fit);
+}
+
+/// Calculon counts a configuration good when its network binding fits and
+/// its stage-0 memory fits the first tier; Blueprint additionally prunes
+/// interleaved schedules whose microbatch count PP does not divide. Counting
+/// the space with Calculon's two rules alone must give Calculon's good count.
+#[test]
+fn calculons_good_count_is_fit_plus_the_schedule_rule() {
+    use crate::analysis::schedule::ProcessorMemory;
+    use crate::analysis::system::NetworkBinding;
+    use crate::analysis::workload::{derive_training_block, BlockFacts};
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/search-gpt3-13B-4.json");
+    let oracle: serde_json::Value = serde_json::from_str(&read(path)).expect("oracle");
+    let (m, s, o) = (model("gpt3-13B"), system("a100_nomem2"), options(4, 4));
+    let space = Space {
+        model: m.clone(),
+        procs: o.procs,
+        max_batch: o.max_batch,
+        networks: s.networks().len(),
+        dp_overlap: true,
+        fused_activation: vec![true],
+        tp_overlap: false,
+    };
+    let mut good = 0u64;
+    for k in space.keys() {
+        let mut spec =
+            Config { key: k.key, pipeline_interleaving: 1, networks: NetworkBinding { tp: 0, pp: 0, dp: 0 }, data_par_overlap: false }
+                .spec(&m, o.datatype);
+        let block = BlockFacts::from_derivation(&derive_training_block(&spec).expect("derives"), &spec);
+        for &tn in &k.tp_nets {
+            for &v in &k.interleavings {
+                spec.mapping.pipeline_interleaving = v;
+                let fits = ProcessorMemory::calculon(&block, &spec).proc_mem_tier1_cap_req <= s.mem1().capacity_bytes();
+                for &pn in &k.pp_nets {
+                    for &dn in &k.dp_nets {
+                        let bound = NetworkBinding { tp: tn, pp: pn, dp: dn }.validate(&s, k.key.tp, k.key.pp, k.key.dp).is_ok();
+                        if bound && fits {
+                            good += k.overlaps.len() as u64;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(good, oracle["good_configurations"].as_u64().expect("good"));
+    let result = search(&m, &s, &o, Control::default()).expect("search");
+    assert!(result.outcome.fit < good && result.outcome.pruned.contains_key("interleaved_microbatches"));
+}
+
+#[test]
+fn calculons_counts_with_offload_and_tp_overlap() {
+    // Counted by Calculon itself (llm-optimal-execution -d, which loops
+    // over the executions without running them): gpt3-175B on 64, batch 64,
+    // a100_80g (a second memory tier: offload choices), 1,158,848 with
+    // --no-tp-overlap and 3,232,128 without; megatron-126M on 8, batch 8,
+    // h100_80g_nvl8, -f all --no-dp-overlap: 68,704 with --no-tp-overlap,
+    // 170,848 without.
+    let counts = |o: &SearchOptions, name: &str, system_name: &str| {
+        let (without, with) = (o.clone(), SearchOptions { tp_overlap: true, ..o.clone() });
+        let count =
+            |o: &SearchOptions| search(&model(name), &system(system_name), o, Control::default()).expect("search").calculon_configurations;
+        (count(&without), count(&with))
+    };
+    let mut o = options(64, 64);
+    o.top = 1;
+    assert_eq!(counts(&o, "gpt3-175B", "a100_80g"), (1_158_848, 3_232_128));
+    let mut o = options(8, 8);
+    o.fused_activation = vec![false, true];
+    o.dp_overlap = false;
+    assert_eq!(counts(&o, "megatron-126M", "h100_80g_nvl8"), (68_704, 170_848));
+}

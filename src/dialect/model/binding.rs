@@ -1,0 +1,120 @@
+//! The strategy binding beside ModelIR: the whole spec (model, workload,
+//! mapping) as a dictionary attribute on the module. ModelIR itself stays
+//! free of placement; passes that need the strategy read it from here.
+
+use melior::ir::{
+    attribute::{ArrayAttribute, DictionaryAttribute},
+    operation::OperationLike,
+    Attribute, AttributeLike, OperationRef,
+};
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value as Json;
+use thiserror::Error;
+
+use crate::ir::{
+    raw::identifier_str,
+    read::{int_value, string_value},
+};
+
+/// Module attribute holding a training spec.
+pub const TRAINING_SPEC: &str = "blueprint.training_spec";
+/// Module attribute holding an inference spec.
+pub const INFERENCE_SPEC: &str = "blueprint.inference_spec";
+
+#[derive(Debug, Error)]
+pub enum BindingError {
+    #[error("missing strategy: the module has no '{0}' attribute (blueprint-translate --import-transformer-* writes it)")]
+    Missing(&'static str),
+    #[error("'{attribute}' is not a valid spec: {reason}")]
+    Invalid { attribute: &'static str, reason: String },
+}
+
+/// The spec stored under `attribute` on `module`, parsed and validated by
+/// `validate`.
+pub fn read_spec<T: DeserializeOwned>(
+    module: OperationRef,
+    attribute: &'static str,
+    validate: impl FnOnce(&T) -> Result<(), String>,
+) -> Result<T, BindingError> {
+    let value = module.attribute(attribute).map_err(|_| BindingError::Missing(attribute))?;
+    let json = attribute_to_json(value).ok_or_else(|| BindingError::Invalid {
+        attribute,
+        reason: "it holds something other than dictionaries, arrays, strings, integers and booleans".into(),
+    })?;
+    let spec: T = serde_json::from_value(json).map_err(|e| BindingError::Invalid { attribute, reason: e.to_string() })?;
+    validate(&spec).map_err(|reason| BindingError::Invalid { attribute, reason })?;
+    Ok(spec)
+}
+
+/// The MLIR attribute text of a serializable spec (a dictionary whose keys
+/// are sorted, so the text is deterministic).
+#[must_use]
+pub fn spec_attribute_text<T: Serialize>(spec: &T) -> String {
+    json_to_attribute_text(&serde_json::to_value(spec).unwrap_or(Json::Null))
+}
+
+fn json_to_attribute_text(value: &Json) -> String {
+    match value {
+        Json::Null => "unit".into(),
+        Json::Bool(b) => b.to_string(),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => format!("{i} : i64"),
+            None => format!("{} : f64", n.as_f64().unwrap_or(0.0)),
+        },
+        Json::String(s) => quote(s),
+        Json::Array(items) => {
+            format!("[{}]", items.iter().map(json_to_attribute_text).collect::<Vec<_>>().join(", "))
+        }
+        Json::Object(map) => {
+            let mut entries: Vec<(&String, &Json)> = map.iter().filter(|(_, v)| !v.is_null()).collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let body: Vec<String> = entries.iter().map(|(k, v)| format!("{} = {}", quote(k), json_to_attribute_text(v))).collect();
+            format!("{{{}}}", body.join(", "))
+        }
+    }
+}
+
+/// A string as an MLIR string literal.
+#[must_use]
+pub fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for byte in text.bytes() {
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(byte as char),
+            _ => out.push_str(&format!("\\{byte:02X}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// JSON of an attribute made of dictionaries, arrays, strings, integers
+/// and booleans.
+#[must_use]
+pub fn attribute_to_json(attribute: Attribute) -> Option<Json> {
+    // Check kinds first: melior's failing conversions print the attribute.
+    if attribute.is_dictionary() {
+        let dictionary = DictionaryAttribute::try_from(attribute).ok()?;
+        let mut map = serde_json::Map::new();
+        for i in 0..dictionary.len() {
+            let (key, value) = dictionary.element(i).ok()?;
+            map.insert(identifier_str(key).to_string(), attribute_to_json(value)?);
+        }
+        return Some(Json::Object(map));
+    }
+    if attribute.is_array() {
+        let array = ArrayAttribute::try_from(attribute).ok()?;
+        return (0..array.len()).map(|i| array.element(i).ok().and_then(attribute_to_json)).collect::<Option<Vec<_>>>().map(Json::Array);
+    }
+    if attribute.is_bool() {
+        return Some(Json::Bool(int_value(attribute)? != 0));
+    }
+    if let Some(text) = string_value(attribute) {
+        return Some(Json::String(text.to_string()));
+    }
+    let value = int_value(attribute)?;
+    Some(Json::from(value))
+}

@@ -1,0 +1,357 @@
+//! The C API (`include/blueprint-c/Blueprint.h`) and the entry points of
+//! the `mlir-opt` plugin (`mlirGetDialectPluginInfo`,
+//! `mlirGetPassPluginInfo`). Built into `libblueprint.so` by
+//! `tools/build-shared.sh` against the host's shared MLIR.
+//!
+//! Nothing here may unwind into C: every entry point catches panics and
+//! turns them, like every other failure, into a failure result and a
+//! message through the caller's callback.
+
+use std::{
+    ffi::{c_char, c_void},
+    mem::ManuallyDrop,
+    panic::{catch_unwind, AssertUnwindSafe},
+    sync::atomic::{AtomicBool, Ordering},
+};
+
+use melior::{
+    ir::{operation::OperationLike, Location, Module, OperationRef},
+    Context, ContextRef,
+};
+use mlir_sys::{
+    mlirDialectHandleInsertDialect, mlirDialectHandleLoadDialect, MlirContext, MlirDialectRegistry, MlirLogicalResult, MlirModule,
+    MlirOperation, MlirPass, MlirStringCallback, MlirStringRef,
+};
+
+use crate::{
+    analysis::workload::TrainingSpec,
+    tools::{estimate::EstimateArgs, registry::PASSES},
+};
+
+extern "C" {
+    /// `src/capi/pass_registration.cpp`.
+    fn blueprint_register_pass_by_index(index: isize);
+}
+
+const SUCCESS: MlirLogicalResult = MlirLogicalResult { value: 1 };
+const FAILURE: MlirLogicalResult = MlirLogicalResult { value: 0 };
+
+fn string_ref(text: &str) -> MlirStringRef {
+    MlirStringRef { data: text.as_ptr().cast::<c_char>(), length: text.len() }
+}
+
+/// The text of a caller's string reference (lossy: C strings need not be UTF-8).
+///
+/// # Safety
+/// `text` points to `length` readable bytes (or is null with length 0).
+unsafe fn text_of(text: MlirStringRef) -> String {
+    if text.data.is_null() || text.length == 0 {
+        return String::new();
+    }
+    // SAFETY: the caller's contract.
+    String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.length) }).into_owned()
+}
+
+fn send(callback: MlirStringCallback, user_data: *mut c_void, text: &str) {
+    if let Some(callback) = callback {
+        // SAFETY: the callback's contract is the caller's.
+        unsafe { callback(string_ref(text), user_data) };
+    }
+}
+
+/// Runs `f`, reporting an error or a panic through `callback`.
+fn guarded(callback: MlirStringCallback, user_data: *mut c_void, f: impl FnOnce() -> Result<String, String>) -> MlirLogicalResult {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(text)) => {
+            send(callback, user_data, &text);
+            SUCCESS
+        }
+        Ok(Err(message)) => {
+            send(callback, user_data, &message);
+            FAILURE
+        }
+        Err(_) => {
+            send(callback, user_data, "blueprint: internal error; please report this with the input");
+            FAILURE
+        }
+    }
+}
+
+/// Inserts Blueprint's dialects and `func` into `registry`.
+#[no_mangle]
+pub extern "C" fn blueprintRegisterDialects(registry: MlirDialectRegistry) -> MlirLogicalResult {
+    if registry.ptr.is_null() {
+        return FAILURE;
+    }
+    let ok = catch_unwind(|| {
+        for handle in crate::ir::pass_macro::dependent_dialects(&[]) {
+            // SAFETY: a live registry and a static handle.
+            unsafe { mlirDialectHandleInsertDialect(handle.to_raw(), registry) };
+        }
+    });
+    if ok.is_ok() {
+        SUCCESS
+    } else {
+        FAILURE
+    }
+}
+
+/// Loads Blueprint's dialects and `func` into `context`.
+#[no_mangle]
+pub extern "C" fn blueprintLoadDialects(context: MlirContext) -> MlirLogicalResult {
+    if context.ptr.is_null() {
+        return FAILURE;
+    }
+    let ok = catch_unwind(|| {
+        for handle in crate::ir::pass_macro::dependent_dialects(&[]) {
+            // SAFETY: a live context and a static handle.
+            unsafe { mlirDialectHandleLoadDialect(handle.to_raw(), context) };
+        }
+    });
+    if ok.is_ok() {
+        SUCCESS
+    } else {
+        FAILURE
+    }
+}
+
+static PASSES_REGISTERED: AtomicBool = AtomicBool::new(false);
+
+/// Registers every pass by name, once.
+#[no_mangle]
+pub extern "C" fn blueprintRegisterPasses() -> MlirLogicalResult {
+    if PASSES_REGISTERED.swap(true, Ordering::SeqCst) {
+        return SUCCESS;
+    }
+    for index in 0..PASSES.len() {
+        // SAFETY: the C++ registration calls back into `blueprintCreatePass`.
+        unsafe { blueprint_register_pass_by_index(index as isize) };
+    }
+    SUCCESS
+}
+
+#[no_mangle]
+pub extern "C" fn blueprintGetNumPasses() -> isize {
+    PASSES.len() as isize
+}
+
+#[no_mangle]
+pub extern "C" fn blueprintGetPassArgument(index: isize) -> MlirStringRef {
+    usize::try_from(index).ok().and_then(|i| PASSES.get(i)).map_or_else(|| string_ref(""), |p| string_ref(p.name))
+}
+
+#[no_mangle]
+pub extern "C" fn blueprintCreatePass(index: isize) -> MlirPass {
+    let create = usize::try_from(index).ok().and_then(|i| PASSES.get(i)).map(|p| p.create);
+    create.and_then(|create| catch_unwind(create).ok()).map_or(MlirPass { ptr: std::ptr::null_mut() }, |pass| pass.to_raw())
+}
+
+fn create_by_name(name: &str) -> MlirPass {
+    PASSES.iter().position(|p| p.name == name).map_or(MlirPass { ptr: std::ptr::null_mut() }, |i| blueprintCreatePass(i as isize))
+}
+
+/// One `mlirCreateBlueprint<Name>Pass` per pass, and the list of them.
+macro_rules! pass_constructors {
+    ($({ $function:ident = $argument:literal }),* $(,)?) => {
+        $(
+            #[doc = concat!("Creates `", $argument, "`.")]
+            #[no_mangle]
+            pub extern "C" fn $function() -> MlirPass {
+                create_by_name($argument)
+            }
+        )*
+        /// (C function, pass argument) of every constructor.
+        pub const PASS_CONSTRUCTORS: &[(&str, &str)] = &[$((stringify!($function), $argument)),*];
+    };
+}
+
+pass_constructors! {
+    { mlirCreateBlueprintVerifyPass = "blueprint-verify" },
+    { mlirCreateBlueprintModelDecomposeTransformerPass = "model-decompose-transformer" },
+    { mlirCreateBlueprintDistributeTransformerTrainingPass = "distribute-transformer-training" },
+    { mlirCreateBlueprintDistUnrollSchedulePass = "dist-unroll-schedule" },
+    { mlirCreateBlueprintDistributeTransformerInferencePass = "distribute-transformer-inference" },
+    { mlirCreateBlueprintPlanTransformerTrainingPass = "plan-transformer-training" },
+    { mlirCreateBlueprintPlanTransformerInferencePass = "plan-transformer-inference" },
+    { mlirCreateBlueprintCheckMeshStrategyPass = "check-mesh-strategy" },
+    { mlirCreateBlueprintCheckCollectiveGroupsPass = "check-collective-groups" },
+    { mlirCreateBlueprintCheckConservationPass = "check-conservation" },
+    { mlirCreateBlueprintCheckPipelinePass = "check-pipeline" },
+    { mlirCreateBlueprintCheckRecomputePass = "check-recompute" },
+    { mlirCreateBlueprintDistAsyncPass = "dist-async" },
+    { mlirCreateBlueprintDistCanonicalizePass = "dist-canonicalize" },
+    { mlirCreateBlueprintLowerDistToRuntimePass = "lower-dist-to-runtime" },
+    { mlirCreateBlueprintLowerDistToMpiPass = "lower-dist-to-mpi" },
+    { mlirCreateBlueprintDistSinkWaitsPass = "dist-sink-waits" }
+}
+
+/// Imports a training spec into `context`.
+///
+/// # Safety
+/// `context` is a live context (or null), `spec_json` readable.
+#[no_mangle]
+pub unsafe extern "C" fn blueprintImportTrainingSpec(
+    context: MlirContext,
+    spec_json: MlirStringRef,
+    on_error: MlirStringCallback,
+    user_data: *mut c_void,
+) -> MlirModule {
+    let null = MlirModule { ptr: std::ptr::null_mut() };
+    if context.ptr.is_null() {
+        send(on_error, user_data, "blueprintImportTrainingSpec: null context");
+        return null;
+    }
+    // SAFETY: the caller's contract.
+    let text = unsafe { text_of(spec_json) };
+    let import = || -> Result<MlirModule, String> {
+        let spec = TrainingSpec::from_json(&text).map_err(|e| format!("spec: error: {e}"))?;
+        if blueprintLoadDialects(context).value == 0 {
+            return Err("blueprintImportTrainingSpec: cannot load the dialects".into());
+        }
+        // A reference: the host owns the context.
+        // SAFETY: a live context for the whole call.
+        let context_ref = unsafe { ContextRef::from_raw(context) };
+        // SAFETY: used only within this call.
+        let context: &Context = unsafe { context_ref.to_ref() };
+        let imported: Module =
+            crate::transforms::transformer::import::import_training(context, &spec, Location::new(context, "spec", 1, 1))
+                .map_err(|e| format!("spec: {e}"))?;
+        // Ownership goes to the caller (mlirModuleDestroy).
+        Ok(ManuallyDrop::new(imported).to_raw())
+    };
+    match catch_unwind(AssertUnwindSafe(import)) {
+        Ok(Ok(module)) => module,
+        Ok(Err(message)) => {
+            send(on_error, user_data, &message);
+            null
+        }
+        Err(_) => {
+            send(on_error, user_data, "blueprint: internal error; please report this with the input");
+            null
+        }
+    }
+}
+
+/// A verified module's op, or why not.
+fn verified<'c>(module: MlirOperation) -> Result<OperationRef<'c, 'c>, String> {
+    if module.ptr.is_null() {
+        return Err("blueprint: null operation".into());
+    }
+    // SAFETY: a live operation, the caller's contract.
+    let op = unsafe { OperationRef::from_raw(module) };
+    if !op.verify() || !crate::dialect::verify::verify_blueprint(op) {
+        return Err("blueprint: the module does not verify (see the context's diagnostics)".into());
+    }
+    Ok(op)
+}
+
+/// The work summary of `module` as JSON.
+#[no_mangle]
+pub extern "C" fn blueprintExportWorkSummary(
+    module: MlirOperation,
+    callback: MlirStringCallback,
+    user_data: *mut c_void,
+) -> MlirLogicalResult {
+    guarded(callback, user_data, || {
+        let op = verified(module)?;
+        let summary = crate::dialect::summary::summarize(op).map_err(|e| format!("blueprint: error: {e}"))?;
+        serde_json::to_string_pretty(&summary).map(|t| t + "\n").map_err(|e| e.to_string())
+    })
+}
+
+/// The estimate of `module` on the system file at `system_path`.
+///
+/// # Safety
+/// `system_path` readable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn blueprintEstimate(
+    module: MlirOperation,
+    system_path: MlirStringRef,
+    tp_net: i32,
+    pp_net: i32,
+    dp_net: i32,
+    dp_overlap: bool,
+    allow_over_capacity: bool,
+    callback: MlirStringCallback,
+    user_data: *mut c_void,
+) -> MlirLogicalResult {
+    // SAFETY: the caller's contract.
+    let path = unsafe { text_of(system_path) };
+    guarded(callback, user_data, || {
+        let tier =
+            |name: &str, value: i32| usize::try_from(value).map_err(|_| format!("blueprintEstimate: {name} = {value} is not a tier index"));
+        let args = EstimateArgs {
+            system: Some(path),
+            tp_net: Some(tier("tpNet", tp_net)?),
+            pp_net: Some(tier("ppNet", pp_net)?),
+            dp_net: Some(tier("dpNet", dp_net)?),
+            dp_overlap,
+            allow_over_capacity,
+            ..EstimateArgs::default()
+        };
+        let op = verified(module)?;
+        let output = crate::tools::estimate::estimate_module(op, "module", &args)?;
+        match output.refusal {
+            Some(refusal) => Err(refusal),
+            None => Ok(output.json),
+        }
+    })
+}
+
+/// `mlir::PassPluginLibraryInfo` (mlir/Tools/Plugins/PassPlugin.h).
+#[repr(C)]
+pub struct PassPluginLibraryInfo {
+    pub api_version: u32,
+    pub plugin_name: *const c_char,
+    pub plugin_version: *const c_char,
+    pub register_pass_registry_callbacks: extern "C" fn(),
+}
+
+/// `mlir::DialectPluginLibraryInfo` (mlir/Tools/Plugins/DialectPlugin.h).
+#[repr(C)]
+pub struct DialectPluginLibraryInfo {
+    pub api_version: u32,
+    pub plugin_name: *const c_char,
+    pub plugin_version: *const c_char,
+    pub register_dialect_registry_callbacks: extern "C" fn(*mut c_void),
+}
+
+/// `MLIR_PLUGIN_API_VERSION` of LLVM 22.
+const PLUGIN_API_VERSION: u32 = 1;
+const PLUGIN_NAME: &[u8] = b"Blueprint\0";
+const PLUGIN_VERSION: &[u8] = concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes();
+
+extern "C" fn register_passes_callback() {
+    let _ = blueprintRegisterPasses();
+}
+
+extern "C" fn register_dialects_callback(registry: *mut c_void) {
+    // `wrap(DialectRegistry *)` is the pointer itself.
+    let _ = blueprintRegisterDialects(MlirDialectRegistry { ptr: registry });
+}
+
+/// The pass plugin's entry point (`mlir-opt --load-pass-plugin`).
+#[no_mangle]
+pub extern "C" fn mlirGetPassPluginInfo() -> PassPluginLibraryInfo {
+    PassPluginLibraryInfo {
+        api_version: PLUGIN_API_VERSION,
+        plugin_name: PLUGIN_NAME.as_ptr().cast(),
+        plugin_version: PLUGIN_VERSION.as_ptr().cast(),
+        register_pass_registry_callbacks: register_passes_callback,
+    }
+}
+
+/// The dialect plugin's entry point (`mlir-opt --load-dialect-plugin`).
+#[no_mangle]
+pub extern "C" fn mlirGetDialectPluginInfo() -> DialectPluginLibraryInfo {
+    DialectPluginLibraryInfo {
+        api_version: PLUGIN_API_VERSION,
+        plugin_name: PLUGIN_NAME.as_ptr().cast(),
+        plugin_version: PLUGIN_VERSION.as_ptr().cast(),
+        register_dialect_registry_callbacks: register_dialects_callback,
+    }
+}
+
+#[cfg(test)]
+mod tests;

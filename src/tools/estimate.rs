@@ -1,0 +1,345 @@
+//! `blueprint-translate --estimate`: a portable plan (or dist program) on a
+//! system profile. The system and the network binding are read here, after
+//! the plan, and never enter any IR: they cannot change a digest.
+
+use serde::Serialize;
+
+use crate::{
+    analysis::estimate::TaskClass as EstimateClass,
+    {
+        analysis::{
+            estimate::{estimate, Capability, EstimateOptions, TaskFacts, TaskTiling, TimingSeconds, TpOverlap},
+            pictures::{
+                memory::memory_svg,
+                timeline::{timeline_svg, TimelineLabels},
+            },
+            schedule::{ProcessorMemory, Schedule, Slot},
+            simulate::{simulate, slots_from_triples, ChunkDurations, Communication, Simulation, StepInput},
+            system::{NetworkBinding, SystemProfile},
+            workload::TrainingSpec,
+        },
+        dialect::summary::{LayerWork, TaskClass},
+    },
+};
+
+/// What `--estimate` is given besides the plan.
+#[derive(Debug, Clone, Default)]
+pub struct EstimateArgs {
+    pub system: Option<String>,
+    pub tp_net: Option<usize>,
+    pub pp_net: Option<usize>,
+    pub dp_net: Option<usize>,
+    pub dp_overlap: bool,
+    /// What the user expects the plan to tile (`--tp-overlap`): checked
+    /// against the plan's strategy, since tiling is part of the program.
+    pub tp_overlap: Option<TpOverlap>,
+    pub allow_over_capacity: bool,
+    /// Where to draw the simulated step and the per-stage memory.
+    pub timeline: Option<String>,
+    pub memory: Option<String>,
+    /// The simulation the timeline draws.
+    pub simulate: Option<Communication>,
+}
+
+/// What `--estimate` produces: the report, a refusal (a stage that does
+/// not fit), and the pictures to write with their paths.
+#[derive(Debug)]
+pub struct EstimateOutput {
+    pub json: String,
+    pub refusal: Option<String>,
+    pub pictures: Vec<(String, String)>,
+}
+
+impl EstimateArgs {
+    /// Consumes one option of the mode; `Ok(false)` if `arg` is not one.
+    ///
+    /// # Errors
+    /// A missing or malformed value.
+    pub fn take(&mut self, arg: &str, next: &mut dyn Iterator<Item = String>) -> Result<bool, String> {
+        let mut value = |name: &str| next.next().ok_or_else(|| format!("blueprint-translate: {name} needs a value"));
+        let index = |name: &str, text: String| {
+            text.parse::<usize>().map_err(|_| format!("blueprint-translate: {name} takes a network tier index, got '{text}'"))
+        };
+        match arg {
+            "--system" => self.system = Some(value("--system")?),
+            "--tp-net" => self.tp_net = Some(index("--tp-net", value("--tp-net")?)?),
+            "--pp-net" => self.pp_net = Some(index("--pp-net", value("--pp-net")?)?),
+            "--dp-net" => self.dp_net = Some(index("--dp-net", value("--dp-net")?)?),
+            "--dp-overlap" => self.dp_overlap = true,
+            "--allow-over-capacity" => self.allow_over_capacity = true,
+            "--timeline" => self.timeline = Some(value("--timeline")?),
+            "--memory" => self.memory = Some(value("--memory")?),
+            "--simulate" => {
+                self.simulate = Some(match value("--simulate")?.as_str() {
+                    "overlapped" => Communication::Overlapped,
+                    "serialized" => Communication::Serialized,
+                    other => return Err(format!("blueprint-translate: --simulate takes overlapped or serialized, got '{other}'")),
+                })
+            }
+            "--tp-overlap" => {
+                self.tp_overlap = Some(match value("--tp-overlap")?.as_str() {
+                    "none" => TpOverlap::None,
+                    "ring" => TpOverlap::Ring,
+                    "pipe" => TpOverlap::Pipe,
+                    other => return Err(format!("blueprint-translate: --tp-overlap takes none, ring or pipe, got '{other}'")),
+                })
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// One stage's time and memory.
+#[derive(Debug, Serialize)]
+struct StageReport {
+    stage: u64,
+    busy_seconds: f64,
+    idle_seconds: f64,
+    memory: ProcessorMemory,
+    fits: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    system: &'a str,
+    networks: Networks,
+    timing_seconds: TimingSeconds,
+    sample_rate: f64,
+    /// Calculon's stage-0 convention.
+    per_processor: ProcessorMemory,
+    capacity_bytes: f64,
+    fits: bool,
+    stages: Vec<StageReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dp_overlap_calculon_total_time: Option<f64>,
+    simulation: SimulationReport,
+    notes: Vec<String>,
+}
+
+/// The simulated step both ways, beside the closed form.
+#[derive(Debug, Serialize)]
+struct SimulationReport {
+    /// `plan.schedule` / `dist.schedule` of the input, or `strategy` when
+    /// the step is unrolled (the schedule the strategy names).
+    schedule_source: &'static str,
+    serialized: Simulation,
+    overlapped: Simulation,
+}
+
+#[derive(Debug, Serialize)]
+struct Networks {
+    tp: usize,
+    pp: usize,
+    dp: usize,
+}
+
+/// The representative block's tasks as the estimate reads them.
+#[must_use]
+pub fn estimate_tasks(work: &LayerWork) -> Vec<TaskFacts> {
+    work.tasks
+        .iter()
+        .filter(|t| t.representative && matches!(t.class, TaskClass::Compute | TaskClass::TensorParallel))
+        .filter_map(|t| {
+            Some(TaskFacts {
+                id: crate::ir::lineage::base_id(&t.id).to_string(),
+                phase: crate::analysis::estimate::phase_from_name(&t.phase)?,
+                capability: Capability::from_name(&t.engine)?,
+                class: if t.class == TaskClass::Compute { EstimateClass::Compute } else { EstimateClass::TensorParallel },
+                ops: t.ops,
+                read_bytes: t.read_bytes,
+                write_bytes: t.write_bytes,
+                message_bytes: t.message_bytes,
+                shared_by: t.shared_by,
+                group_size: None,
+                tiling: t.tiling.as_ref().map(|(with, tiles, overlap)| TaskTiling {
+                    with: crate::ir::lineage::base_id(with).to_string(),
+                    tiles: *tiles,
+                    overlap: match overlap {
+                        crate::ir::ods::TileOverlap::Ring => TpOverlap::Ring,
+                        crate::ir::ods::TileOverlap::Pipe => TpOverlap::Pipe,
+                    },
+                }),
+            })
+        })
+        .collect()
+}
+
+/// The estimate of a verified module holding a plan (or dist program)
+/// bound to a training strategy; `name` names it in diagnostics.
+///
+/// # Errors
+/// No strategy or no plan on the module, and as [`run`].
+pub fn estimate_module(op: melior::ir::OperationRef, name: &str, args: &EstimateArgs) -> Result<EstimateOutput, String> {
+    use crate::dialect::model::binding::{read_spec, TRAINING_SPEC};
+    let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
+        .map_err(|e| format!("{name}: error: {e}"))?;
+    let ops = crate::ir::read::collect_ops(op);
+    let has = |dialect: &str| ops.iter().any(|o| crate::ir::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
+    let layer = if has("plan") {
+        "plan"
+    } else if has("dist") {
+        "dist"
+    } else {
+        return Err(format!(
+            "{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"
+        ));
+    };
+    let work = crate::dialect::summary::estimate_work(op, layer);
+    run(args, &work, &spec)
+}
+
+/// The estimate of `work` (a layer of a module bound to `spec`) as JSON,
+/// and whether every stage fits.
+///
+/// # Errors
+/// A missing option, an unreadable or invalid system file, a binding that
+/// does not fit, or a plan the estimate cannot price.
+pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result<EstimateOutput, String> {
+    let path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
+    let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
+    let need = |v: Option<usize>, name: &str| {
+        v.ok_or_else(|| format!("blueprint-translate: --estimate needs {name} (a network tier index of {path})"))
+    };
+    let binding =
+        NetworkBinding { tp: need(args.tp_net, "--tp-net")?, pp: need(args.pp_net, "--pp-net")?, dp: need(args.dp_net, "--dp-net")? };
+    if let Some(asked) = args.tp_overlap.filter(|asked| *asked != spec.mapping.tp_overlap) {
+        return Err(format!(
+            "blueprint-translate: error: --tp-overlap {} does not match the plan, distributed with mapping.tp_overlap = {}: tiling the TP collectives with their linears changes the block's tasks and memory (Q, K and V fuse into one linear, as in Calculon), so it is a strategy choice; set mapping.tp_overlap = \"{}\" in the spec and distribute again",
+            asked.name(),
+            spec.mapping.tp_overlap.name(),
+            asked.name()
+        ));
+    }
+    let options = EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false };
+    let tasks = estimate_tasks(work);
+    let block = work.block_facts();
+    let estimate = estimate(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
+    let capacity = estimate.memory.capacity_bytes;
+    let stages: Vec<StageReport> = work
+        .stages()
+        .into_iter()
+        .enumerate()
+        .map(|(stage, memory)| {
+            let time = estimate.stage_time(stage as u64).unwrap_or(estimate.stage);
+            StageReport {
+                stage: stage as u64,
+                busy_seconds: time.busy,
+                idle_seconds: time.idle,
+                fits: memory.proc_mem_tier1_cap_req <= capacity,
+                memory,
+            }
+        })
+        .collect();
+    let mut notes = Vec::new();
+    let schedule = Schedule::of(spec);
+    let (slots, schedule_source) = stage_slots(work, &schedule)?;
+    let input = StepInput {
+        stages: schedule.stages,
+        chunks: schedule.chunks,
+        microbatches: schedule.microbatches,
+        slots: &slots,
+        durations: ChunkDurations::of(&estimate.block, spec.blocks_per_virtual_chunk()),
+    };
+    let simulated = |mode| simulate(&input, mode).map_err(|e| format!("blueprint-translate: error: cannot simulate the step: {e}"));
+    let simulation = SimulationReport {
+        schedule_source,
+        serialized: simulated(Communication::Serialized)?,
+        overlapped: simulated(Communication::Overlapped)?,
+    };
+    let dp_overlap_calculon_total_time = estimate.dp_overlap.as_ref().and_then(|f| {
+        let calculon = f.calculon?;
+        (calculon != f.blueprint).then(|| {
+            notes.push(format!(
+                "DP overlap: Calculon's exposed DP time would be {calculon} s (it adds a running prefix of the recompute times); Blueprint's is {} s",
+                f.blueprint
+            ));
+            estimate.timing_seconds.total_time - f.blueprint + calculon
+        })
+    });
+    // The first of the stages that need the most.
+    let over = stages.iter().filter(|s| !s.fits).fold(None::<&StageReport>, |worst, s| match worst {
+        Some(w) if w.memory.proc_mem_tier1_cap_req >= s.memory.proc_mem_tier1_cap_req => Some(w),
+        _ => Some(s),
+    });
+    let over_count = stages.iter().filter(|s| !s.fits).count();
+    let refusal = match over {
+        Some(stage) if !args.allow_over_capacity => Some(format!(
+            "blueprint-translate: error: {over_count} of {} stages do not fit: stage {} needs {} bytes per processor, {} bytes more than the {} bytes of the first memory tier of {path} (--allow-over-capacity prints the estimate anyway)",
+            stages.len(),
+            stage.stage,
+            stage.memory.proc_mem_tier1_cap_req,
+            stage.memory.proc_mem_tier1_cap_req - capacity,
+            capacity
+        )),
+        _ => None,
+    };
+    let report = Report {
+        system: path,
+        networks: Networks { tp: binding.tp, pp: binding.pp, dp: binding.dp },
+        timing_seconds: estimate.timing_seconds,
+        sample_rate: estimate.sample_rate,
+        per_processor: estimate.memory.per_processor,
+        capacity_bytes: capacity,
+        fits: estimate.memory.fits && over.is_none(),
+        stages,
+        dp_overlap_calculon_total_time,
+        simulation,
+        notes,
+    };
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+    let mut pictures = Vec::new();
+    let strategy = format!(
+        "{} · TP {} · PP {} · DP {} · {} chunk(s) per stage · {} microbatches · {}",
+        spec.model.name.as_deref().or(spec.name.as_deref()).unwrap_or("model"),
+        spec.mapping.tp,
+        spec.mapping.pp,
+        spec.mapping.dp,
+        schedule.chunks,
+        schedule.microbatches,
+        step_name(work)
+    );
+    if let Some(path) = &args.timeline {
+        let drawn = match args.simulate.unwrap_or(Communication::Overlapped) {
+            Communication::Serialized => &report.simulation.serialized,
+            Communication::Overlapped => &report.simulation.overlapped,
+        };
+        let labels =
+            TimelineLabels { title: strategy.clone(), closed_form_seconds: report.timing_seconds.total_time, chunks: schedule.chunks };
+        pictures.push((path.clone(), timeline_svg(drawn, &labels)));
+    }
+    if let Some(path) = &args.memory {
+        let memory: Vec<ProcessorMemory> = report.stages.iter().map(|s| s.memory).collect();
+        pictures.push((path.clone(), memory_svg(&memory, capacity, &format!("Memory per stage: {strategy}"))));
+    }
+    Ok(EstimateOutput { json, refusal, pictures })
+}
+
+fn step_name(work: &LayerWork) -> String {
+    let name = work.step.as_ref().map_or("", |s| s.schedule.as_str());
+    match name {
+        "one_f_one_b" => "1F1B",
+        "interleaved_one_f_one_b" => "interleaved 1F1B",
+        "gpipe" => "GPipe",
+        "" => "no pipeline",
+        other => other,
+    }
+    .to_string()
+}
+
+/// Each stage's slots: the input's schedule ops, or the strategy's
+/// schedule when the step is unrolled.
+fn stage_slots(work: &LayerWork, schedule: &Schedule) -> Result<(Vec<Vec<Slot>>, &'static str), String> {
+    if work.schedules.is_empty() {
+        return Ok(((0..schedule.stages).map(|s| schedule.slots(s)).collect(), "strategy"));
+    }
+    let slots = work
+        .schedules
+        .iter()
+        .map(|(stage, triples)| {
+            slots_from_triples(triples).map_err(|e| format!("blueprint-translate: error: schedule of stage {stage}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((slots, "schedule ops"))
+}

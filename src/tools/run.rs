@@ -1,0 +1,597 @@
+//! `blueprint-run`: lowers a `dist` module with the standard pipeline
+//! ([`crate::tools::execution::TO_LLVM_PIPELINE`]), JIT-compiles it and calls one
+//! function on every rank, in-process (one thread per rank) or on MPI (one
+//! rank per process, under `mpirun`), then prints every rank's results.
+
+use std::io::{Read, Write};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use half::{bf16, f16};
+use melior::ir::{attribute::AttributeLike, operation::OperationLike, RegionLike};
+
+use crate::ir::context::create_context;
+use crate::ir::diagnostics::DiagnosticSink;
+use crate::ir::read::{attribute_text, collect_ops, name_of, str_attr};
+use crate::runtime::interface::ElementType;
+use crate::runtime::{mpi, set_stop_hook, symbols, RtError, StridedView, World};
+use crate::tools::execution::{run_pipeline, Jit, TO_LLVM_PIPELINE, TO_LLVM_VIA_MPI_PIPELINE};
+
+const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S] [--mpi] [--lower-to-mpi]";
+
+/// Options of `blueprint-run`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    pub input: String,
+    pub entry: String,
+    pub ranks: usize,
+    pub timeout: Duration,
+    pub mpi: bool,
+    /// Lower with `lower-dist-to-mpi` (MLIR's `mpi` dialect) instead of the runtime.
+    pub lower_to_mpi: bool,
+    pub help: bool,
+}
+
+/// The help text.
+#[must_use]
+pub fn help_text() -> String {
+    format!(
+        "{USAGE}
+
+Lowers FILE (a module at the `dist` level, or `-` for stdin) with the
+standard pipeline, JIT-compiles it and calls FUNC, which takes no
+arguments and returns zero or more memrefs (or tensors) of static shape,
+on every rank. Each rank prints each result as
+  rank R: result I = [v0, v1, ...]
+(row-major; floats in their shortest round-trip form).
+
+Options:
+  -e, --entry FUNC   the function to call (required)
+  --ranks N          in-process ranks (threads); default 1
+  --timeout S        seconds a wait may take before it fails; default 30
+  --mpi              run on MPI (one rank per process) even when no MPI
+                     launcher is detected (PMI_RANK, PMI_SIZE, OMPI_COMM_WORLD_SIZE,
+                     MPI_LOCALNRANKS, HYDRA_*)
+  --lower-to-mpi     lower with lower-dist-to-mpi (the upstream mpi dialect:
+                     synchronous all-reduce and p2p, rank queries) instead
+                     of the runtime; implies --mpi
+  -h, --help         this text
+
+A runtime error (mismatched collectives, participants, handles, a timeout)
+prints the rank, the op's id and location and the reason, and the run exits
+with status 1 on every rank (under MPI through MPI_Abort).
+"
+    )
+}
+
+/// Parses the arguments (without the program name).
+///
+/// # Errors
+/// A message naming the bad argument.
+pub fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut options = Options {
+        input: String::new(),
+        entry: String::new(),
+        ranks: 1,
+        timeout: Duration::from_secs(30),
+        mpi: false,
+        lower_to_mpi: false,
+        help: false,
+    };
+    let mut input = None;
+    let mut entry = None;
+    let mut i = 0;
+    let value = |i: &mut usize, name: &str| -> Result<String, String> {
+        *i += 1;
+        args.get(*i).cloned().ok_or_else(|| format!("option '{name}' needs a value"))
+    };
+    while i < args.len() {
+        let arg = &args[i];
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let take = |i: &mut usize| inline.clone().map_or_else(|| value(i, &flag), Ok);
+        match flag.as_str() {
+            "-h" | "--help" => options.help = true,
+            "--mpi" => options.mpi = true,
+            "--lower-to-mpi" => {
+                options.lower_to_mpi = true;
+                options.mpi = true;
+            }
+            "-e" | "--entry" | "--entry-point" => entry = Some(take(&mut i)?),
+            "--ranks" | "-n" => {
+                let v = take(&mut i)?;
+                options.ranks = v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|&n| (1..=4096).contains(&n))
+                    .ok_or_else(|| format!("--ranks '{v}' is not a number of ranks (1 to 4096)"))?;
+            }
+            "--timeout" => {
+                let v = take(&mut i)?;
+                let seconds = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= 1e6)
+                    .ok_or_else(|| format!("--timeout '{v}' is not a positive number of seconds"))?;
+                options.timeout = Duration::from_secs_f64(seconds);
+            }
+            f if f.starts_with('-') && f != "-" => return Err(format!("unknown option '{f}'")),
+            _ => {
+                if input.replace(arg.clone()).is_some() {
+                    return Err(format!("more than one input file ('{arg}')"));
+                }
+            }
+        }
+        i += 1;
+    }
+    if options.help {
+        return Ok(options);
+    }
+    options.input = input.ok_or("no input file")?;
+    options.entry = entry.ok_or("no function to run (-e FUNC)")?;
+    Ok(options)
+}
+
+/// Whether an MPI launcher started this process.
+#[must_use]
+pub fn under_mpi_launcher() -> bool {
+    ["PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
+/// Entry point of the `blueprint-run` binary; returns the exit code.
+pub fn main_with_args(args: &[String]) -> i32 {
+    let options = match parse_args(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("blueprint-run: {e}");
+            eprintln!("{USAGE}");
+            return 1;
+        }
+    };
+    if options.help {
+        print!("{}", help_text());
+        return 0;
+    }
+    match run(&options) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("blueprint-run: {e}");
+            1
+        }
+    }
+}
+
+/// A result of the entry function: its element type and static shape.
+#[derive(Debug, Clone, PartialEq)]
+struct ResultType {
+    element: ElementType,
+    shape: Vec<i64>,
+}
+
+/// `tensor<2x3xf32>` / `memref<2x3xf32>` / `tensor<f32>` -> its element
+/// type and static shape.
+fn result_type(spelling: &str) -> Result<ResultType, String> {
+    let inner = spelling
+        .strip_prefix("tensor<")
+        .or_else(|| spelling.strip_prefix("memref<"))
+        .and_then(|s| s.strip_suffix('>'))
+        .ok_or_else(|| format!("returns {spelling}; blueprint-run prints only tensors and memrefs"))?;
+    if inner.contains(',') || inner.contains('<') {
+        return Err(format!("returns {spelling}, which has an encoding or layout blueprint-run does not print"));
+    }
+    // Leading `<digits>x` / `?x` are dimensions, the rest the element type.
+    let mut rest = inner;
+    let mut shape = Vec::new();
+    loop {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '?').len();
+        if digits == 0 || !rest[digits..].starts_with('x') {
+            break;
+        }
+        let dim = rest[..digits].parse::<i64>().map_err(|_| format!("returns {spelling}, which has no static shape"))?;
+        shape.push(dim);
+        rest = &rest[digits + 1..];
+    }
+    let element =
+        ElementType::from_mlir(rest).ok_or_else(|| format!("returns {spelling}, whose element type blueprint-run does not print"))?;
+    Ok(ResultType { element, shape })
+}
+
+/// The values of a packed row-major buffer of `element`s, formatted.
+fn format_values(element: ElementType, bytes: &[u8]) -> Vec<String> {
+    let es = element.size();
+    bytes
+        .chunks_exact(es)
+        .map(|b| match element {
+            ElementType::I1 => u8::from(b[0] != 0).to_string(),
+            ElementType::I8 => (b[0] as i8).to_string(),
+            ElementType::I16 => i16::from_ne_bytes([b[0], b[1]]).to_string(),
+            ElementType::F16 => format_f32(f16::from_ne_bytes([b[0], b[1]]).to_f32()),
+            ElementType::BF16 => format_f32(bf16::from_ne_bytes([b[0], b[1]]).to_f32()),
+            ElementType::I32 => i32::from_ne_bytes([b[0], b[1], b[2], b[3]]).to_string(),
+            ElementType::F32 => format_f32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+            ElementType::I64 | ElementType::Index => i64::from_ne_bytes(b.try_into().unwrap_or([0; 8])).to_string(),
+            ElementType::F64 => format_f64(f64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
+        })
+        .collect()
+}
+
+/// Shortest round-trip form (`2`, `0.1`, `-1.5e-7`, `nan`, `inf`).
+fn format_f32(v: f32) -> String {
+    format_float(format!("{v:?}"))
+}
+
+fn format_f64(v: f64) -> String {
+    format_float(format!("{v:?}"))
+}
+
+fn format_float(text: String) -> String {
+    match text.as_str() {
+        "NaN" => "nan".into(),
+        "inf" | "-inf" => text,
+        _ => text.strip_suffix(".0").map(str::to_string).unwrap_or(text),
+    }
+}
+
+/// The compiled entry function and its result types.
+struct Program {
+    _jit: Jit,
+    address: usize,
+    results: Vec<ResultType>,
+}
+
+// SAFETY: the engine is not touched after compilation; every rank thread
+// only calls the compiled code, which keeps no state outside its arguments
+// and the runtime (which is thread-safe).
+unsafe impl Send for Program {}
+// SAFETY: as above.
+unsafe impl Sync for Program {}
+
+fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
+    if path == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read stdin: {e}"))?;
+        return Ok(("<stdin>".into(), bytes));
+    }
+    std::fs::read(path).map(|b| (path.to_string(), b)).map_err(|e| format!("cannot read '{path}': {e}"))
+}
+
+/// The upstream runner utilities (`printMemrefF32`, ...), where installed.
+fn runner_utils() -> Vec<String> {
+    let mut dirs = Vec::new();
+    if let Ok(dir) = std::env::var("BLUEPRINT_RUNNER_UTILS_DIR") {
+        dirs.push(dir);
+    }
+    dirs.push("/usr/lib/llvm-22/lib".into());
+    for dir in dirs {
+        let libs: Vec<String> = ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"].iter().map(|l| format!("{dir}/{l}")).collect();
+        if libs.iter().all(|l| std::path::Path::new(l).exists()) {
+            return libs;
+        }
+    }
+    Vec::new()
+}
+
+fn compile(options: &Options) -> Result<Program, String> {
+    let (name, bytes) = read_input(&options.input)?;
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let report = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    let Some(mut module) = crate::tools::opt::parse_module(&context, &sink, &bytes, &name) else {
+        return Err(format!("cannot parse the input\n{}", report(&sink)));
+    };
+    let function = collect_ops(module.as_operation())
+        .into_iter()
+        .find(|op| name_of(*op) == "func.func" && str_attr(*op, "sym_name") == Some(options.entry.as_str()))
+        .ok_or_else(|| format!("{name}: no function '@{}' in the module", options.entry))?;
+    let location = crate::dialect::verify::checker::position_of(function);
+    let function_type = function.attribute("function_type").map(attribute_text).unwrap_or_default();
+    let (inputs, outputs) =
+        split_function_type(&function_type).ok_or_else(|| format!("{location}: '@{}' has type {function_type}", options.entry))?;
+    if !inputs.is_empty() {
+        return Err(format!(
+            "{location}: '@{}' takes arguments ({}); blueprint-run calls functions without arguments",
+            options.entry,
+            inputs.join(", ")
+        ));
+    }
+    if function.region(0).ok().and_then(|r| r.first_block()).is_none() {
+        return Err(format!("{location}: '@{}' is only declared", options.entry));
+    }
+    let results = outputs
+        .iter()
+        .map(|t| result_type(t).map_err(|e| format!("{location}: '@{}' {e}", options.entry)))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The C interface takes the out-params as descriptor pointers.
+    let unit = melior::ir::Attribute::unit(&context);
+    let key = "llvm.emit_c_interface";
+    // SAFETY: the op and attribute are live in `context`.
+    unsafe {
+        mlir_sys::mlirOperationSetAttributeByName(
+            function.to_raw(),
+            mlir_sys::MlirStringRef { data: key.as_ptr().cast(), length: key.len() },
+            unit.to_raw(),
+        )
+    };
+    let pipeline = if options.lower_to_mpi { TO_LLVM_VIA_MPI_PIPELINE } else { TO_LLVM_PIPELINE };
+    if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
+        return Err(format!("{e}\n{}", report(&sink)));
+    }
+    let jit = Jit::with_libraries(&module, &symbols(), &runner_utils()).map_err(|e| format!("{e}\n{}", report(&sink)))?;
+    let address = jit.lookup(&format!("_mlir_ciface_{}", options.entry)).map_err(|e| e.to_string())? as usize;
+    Ok(Program { _jit: jit, address, results })
+}
+
+/// `(inputs, results)` of a function type's text `(a, b) -> (c, d)`.
+fn split_function_type(text: &str) -> Option<(Vec<String>, Vec<String>)> {
+    let (inputs, results) = split_top(text, "->")?;
+    let list = |s: &str| -> Vec<String> {
+        let s = s.trim();
+        let s = s.strip_prefix('(').and_then(|s| s.strip_suffix(')')).unwrap_or(s);
+        let mut out = Vec::new();
+        let mut depth = 0i32;
+        let mut current = String::new();
+        for c in s.chars() {
+            match c {
+                '<' | '(' | '[' | '{' => depth += 1,
+                '>' | ')' | ']' | '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(current.trim().to_string());
+                    current.clear();
+                    continue;
+                }
+                _ => {}
+            }
+            current.push(c);
+        }
+        if !current.trim().is_empty() {
+            out.push(current.trim().to_string());
+        }
+        out
+    };
+    Some((list(&inputs), list(&results)))
+}
+
+/// Splits at the first `sep` outside brackets.
+fn split_top(text: &str, sep: &str) -> Option<(String, String)> {
+    let mut depth = 0i32;
+    for (i, c) in text.char_indices() {
+        match c {
+            '<' | '(' | '[' | '{' => depth += 1,
+            '>' | ')' | ']' | '}' => depth -= 1,
+            _ if depth == 0 && text[i..].starts_with(sep) => return Some((text[..i].to_string(), text[i + sep.len()..].to_string())),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Calls the entry function once on the calling rank; returns the
+/// formatted result lines.
+///
+/// A public function keeps its memref results (buffer-results-to-out-params
+/// leaves public signatures alone), so `_mlir_ciface_FUNC` takes one pointer
+/// to where it stores the struct of result descriptors (none without
+/// results); the descriptors point to buffers the program allocated.
+fn call(program: &Program, rank: usize) -> Result<Vec<String>, String> {
+    let words: usize = program.results.iter().map(|t| 3 + 2 * t.shape.len()).sum();
+    let mut descriptors = vec![0i64; words.max(1)];
+    // SAFETY: the function was compiled from a signature without arguments
+    // whose results are these memrefs.
+    unsafe {
+        if program.results.is_empty() {
+            std::mem::transmute::<usize, unsafe extern "C" fn()>(program.address)();
+        } else {
+            std::mem::transmute::<usize, unsafe extern "C" fn(*mut i64)>(program.address)(descriptors.as_mut_ptr());
+        }
+    }
+    let mut lines = Vec::new();
+    let mut at = 0;
+    for (i, t) in program.results.iter().enumerate() {
+        let rank_of = t.shape.len() as i64;
+        // SAFETY: `at` starts the i-th descriptor the call stored, of this rank.
+        let view = unsafe { StridedView::from_unranked("result", rank_of, descriptors[at..].as_ptr().cast(), t.element.size()) }
+            .map_err(|e| format!("result {i}: {e}"))?;
+        at += 3 + 2 * t.shape.len();
+        lines.push(format!("rank {rank}: result {i} = [{}]", format_values(t.element, &view.read()).join(", ")));
+    }
+    Ok(lines)
+}
+
+/// Writes `line` and its newline to stderr in one write, so lines of
+/// several processes (whose streams `mpirun` merges) never interleave.
+fn report_line(line: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(format!("{line}\n").as_bytes());
+    let _ = stderr.flush();
+}
+
+/// How a failing rank's error is printed.
+fn error_line(rank: usize, op: Option<&str>, error: &RtError) -> String {
+    match op {
+        Some(op) => format!("rank {rank}: error: op {op}: {error}"),
+        None => format!("rank {rank}: error: {error}"),
+    }
+}
+
+enum Event {
+    Done(usize, Vec<String>),
+    Failed(usize),
+}
+
+fn run(options: &Options) -> Result<(), String> {
+    let mpi_mode = options.mpi || under_mpi_launcher();
+    if mpi_mode {
+        // Before compiling: MPICH is then loaded (globally) for code that
+        // calls MPI itself (--lower-to-mpi).
+        mpi::init(options.timeout).map_err(|e| format!("cannot start MPI: {e}"))?;
+    }
+    let program = compile(options)?;
+    if mpi_mode {
+        return run_mpi(options, &program);
+    }
+    let world = World::with_timeout(options.ranks, options.timeout);
+    let (events, receive) = mpsc::channel::<Event>();
+    let hook_events = Mutex::new(events.clone());
+    set_stop_hook(Box::new(move |rank, op, error| {
+        report_line(&error_line(rank, op, error));
+        if let Ok(events) = hook_events.lock() {
+            let _ = events.send(Event::Failed(rank));
+        }
+        // This rank stops here; the driver ends the process.
+        loop {
+            std::thread::park();
+        }
+    }));
+    let program = Arc::new(program);
+    let mut threads = Vec::with_capacity(options.ranks);
+    for rank in 0..options.ranks {
+        let (world, program, events) = (Arc::clone(&world), Arc::clone(&program), events.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("bprt-rank-{rank}"))
+            .stack_size(64 << 20)
+            .spawn(move || {
+                let Ok(_guard) = world.bind(rank) else { return };
+                let event = match call(&program, rank) {
+                    Ok(lines) => Event::Done(rank, lines),
+                    Err(e) => {
+                        report_line(&format!("rank {rank}: error: {e}"));
+                        Event::Failed(rank)
+                    }
+                };
+                let _ = events.send(event);
+            })
+            .map_err(|e| format!("cannot start rank {rank}: {e}"))?;
+        threads.push(thread);
+    }
+    drop(events);
+    let mut lines: Vec<Option<Vec<String>>> = vec![None; options.ranks];
+    let mut failed: Vec<usize> = Vec::new();
+    let mut settled = 0;
+    // After a failure the others get until their own waits time out to
+    // report (a peer's failure reaches them at once when they wait for it).
+    let mut deadline: Option<Instant> = None;
+    while settled < options.ranks {
+        let event = match deadline {
+            None => receive.recv().map_err(|_| "a rank thread ended without a result".to_string())?,
+            Some(d) => match receive.recv_timeout(d.saturating_duration_since(Instant::now())) {
+                Ok(e) => e,
+                Err(_) => break,
+            },
+        };
+        settled += 1;
+        match event {
+            Event::Done(rank, l) => lines[rank] = Some(l),
+            Event::Failed(rank) => {
+                failed.push(rank);
+                deadline.get_or_insert_with(|| Instant::now() + options.timeout + Duration::from_millis(500));
+            }
+        }
+    }
+    if !failed.is_empty() {
+        let mut stdout = std::io::stdout().lock();
+        for (rank, l) in lines.iter().enumerate() {
+            if let Some(l) = l {
+                for line in l {
+                    let _ = writeln!(stdout, "{line}");
+                }
+            } else if !failed.contains(&rank) {
+                eprintln!("rank {rank}: stopped: rank {} failed", failed[0]);
+            }
+        }
+        let _ = stdout.flush();
+        std::process::exit(1);
+    }
+    // Every rank thread ends before the compiled code goes.
+    for thread in threads {
+        let _ = thread.join();
+    }
+    let mut stdout = std::io::stdout().lock();
+    for line in lines.into_iter().flatten().flatten() {
+        writeln!(stdout, "{line}").map_err(|e| format!("cannot write the results: {e}"))?;
+    }
+    Ok(())
+}
+
+fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
+    let world = mpi::init(options.timeout).map_err(|e| format!("cannot start MPI: {e}"))?;
+    set_stop_hook(Box::new(move |rank, op, error| {
+        report_line(&error_line(rank, op, error));
+        // Give the other ranks a moment to report the same mismatch.
+        std::thread::sleep(Duration::from_millis(500));
+        if let Some(world) = mpi::active() {
+            world.abort(1);
+        }
+        std::process::exit(1);
+    }));
+    let rank = world.rank();
+    let lines = call(program, rank).map_err(|e| format!("rank {rank}: {e}"))?;
+    // Ranks print in turn (the launcher may still interleave its streams).
+    for r in 0..world.nranks() {
+        world.barrier();
+        if r == rank {
+            let mut stdout = std::io::stdout().lock();
+            for line in &lines {
+                let _ = writeln!(stdout, "{line}");
+            }
+            let _ = stdout.flush();
+        }
+    }
+    world.barrier();
+    world.finalize();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    #[test]
+    fn arguments() {
+        let o = parse_args(&args(&["f.mlir", "-e", "main", "--ranks", "4", "--timeout=2.5"])).expect("valid");
+        assert_eq!(
+            (o.input.as_str(), o.entry.as_str(), o.ranks, o.timeout, o.mpi),
+            ("f.mlir", "main", 4, Duration::from_millis(2500), false)
+        );
+        assert!(parse_args(&args(&["f.mlir"])).unwrap_err().contains("-e FUNC"));
+        assert!(parse_args(&args(&["-e", "m"])).unwrap_err().contains("no input"));
+        assert!(parse_args(&args(&["f", "-e", "m", "--ranks", "0"])).unwrap_err().contains("--ranks '0'"));
+        assert!(parse_args(&args(&["f", "-e", "m", "--timeout", "-1"])).unwrap_err().contains("--timeout '-1'"));
+        assert!(parse_args(&args(&["f", "-e"])).unwrap_err().contains("needs a value"));
+        assert!(parse_args(&args(&["f", "-e", "m", "--bogus"])).unwrap_err().contains("'--bogus'"));
+        assert!(parse_args(&args(&["--help"])).expect("help").help);
+    }
+
+    #[test]
+    fn result_types() {
+        assert_eq!(result_type("tensor<2x3xf32>"), Ok(ResultType { element: ElementType::F32, shape: vec![2, 3] }));
+        assert_eq!(result_type("memref<4xindex>"), Ok(ResultType { element: ElementType::Index, shape: vec![4] }));
+        assert_eq!(result_type("tensor<bf16>"), Ok(ResultType { element: ElementType::BF16, shape: vec![] }));
+        assert!(result_type("tensor<?xf32>").unwrap_err().contains("static shape"));
+        assert!(result_type("i32").unwrap_err().contains("only tensors and memrefs"));
+        assert!(result_type("tensor<2xf8E4M3FN>").unwrap_err().contains("element type"));
+        assert!(result_type("memref<2xf32, strided<[2]>>").unwrap_err().contains("layout"));
+    }
+
+    #[test]
+    fn function_types_and_floats() {
+        let (i, r) = split_function_type("() -> (tensor<2x2xf32>, memref<4xi64>)").expect("splits");
+        assert!(i.is_empty());
+        assert_eq!(r, vec!["tensor<2x2xf32>", "memref<4xi64>"]);
+        let (i, r) = split_function_type("(i64) -> tensor<4xf32>").expect("splits");
+        assert_eq!((i, r), (vec!["i64".to_string()], vec!["tensor<4xf32>".to_string()]));
+        assert_eq!(format_f32(2.0), "2");
+        assert_eq!(format_f32(0.1), "0.1");
+        assert_eq!(format_f64(-1.5e-7), "-1.5e-7");
+        assert_eq!(format_f32(f32::NAN), "nan");
+        assert_eq!(format_f64(f64::NEG_INFINITY), "-inf");
+        assert_eq!(format_f32(16_777_217.0), "16777216");
+    }
+}

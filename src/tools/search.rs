@@ -1,0 +1,275 @@
+//! `blueprint-search`: the fastest way to train a model on N processors of
+//! a system, and whether it fits (see [`crate::analysis::search`]). The search is
+//! plain Rust; only `--emit-plan` builds MLIR, once, for the best
+//! configuration, through the import → distribute → plan pipeline.
+//!
+//! Bad input gets a diagnostic naming the file or option and exit code 1,
+//! and nothing is written; outputs are written atomically, after the search
+//! and the plan have both succeeded. Ctrl-C stops the search and prints the
+//! best configurations found so far (exit code 130); a second Ctrl-C exits
+//! at once.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use melior::ir::operation::{OperationLike, OperationPrintingFlags};
+
+use crate::{
+    analysis::{
+        search::{self, output, Control, SearchOptions},
+        system::SystemProfile,
+        workload::{Datatype, ModelSpec, TrainingSpec},
+    },
+    dialect::verify::verify_blueprint,
+    ir::{context::create_context, diagnostics::DiagnosticSink},
+    transforms::transformer::import::import_training,
+};
+
+const HELP: &str = "OVERVIEW: the fastest way to train a model on N processors of a system, and whether it fits\n\n\
+USAGE: blueprint-search MODEL.json --system S.json --procs N --max-batch B [options]\n\n\
+MODEL.json is Blueprint's model JSON, a training spec (its model is used) or a Calculon model file as it is.\n\
+S.json is a Calculon system file as it is.\n\n\
+OPTIONS:\n\
+\x20 --datatype T            float8, float16 (default), bfloat16 or float32\n\
+\x20 --top K                 Configurations to report (default 10)\n\
+\x20 --no-dp-overlap         Do not explore DP overlap\n\
+\x20 --no-tp-overlap         Do not explore TP overlap (ring / pipe tiling of the TP collectives)\n\
+\x20 --fused-activation F    true (default, as Calculon), false or all\n\
+\x20 --calculon-dp-overlap   Rank by Calculon's DP-overlap figure (with its recompute defect)\n\
+\x20 --threads T             Worker threads (default: every core)\n\
+\x20 --sample N              Also report N configurations spread evenly over the space\n\
+\x20 -o <file>               Output JSON file (default: stdout)\n\
+\x20 --emit-plan <file>      Write the best configuration's whole-step plan as MLIR\n";
+
+/// The pipeline `--emit-plan` runs after the import.
+pub const PLAN_PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training)";
+
+static INTERRUPT: AtomicBool = AtomicBool::new(false);
+
+#[derive(Debug, Default)]
+struct Args {
+    model: Option<String>,
+    system: Option<String>,
+    procs: Option<u64>,
+    max_batch: Option<u64>,
+    datatype: Option<Datatype>,
+    top: Option<usize>,
+    no_dp_overlap: bool,
+    no_tp_overlap: bool,
+    fused: Option<Vec<bool>>,
+    calculon_dp_overlap: bool,
+    threads: Option<usize>,
+    samples: u64,
+    output: Option<String>,
+    emit_plan: Option<String>,
+    help: bool,
+}
+
+fn number<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, String> {
+    text.parse().map_err(|_| format!("blueprint-search: {name} takes a positive integer, got '{text}'"))
+}
+
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    let mut a = Args::default();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let mut value = |name: &str| iter.next().cloned().ok_or_else(|| format!("blueprint-search: {name} needs a value"));
+        match arg.as_str() {
+            "-h" | "--help" => a.help = true,
+            "--system" => a.system = Some(value("--system")?),
+            "--procs" => a.procs = Some(number("--procs", &value("--procs")?)?),
+            "--max-batch" => a.max_batch = Some(number("--max-batch", &value("--max-batch")?)?),
+            "--top" => a.top = Some(number("--top", &value("--top")?)?),
+            "--threads" => {
+                let text = value("--threads")?;
+                a.threads = Some(number("--threads", &text)?).filter(|t| *t > 0);
+                if a.threads.is_none() {
+                    return Err(format!("blueprint-search: --threads takes a positive integer, got '{text}'"));
+                }
+            }
+            "--sample" => a.samples = number("--sample", &value("--sample")?)?,
+            "--datatype" => {
+                let text = value("--datatype")?;
+                a.datatype = Some(
+                    serde_json::from_value(serde_json::Value::String(text.clone()))
+                        .map_err(|_| format!("blueprint-search: --datatype takes float8, float16, bfloat16 or float32, got '{text}'"))?,
+                );
+            }
+            "--fused-activation" => {
+                a.fused = Some(match value("--fused-activation")?.as_str() {
+                    "true" => vec![true],
+                    "false" => vec![false],
+                    "all" => vec![false, true],
+                    other => return Err(format!("blueprint-search: --fused-activation takes true, false or all, got '{other}'")),
+                });
+            }
+            "--no-dp-overlap" => a.no_dp_overlap = true,
+            "--no-tp-overlap" => a.no_tp_overlap = true,
+            "--calculon-dp-overlap" => a.calculon_dp_overlap = true,
+            "-o" => a.output = Some(value("-o")?),
+            "--emit-plan" => a.emit_plan = Some(value("--emit-plan")?),
+            other if other.starts_with('-') && other != "-" => {
+                return Err(format!("blueprint-search: unknown option '{other}'\nTry 'blueprint-search --help'."))
+            }
+            other => {
+                if a.model.replace(other.to_string()).is_some() {
+                    return Err("blueprint-search: only one MODEL.json is accepted".into());
+                }
+            }
+        }
+    }
+    Ok(a)
+}
+
+fn read(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("blueprint-search: cannot read '{path}': {e}"))
+}
+
+/// The best configuration's whole-step plan as MLIR text, with a header
+/// comment saying how to estimate it.
+///
+/// # Errors
+/// The import or a pass failed (the diagnostics).
+pub fn emit_plan(spec: &TrainingSpec, header: &str) -> Result<String, String> {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let render = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    let location = melior::ir::Location::new(&context, "blueprint-search", 1, 1);
+    let mut module = import_training(&context, spec, location).map_err(|e| format!("blueprint-search: --emit-plan: {e}"))?;
+    if !(module.as_operation().verify() && verify_blueprint(module.as_operation())) {
+        return Err(format!("blueprint-search: --emit-plan: the import does not verify\n{}", render(&sink)));
+    }
+    crate::tools::pipeline::run_pipeline(&context, &mut module, PLAN_PIPELINE)
+        .map_err(|e| format!("blueprint-search: --emit-plan: {e}\n{}", render(&sink)))?;
+    let text = String::from_utf8_lossy(&crate::ir::read::op_bytes(module.as_operation(), &OperationPrintingFlags::new())).into_owned();
+    Ok(format!("{header}{text}\n"))
+}
+
+fn write(path: &str, text: &str) -> Result<(), String> {
+    if path == "-" {
+        return std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("blueprint-search: cannot write <stdout>: {e}"));
+    }
+    crate::tools::cli::write_file_atomically(Path::new(path), text.as_bytes())
+        .map_err(|e| format!("blueprint-search: cannot write '{path}': {e}"))
+}
+
+/// Runs the tool; returns the exit code.
+#[must_use]
+pub fn main_with_args(args: &[String]) -> i32 {
+    match run(args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("{message}");
+            1
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<i32, String> {
+    let a = parse_args(args)?;
+    if a.help {
+        print!("{HELP}");
+        return Ok(0);
+    }
+    let model_path = a.model.as_deref().ok_or("blueprint-search: no MODEL.json given\nTry 'blueprint-search --help'.")?;
+    let system_path = a.system.as_deref().ok_or("blueprint-search: --system S.json is required")?;
+    let procs = a.procs.ok_or("blueprint-search: --procs N is required")?;
+    let max_batch = a.max_batch.ok_or("blueprint-search: --max-batch B is required")?;
+    let stem = Path::new(model_path).file_stem().map(|s| s.to_string_lossy().into_owned());
+    let model = ModelSpec::from_any_json(&read(model_path)?, stem.as_deref()).map_err(|e| format!("{model_path}: error: {e}"))?;
+    let system = SystemProfile::from_json(&read(system_path)?).map_err(|e| format!("{system_path}: error: {e}"))?;
+    let options = SearchOptions {
+        procs,
+        max_batch,
+        datatype: a.datatype.unwrap_or(Datatype::Float16),
+        top: a.top.unwrap_or(10),
+        dp_overlap: !a.no_dp_overlap,
+        tp_overlap: !a.no_tp_overlap,
+        fused_activation: a.fused.unwrap_or_else(|| vec![true]),
+        calculon_dp_overlap: a.calculon_dp_overlap,
+        samples: a.samples,
+        threads: a.threads,
+    };
+
+    // Ctrl-C: stop and report the best so far; a second one exits at once.
+    // A handler may already be installed (a second run in one process).
+    let _ = ctrlc::set_handler(|| {
+        if INTERRUPT.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+        eprintln!("blueprint-search: interrupted; reporting the best configurations found so far (Ctrl-C again to quit)");
+    });
+
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+    let tty = std::io::stderr().is_terminal();
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{wide_bar}] {human_pos}/{human_len} configurations, eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let progress = |n: u64| bar.inc(n);
+    let total = |n: u64| bar.set_length(n);
+    let done = AtomicBool::new(false);
+    let result = std::thread::scope(|scope| {
+        let start = Instant::now();
+        let (bar, done) = (&bar, &done);
+        if tty {
+            // Shown only for runs longer than a second.
+            scope.spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(50));
+                    if start.elapsed() > Duration::from_secs(1) && !done.load(Ordering::Relaxed) {
+                        bar.set_draw_target(ProgressDrawTarget::stderr());
+                        break;
+                    }
+                }
+            });
+        }
+        let result = search::search(
+            &model,
+            &system,
+            &options,
+            Control { interrupt: Some(&INTERRUPT), progress: Some(&progress), total: Some(&total) },
+        );
+        done.store(true, Ordering::Relaxed);
+        result
+    })
+    .map_err(|e| format!("blueprint-search: error: {e}"))?;
+    bar.finish_and_clear();
+
+    let has_mem2 = system.mem2().gib() > 0.0;
+    let report = output::report(&model, system_path, has_mem2, &options, &result);
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+    let best = result.top().first();
+    let plan = match (&a.emit_plan, best) {
+        (Some(_), Some(best)) => {
+            let spec = best.config.spec(&model, options.datatype);
+            let entry = &report.top[0];
+            let header = format!(
+                "// blueprint-search: the best of {} configurations of {} on {procs} processors of {system_path}: sample_rate {} (index {})\n// estimate it with: blueprint-translate --estimate FILE --system {system_path} {}\n",
+                result.configurations,
+                model.name.as_deref().unwrap_or(model_path),
+                best.estimate.sample_rate,
+                best.index,
+                entry.estimate_args
+            );
+            Some(emit_plan(&spec, &header)?)
+        }
+        (Some(_), None) => return Err("blueprint-search: --emit-plan: no configuration fits, so there is no plan to emit".into()),
+        _ => None,
+    };
+    write(a.output.as_deref().unwrap_or("-"), &json)?;
+    if let (Some(path), Some(plan)) = (&a.emit_plan, plan) {
+        write(path, &plan)?;
+    }
+    if result.outcome.partial {
+        return Ok(130);
+    }
+    if best.is_none() {
+        eprintln!("blueprint-search: no configuration fits (see totals.pruned)");
+        return Ok(1);
+    }
+    Ok(0)
+}

@@ -1,0 +1,241 @@
+//! End-to-end: spec -> ModelIR -> dist -> plan -> work summary, in process,
+//! against the Calculon oracle (read from the shared file, not copied).
+
+use serde_json::Value as Json;
+
+use crate::transforms::transformer::import::{import_inference, import_training};
+use crate::{
+    analysis::workload::{BlockFacts, InferenceSpec, TrainingSpec},
+    dialect::summary::summarize,
+    ir::{context::create_context, diagnostics::DiagnosticSink, digest::layer_digest},
+    tools::{execution::run_pipeline, opt::parse_module},
+};
+
+const PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training, check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)";
+
+/// The eight Table 5 cases.
+fn oracle_cases() -> Vec<Json> {
+    cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json"))
+}
+
+/// Table 5, the 24 random whole-step cases and the recorded ones.
+fn all_oracle_cases() -> Vec<Json> {
+    let mut cases = oracle_cases();
+    cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json")));
+    cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/recorded-cases.json")));
+    cases
+}
+
+fn cases_of(path: &str) -> Vec<Json> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let json: Json = serde_json::from_str(&text).expect("oracle is JSON");
+    json["cases"].as_array().expect("cases array").clone()
+}
+
+fn spec_of(case: &Json) -> TrainingSpec {
+    let spec = serde_json::json!({"model": case["model"], "workload": case["workload"], "mapping": case["mapping"]});
+    TrainingSpec::from_json(&spec.to_string()).expect("oracle case is a valid spec")
+}
+
+/// The imported ModelIR of a training spec, as text.
+fn training_text(spec: &TrainingSpec) -> String {
+    let context = create_context();
+    let module = import_training(&context, spec, melior::ir::Location::unknown(&context)).expect("imports");
+    module.as_operation().to_string()
+}
+
+/// The imported ModelIR of an inference spec, as text.
+fn inference_text(spec: &InferenceSpec) -> String {
+    let context = create_context();
+    let module = import_inference(&context, spec, melior::ir::Location::unknown(&context)).expect("imports");
+    module.as_operation().to_string()
+}
+
+/// Runs the pipeline on `spec`; returns the summary's block facts and the
+/// three layer digests.
+fn plan(spec: &TrainingSpec) -> (BlockFacts, [String; 3]) {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, training_text(spec).as_bytes(), "spec").expect("import parses");
+    if let Err(e) = run_pipeline(&context, &mut module, PIPELINE) {
+        panic!("{e}: {:?}", sink.take());
+    }
+    let op = module.as_operation();
+    assert!(crate::dialect::verify::verify_blueprint(op), "{:?}", sink.take());
+    let summary = summarize(op).expect("plan present");
+    assert_eq!(summary.layer, "plan");
+    (summary.block.expect("a training plan states block facts"), ["model", "dist", "plan"].map(|layer| layer_digest(op, layer)))
+}
+
+#[test]
+fn every_oracle_case_matches_through_the_mlir_pipeline() {
+    let cases = all_oracle_cases();
+    assert!(cases.len() > 32);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let expected: BlockFacts = serde_json::from_value(case["block"].clone()).expect("oracle block facts");
+        let (facts, _) = plan(&spec_of(case));
+        for (field, got, want) in facts.mismatches(&expected) {
+            failures.push(format!("{}: {field} = {got}, oracle {want}", case["name"]));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn digests_are_deterministic_and_ignore_non_workload_attributes() {
+    let case = &oracle_cases()[3];
+    let spec = spec_of(case);
+    let (_, first) = plan(&spec);
+    let (_, second) = plan(&spec);
+    assert_eq!(first, second);
+    // A network tier handed to a later estimate is not part of any layer.
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let text =
+        training_text(&spec).replacen("module attributes {", "module attributes {blueprint.system = {network_tier = \"tier-a\"}, ", 1);
+    let mut module = parse_module(&context, &sink, text.as_bytes(), "spec").expect("parses");
+    run_pipeline(&context, &mut module, PIPELINE).expect("plans");
+    let with_tier = ["model", "dist", "plan"].map(|layer| layer_digest(module.as_operation(), layer));
+    assert_eq!(first, with_tier);
+    // A different strategy changes the dist and plan digests, not the model's.
+    let mut other = spec.clone();
+    other.mapping.tp = 4;
+    let (_, changed) = plan(&other);
+    assert_eq!(changed[0], first[0]);
+    assert_ne!(changed[1], first[1]);
+    assert_ne!(changed[2], first[2]);
+}
+
+fn inference_cases(file: &str) -> Vec<Json> {
+    let path = format!("{}/../shared/oracles/inference/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
+    let json: Json = serde_json::from_str(&text).expect("oracle is JSON");
+    json["cases"].as_array().expect("cases array").clone()
+}
+
+fn serve(case: &Json, pipeline: &str) -> crate::dialect::summary::WorkSummary {
+    let spec = serde_json::json!({"model": case["model"], "workload": case["workload"], "mapping": case["mapping"]});
+    let spec = InferenceSpec::from_json(&spec.to_string()).expect("oracle case is a valid spec");
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, inference_text(&spec).as_bytes(), "spec").expect("import parses");
+    if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
+        panic!("{e}: {:?}", sink.take());
+    }
+    summarize(module.as_operation()).expect("summary")
+}
+
+#[test]
+fn inference_oracles_match_through_the_mlir_pipeline() {
+    let mut failures = Vec::new();
+    for case in inference_cases("prefill-calculon.json") {
+        let summary = serve(&case, "builtin.module(distribute-transformer-inference, plan-transformer-inference, check-conservation)");
+        let prefill = serde_json::to_value(summary.inference.expect("inference summary").prefill).expect("serializes");
+        for (field, want) in case["block"].as_object().expect("block") {
+            if &prefill[field] != want {
+                failures.push(format!("{}: {field} = {}, oracle {want}", case["name"], prefill[field]));
+            }
+        }
+    }
+    for case in inference_cases("llama2-genz.json") {
+        let summary = serve(&case, "builtin.module(distribute-transformer-inference, check-conservation)");
+        let flops = summary.inference.expect("inference summary").matmul_flops;
+        for (phase, key) in [("prefill", "prefill"), ("decode", "decode_at_final_context")] {
+            let got = serde_json::to_value(flops.get(phase).copied().unwrap_or_default()).expect("serializes");
+            for field in ["per_gpu_layer_flops", "per_gpu_layer_flops_gemm", "per_gpu_layer_flops_attn_bmm"] {
+                if got[field] != case[key][field] {
+                    failures.push(format!("{} {phase}: {field} = {}, oracle {}", case["name"], got[field], case[key][field]));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_failing_pass_leaves_the_module_unchanged() {
+    // A strategy whose TP does not divide the heads: distribution must fail
+    // after validation, before touching anything.
+    let case = &oracle_cases()[0];
+    let spec = spec_of(case);
+    let text = training_text(&spec).replacen(" tp = 8 : i64", " tp = 7 : i64", 1);
+    assert!(text.contains(" tp = 7 : i64"), "{text}");
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, text.as_bytes(), "spec").expect("parses");
+    let before = module.as_operation().to_string();
+    assert!(run_pipeline(&context, &mut module, PIPELINE).is_err());
+    assert_eq!(module.as_operation().to_string(), before);
+    let diagnostics = sink.take();
+    assert!(diagnostics.iter().any(|d| d.message.contains("mapping.tp = 7 must divide model.hidden")), "{diagnostics:?}");
+}
+
+/// Every fourth random whole-step case (from `first`), planned structured
+/// and unrolled: `check` gets the case's index, the pipeline and the module.
+fn for_planned_steps(first: usize, mut check: impl FnMut(usize, &str, &melior::ir::Module)) {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let cases = cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json"));
+    for (i, case) in cases.iter().enumerate().skip(first).step_by(4) {
+        let spec = spec_of(case);
+        for pipeline in [
+            "builtin.module(distribute-transformer-training, plan-transformer-training)",
+            "builtin.module(distribute-transformer-training, dist-unroll-schedule, plan-transformer-training)",
+        ] {
+            let mut module = parse_module(&context, &sink, training_text(&spec).as_bytes(), "spec").expect("import parses");
+            if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
+                panic!("case {i}: {e}: {:?}", sink.take());
+            }
+            check(i, pipeline, &module);
+        }
+    }
+}
+
+/// check-conservation reads a layer's tasks one by one and keeps only the
+/// representative block's and the pipeline and data-parallel transfers:
+/// the facts it compares must be those of the whole reading.
+#[test]
+fn visiting_reading_equals_the_full_reading() {
+    use crate::dialect::summary::{layer_work_in, layer_work_visiting, ops_and_kinds, PhaseTotals};
+    for_planned_steps(1, |i, pipeline, module| {
+        let (ops, kinds) = ops_and_kinds(module.as_operation());
+        for layer in ["dist", "plan"] {
+            let full = layer_work_in(&ops, &kinds, layer);
+            let (mut totals, mut visited) = (PhaseTotals::default(), Vec::new());
+            let kept = layer_work_visiting(&ops, &kinds, layer, |task, op| {
+                totals.add(task);
+                visited.push((task.id.to_string(), op.to_raw().ptr as usize));
+                task.feeds_block_facts()
+            });
+            let context = format!("case {i} {layer} {pipeline}");
+            assert_eq!(full.phase_totals(), totals.into_map(), "{context}");
+            assert_eq!(full.block_facts(), kept.block_facts(), "{context}");
+            assert_eq!(full.stages(), kept.stages(), "{context}");
+            assert_eq!((&full.memory, &full.stage_memory, &full.step), (&kept.memory, &kept.stage_memory, &kept.step), "{context}");
+            // Every task is visited, in order, each with its own op.
+            let all: Vec<(String, usize)> =
+                full.tasks.iter().map(|t| t.id.to_string()).zip(full.task_ops.iter().map(|op| op.to_raw().ptr as usize)).collect();
+            assert_eq!(all, visited, "{context}");
+            assert!(kept.tasks.len() < full.tasks.len(), "{context}");
+        }
+    });
+}
+
+/// The estimate's reading (the representative chunk's template, every
+/// boundary) states the same block facts, stages and schedules as the full
+/// reading, structured and unrolled.
+#[test]
+fn estimate_reading_equals_the_full_reading() {
+    for_planned_steps(0, |i, pipeline, module| {
+        for layer in ["dist", "plan"] {
+            let full = crate::dialect::summary::layer_work(module.as_operation(), layer);
+            let read = crate::dialect::summary::estimate_work(module.as_operation(), layer);
+            assert_eq!(full.block_facts(), read.block_facts(), "case {i} {layer} {pipeline}");
+            assert_eq!(full.stages(), read.stages(), "case {i} {layer} {pipeline}");
+            assert_eq!(full.schedules, read.schedules, "case {i} {layer} {pipeline}");
+            assert_eq!(full.step, read.step, "case {i} {layer} {pipeline}");
+            assert!(read.tasks.len() <= full.tasks.len());
+        }
+    });
+}

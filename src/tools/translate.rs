@@ -1,0 +1,235 @@
+//! `blueprint-translate`: between Blueprint IR and other formats.
+//!
+//! - `--import-transformer-training SPEC.json`: a training spec (model,
+//!   workload, mapping) to ModelIR with the strategy bound on the module;
+//! - `--transformer-block-facts SPEC.json`: the derived per-block facts as
+//!   JSON, keyed by the Calculon oracle's field names;
+//! - `--export-work-summary [FILE.mlir]`: per-phase and per-engine totals and
+//!   the block facts of a `plan` (or `dist`) program as JSON.
+//!
+//! Bad input gets a diagnostic naming the problem and exit code 1, and
+//! nothing is written.
+
+use std::io::{Read, Write};
+
+use melior::ir::operation::{OperationLike, OperationPrintingFlags};
+
+use crate::{
+    analysis::workload::{derive_training_block, BlockFacts, InferenceFacts, InferenceSpec, TrainingSpec},
+    dialect::{summary, verify::verify_blueprint},
+    ir::{context::create_context, diagnostics::DiagnosticSink},
+    tools::opt::parse_module,
+    transforms::transformer::import::{import_inference, import_training},
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    ImportTraining,
+    BlockFacts,
+    ImportInference,
+    InferenceFacts,
+    ExportWorkSummary,
+    Estimate,
+}
+
+const HELP: &str = "OVERVIEW: Blueprint translation tool\n\n\
+USAGE: blueprint-translate <mode> [input] [-o <file>]\n\n\
+MODES:\n\
+\x20 --import-transformer-training SPEC.json   Training spec -> ModelIR (strategy bound on the module)\n\
+\x20 --transformer-block-facts SPEC.json       Derived per-block facts as JSON (Calculon field names)\n\
+\x20 --import-transformer-inference SPEC.json  Inference spec -> ModelIR (prefill, decode, KV cache)\n\
+\x20 --transformer-inference-facts SPEC.json   Prefill and decode facts as JSON (Calculon and GenZ names)\n\
+\x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\
+\x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\n\
+OPTIONS:\n\
+\x20 -o <file>                                 Output file (default: stdout)\n\
+\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n\n\
+ESTIMATE OPTIONS:\n\
+\x20 --system S.json                           A Calculon system file (required)\n\
+\x20 --tp-net N --pp-net N --dp-net N          Network tier (index into the system's networks) per parallel axis\n\
+\x20 --dp-overlap                              Overlap the DP gradient reduction with the backward pass\n\
+\x20 --tp-overlap none|ring|pipe               TP communication overlap (only none is priced)\n\
+\x20 --allow-over-capacity                     Print the estimate even when a stage does not fit\n\
+\x20 --timeline OUT.svg                        Draw the simulated step (one row per stage and stream)\n\
+\x20 --simulate overlapped|serialized          Which simulation the timeline draws (default overlapped)\n\
+\x20 --memory OUT.svg                          Draw per-stage memory against the capacity\n";
+
+/// Runs the tool; returns the exit code.
+#[must_use]
+pub fn main_with_args(args: &[String]) -> i32 {
+    match run(args) {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("{message}");
+            1
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let mut mode = None;
+    let mut input: Option<String> = None;
+    let mut output: Option<String> = None;
+    let mut generic = false;
+    let mut estimate = crate::tools::estimate::EstimateArgs::default();
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if estimate.take(arg, &mut iter.by_ref().cloned())? {
+            continue;
+        }
+        let set = |m: Mode, mode: &mut Option<Mode>| -> Result<(), String> {
+            if mode.is_some() {
+                return Err("blueprint-translate: give exactly one mode".into());
+            }
+            *mode = Some(m);
+            Ok(())
+        };
+        match arg.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Ok(());
+            }
+            "--import-transformer-training" => set(Mode::ImportTraining, &mut mode)?,
+            "--transformer-block-facts" => set(Mode::BlockFacts, &mut mode)?,
+            "--import-transformer-inference" => set(Mode::ImportInference, &mut mode)?,
+            "--transformer-inference-facts" => set(Mode::InferenceFacts, &mut mode)?,
+            "--export-work-summary" => set(Mode::ExportWorkSummary, &mut mode)?,
+            "--estimate" => set(Mode::Estimate, &mut mode)?,
+            "--mlir-print-op-generic" => generic = true,
+            "-o" => output = Some(iter.next().ok_or("blueprint-translate: -o needs a file name")?.clone()),
+            other if other.starts_with('-') && other != "-" => {
+                return Err(format!("blueprint-translate: unknown option '{other}'\nTry 'blueprint-translate --help'."))
+            }
+            other => {
+                if input.replace(other.to_string()).is_some() {
+                    return Err("blueprint-translate: only one input is accepted".into());
+                }
+            }
+        }
+    }
+    let mode = mode.ok_or("blueprint-translate: no mode given\nTry 'blueprint-translate --help'.")?;
+    let (name, bytes) = read_input(input.as_deref())?;
+    let text = match mode {
+        Mode::ImportTraining => {
+            let spec = training_spec(&name, &bytes)?;
+            print_imported(&name, generic, |context, at| import_training(context, &spec, at))?
+        }
+        Mode::BlockFacts => {
+            let spec = training_spec(&name, &bytes)?;
+            let derivation = derive_training_block(&spec).map_err(|e| format!("{name}: error: {e}"))?;
+            let facts = BlockFacts::from_derivation(&derivation, &spec);
+            serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
+        }
+        Mode::ImportInference => {
+            let spec = inference_spec(&name, &bytes)?;
+            print_imported(&name, generic, |context, at| import_inference(context, &spec, at))?
+        }
+        Mode::InferenceFacts => {
+            let spec = inference_spec(&name, &bytes)?;
+            let facts = InferenceFacts::from_spec(&spec).map_err(|e| format!("{name}: error: {e}"))?;
+            serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
+        }
+        Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
+        Mode::Estimate => {
+            let result = estimate_plan(&name, &bytes, &estimate)?;
+            if let Some(message) = result.refusal {
+                return Err(message);
+            }
+            // Pictures first: a failure leaves no report claiming them.
+            for (path, svg) in &result.pictures {
+                crate::tools::cli::write_file_atomically(std::path::Path::new(path), svg.as_bytes())
+                    .map_err(|e| format!("blueprint-translate: cannot write '{path}': {e}"))?;
+            }
+            result.json
+        }
+    };
+    write_output(output.as_deref(), &text)
+}
+
+fn read_input(path: Option<&str>) -> Result<(String, Vec<u8>), String> {
+    match path {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("blueprint-translate: cannot read <stdin>: {e}"))?;
+            Ok(("<stdin>".into(), bytes))
+        }
+        Some(path) => std::fs::read(path)
+            .map(|bytes| (path.to_string(), bytes))
+            .map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}")),
+    }
+}
+
+fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
+    match path {
+        None | Some("-") => {
+            std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("blueprint-translate: cannot write <stdout>: {e}"))
+        }
+        Some(path) => crate::tools::cli::write_file_atomically(std::path::Path::new(path), text.as_bytes())
+            .map_err(|e| format!("blueprint-translate: cannot write '{path}': {e}")),
+    }
+}
+
+fn inference_spec(name: &str, bytes: &[u8]) -> Result<InferenceSpec, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
+    InferenceSpec::from_json(text).map_err(|e| format!("{name}: error: {e}"))
+}
+
+fn training_spec(name: &str, bytes: &[u8]) -> Result<TrainingSpec, String> {
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
+    TrainingSpec::from_json(text).map_err(|e| format!("{name}: error: {e}"))
+}
+
+/// Builds the import (located at the spec file), verifies it with MLIR's
+/// and Blueprint's verifiers, and prints it.
+fn print_imported(
+    name: &str,
+    generic: bool,
+    import: impl for<'c> FnOnce(
+        &'c melior::Context,
+        melior::ir::Location<'c>,
+    ) -> Result<melior::ir::Module<'c>, crate::dialect::builder::BuildError>,
+) -> Result<String, String> {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let location = melior::ir::Location::new(&context, name, 1, 1);
+    let module = import(&context, location).map_err(|e| format!("{name}: {e}"))?;
+    let ok = module.as_operation().verify() && verify_blueprint(module.as_operation());
+    if !ok {
+        return Err(sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
+    }
+    let mut flags = OperationPrintingFlags::new();
+    if generic {
+        flags = flags.print_generic_operation_form();
+    }
+    Ok(String::from_utf8_lossy(&crate::ir::read::op_bytes(module.as_operation(), &flags)).into_owned() + "\n")
+}
+
+/// The estimate of the plan (or dist program) in `bytes`, bound to a
+/// training strategy.
+fn estimate_plan(
+    name: &str,
+    bytes: &[u8],
+    args: &crate::tools::estimate::EstimateArgs,
+) -> Result<crate::tools::estimate::EstimateOutput, String> {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let module = parse_module(&context, &sink, bytes, name);
+    let ok = module.as_ref().is_some_and(|m| m.as_operation().verify() && verify_blueprint(m.as_operation()));
+    let Some(module) = module.filter(|_| ok) else {
+        return Err(sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
+    };
+    crate::tools::estimate::estimate_module(module.as_operation(), name, args)
+}
+
+fn export_summary(name: &str, bytes: &[u8]) -> Result<String, String> {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let module = parse_module(&context, &sink, bytes, name);
+    let ok = module.as_ref().is_some_and(|m| m.as_operation().verify() && verify_blueprint(m.as_operation()));
+    let render = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    let Some(module) = module.filter(|_| ok) else {
+        return Err(render(&sink));
+    };
+    let summary = summary::summarize(module.as_operation()).map_err(|e| format!("{name}: error: {e}"))?;
+    serde_json::to_string_pretty(&summary).map(|t| t + "\n").map_err(|e| e.to_string())
+}

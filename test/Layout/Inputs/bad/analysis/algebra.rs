@@ -1,0 +1,2 @@
+use melior::ir::Module;
+use crate::ir::read::helper;

@@ -1,0 +1,4 @@
+pub mod analysis;
+pub mod dialect;
+pub mod ir;
+pub mod tools;
