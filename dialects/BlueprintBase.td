@@ -124,6 +124,12 @@ def Blueprint_PipelineSchedule : Blueprint_Enum<"PipelineSchedule", "pipeline sc
 def Blueprint_Direction : Blueprint_Enum<"Direction", "direction of a schedule slot", [
     I32EnumAttrCase<"forward", 0>, I32EnumAttrCase<"backward", 1>]>;
 
+def Blueprint_Norm : Blueprint_Enum<"Norm", "normalisation of a decoder block", [
+    I32EnumAttrCase<"layer_norm", 0>, I32EnumAttrCase<"rms_norm", 1>]>;
+
+def Blueprint_OptimizerKind : Blueprint_Enum<"OptimizerKind", "optimizer update rule", [
+    I32EnumAttrCase<"sgd", 0>, I32EnumAttrCase<"adam", 1>]>;
+
 //===----------------------------------------------------------------------===//
 // Op classes the Rust side asks about (`build.rs` turns membership into the
 // op-kind table: no list of op names anywhere else).

@@ -118,22 +118,36 @@ defvar Model_BlockParams = (ins AnyRankedTensor:$ln1_scale, AnyRankedTensor:$ln1
                                 AnyRankedTensor:$fc1_weight, AnyRankedTensor:$fc2_weight);
 defvar Model_BlockParamsFormat = !strconcat("$ln1_scale `,` $ln1_bias `,` $q_weight `,` $k_weight `,` ", "$v_weight `,` $proj_weight `,` $ln2_scale `,` $ln2_bias `,` $fc1_weight `,` $fc2_weight");
 
-def Model_DecoderTrainingOp : Model_EffectOp<"decoder_training"> {
+def Model_DecoderTrainingOp : Model_Op<"decoder_training",
+    [AttrSizedOperandSegments, Blueprint_TaskEffects]> {
   let summary = "One decoder block trained on one microbatch (coarse)";
   let description = [{
     The coarse operation the Transformer importer emits: forward, backward
     and optimizer step of one pre-norm decoder block over one microbatch.
-    Operands are the block input activation, the block's parameters (layer
-    norms; query, key and value projections, whose width is `heads x
-    head_dim` (which may differ from `hidden`); the output projection; the
-    two MLP weights, `fc1_weight` holding gate and up projections side by
-    side for a gated MLP) and the optimizer state as one flat buffer.
-    Carries the model dimensions only; the parallel strategy lives outside
-    ModelIR.
+    Operands, grouped by keyword: the block input activation; the two norms'
+    parameters (`norm1`, `norm2`: a scale, and a bias for a layer norm);
+    the attention's query, key, value and output projections (`attention`:
+    queries are `heads x head_dim` wide, keys and values `kv_heads x
+    head_dim`, which may differ from `hidden`); the MLP's input and output
+    projections (`mlp`: `fc1`/`fc2`, or `up`/`down` of a gated MLP, whose
+    `gate` projection follows); and the optimizer state as one flat buffer
+    (what the step keeps, counted: fp32 master weights below fp32 and the
+    two Adam moments). Carries the model dimensions only; the parallel
+    strategy lives outside ModelIR.
+
+    What the block computes is `EXECUTION.md`'s: `norm` (default
+    `layer_norm`) picks LayerNorm or RMSNorm, `kv_heads` (default `heads`)
+    grouped-query attention, `rope_theta` rotary embeddings of queries and
+    keys (absent: none), `dropout` the dropout probability (absent: no
+    dropout ops), and `optimizer` with `lr`, `beta1`, `beta2`, `eps` the
+    update rule (absent: Adam with lr 1e-3, betas 0.9 and 0.999, eps 1e-8).
+    `model-decompose-transformer` expands it into primitive ops with
+    exactly this meaning.
 
     ```mlir
-    %y = model.decoder_training "block"(%x, %g1, %b1, %wq, %wk, %wv, %wo, %g2, %b2, %w1, %w2, %opt)
-           datatype = float16 effects("parameter_update|random_state")
+    %y = model.decoder_training "block"(%x) norm1(%g1, %b1) attention(%wq, %wk, %wv, %wo)
+           norm2(%g2, %b2) mlp(%w1, %w2) state(%opt)
+           datatype = float16 dropout = 0.000000e+00 effects("parameter_update|random_state")
            {ffn_hidden = 24576 : i64, head_dim = 96 : i64, heads = 64 : i64,
             hidden = 6144 : i64, microbatch = 4 : i64, seq_len = 2048 : i64}
          : (tensor<4x2048x6144xf16>, tensor<6144xf16>, tensor<6144xf16>,
@@ -143,8 +157,14 @@ def Model_DecoderTrainingOp : Model_EffectOp<"decoder_training"> {
            -> tensor<4x2048x6144xf16>
     ```
   }];
-  let arguments = !con((ins AnyRankedTensor:$input), Model_BlockParams,
-                       (ins AnyRankedTensor:$optimizer_state),
+  let arguments = !con((ins AnyRankedTensor:$input,
+                            AnyRankedTensor:$ln1_scale, Optional<AnyRankedTensor>:$ln1_bias,
+                            AnyRankedTensor:$q_weight, AnyRankedTensor:$k_weight,
+                            AnyRankedTensor:$v_weight, AnyRankedTensor:$proj_weight,
+                            AnyRankedTensor:$ln2_scale, Optional<AnyRankedTensor>:$ln2_bias,
+                            AnyRankedTensor:$fc1_weight, AnyRankedTensor:$fc2_weight,
+                            Optional<AnyRankedTensor>:$gate_weight,
+                            AnyRankedTensor:$optimizer_state),
                        Model_CommonAttrs,
                        (ins Blueprint_PositiveCount:$hidden,
                             Blueprint_PositiveCount:$ffn_hidden,
@@ -152,9 +172,26 @@ def Model_DecoderTrainingOp : Model_EffectOp<"decoder_training"> {
                             Blueprint_PositiveCount:$heads,
                             Blueprint_PositiveCount:$head_dim,
                             Blueprint_PositiveCount:$microbatch,
-                            Blueprint_Datatype:$datatype));
+                            Blueprint_Datatype:$datatype,
+                            OptionalAttr<Blueprint_PositiveCount>:$kv_heads,
+                            OptionalAttr<Blueprint_Norm>:$norm,
+                            OptionalAttr<F64Attr>:$rope_theta,
+                            OptionalAttr<F64Attr>:$dropout,
+                            OptionalAttr<Blueprint_OptimizerKind>:$optimizer,
+                            OptionalAttr<F64Attr>:$lr,
+                            OptionalAttr<F64Attr>:$beta1,
+                            OptionalAttr<F64Attr>:$beta2,
+                            OptionalAttr<F64Attr>:$eps));
   let results = (outs AnyRankedTensor:$output);
-  let assemblyFormat = !strconcat("$id `(` $input `,` ", Model_BlockParamsFormat, " `,` $optimizer_state `)` ", "`datatype` `=` $datatype ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+  let assemblyFormat = !strconcat("$id `(` $input `)` ",
+      "`norm1` `(` $ln1_scale (`,` $ln1_bias^)? `)` ",
+      "`attention` `(` $q_weight `,` $k_weight `,` $v_weight `,` $proj_weight `)` ",
+      "`norm2` `(` $ln2_scale (`,` $ln2_bias^)? `)` ",
+      "`mlp` `(` $fc1_weight `,` $fc2_weight `)` (`gate` `(` $gate_weight^ `)`)? ",
+      "`state` `(` $optimizer_state `)` ",
+      "`datatype` `=` $datatype (`norm` `=` $norm^)? (`kv_heads` `=` $kv_heads^)? (`rope_theta` `=` $rope_theta^)? ",
+      "(`dropout` `=` $dropout^)? (`optimizer` `=` $optimizer^)? (`lr` `=` $lr^)? (`beta1` `=` $beta1^)? ",
+      "(`beta2` `=` $beta2^)? (`eps` `=` $eps^)? ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
 }
 
 def Model_DecoderInferenceOp : Model_EffectOp<"decoder_inference"> {
@@ -240,15 +277,98 @@ def Model_SwigluOp : Model_BinaryOp<"swiglu",
 def Model_LayerNormOp : Model_PureOp<"layer_norm"> {
   let summary = "Layer normalisation over the last dimension";
   let description = [{
+    `y = (x - mean(x)) / sqrt(var(x) + eps) * scale + bias` over the last
+    dimension (biased variance; `eps` defaults to 1e-5), as EXECUTION.md's
+    `LayerNorm`.
+
     ```mlir
-    %n = model.layer_norm "ln1"(%x, %gamma, %beta)
+    %n = model.layer_norm "ln1"(%x, %gamma, %beta) eps = 1.000000e-05
          : (tensor<8192x6144xf16>, tensor<6144xf16>, tensor<6144xf16>) -> tensor<8192x6144xf16>
     ```
   }];
   let arguments = !con((ins AnyRankedTensor:$input, AnyRankedTensor:$scale,
-                            AnyRankedTensor:$bias), Model_CommonAttrs);
+                            AnyRankedTensor:$bias), Model_CommonAttrs,
+                       (ins OptionalAttr<F64Attr>:$eps));
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = !strconcat("$id `(` $input `,` $scale `,` $bias `)` ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+  let assemblyFormat = !strconcat("$id `(` $input `,` $scale `,` $bias `)` (`eps` `=` $eps^)? ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+}
+
+def Model_RmsNormOp : Model_PureOp<"rms_norm"> {
+  let summary = "RMS normalisation over the last dimension";
+  let description = [{
+    `y = x / sqrt(mean(x^2) + eps) * scale` over the last dimension
+    (`eps` defaults to 1e-5), as EXECUTION.md's `RMSNorm`.
+
+    ```mlir
+    %n = model.rms_norm "attn.norm"(%x, %gamma) eps = 1.000000e-05
+         : (tensor<4x2048x4096xf32>, tensor<4096xf32>) -> tensor<4x2048x4096xf32>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input, AnyRankedTensor:$scale), Model_CommonAttrs,
+                       (ins OptionalAttr<F64Attr>:$eps));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = !strconcat("$id `(` $input `,` $scale `)` (`eps` `=` $eps^)? ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+}
+
+def Model_AttentionScoresOp : Model_PureOp<"attention_scores"> {
+  let summary = "Scaled attention scores per head, with an optional causal mask";
+  let description = [{
+    From queries `[b, s, heads x head_dim]` and keys `[b, s, kv_heads x
+    head_dim]` (head `i` is columns `[i*head_dim, (i+1)*head_dim)`), the
+    scores `[b, heads, s, s]`: `S[b, i, t, u] = scale * q_i[t] . k_j[u]`
+    where query head `i` reads key head `j = i / (heads / kv_heads)`
+    (grouped-query attention; `kv_heads = heads` is multi-head,
+    `kv_heads = 1` multi-query). With `causal`, scores of keys after the
+    query (`u > t`) are `-inf`.
+
+    ```mlir
+    %s = model.attention_scores "attn.scores"(%q, %k) heads = 4 kv_heads = 2 head_dim = 16 scale = 2.500000e-01 causal
+         : (tensor<2x16x64xf32>, tensor<2x16x32xf32>) -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$query, AnyRankedTensor:$key), Model_CommonAttrs,
+                       (ins Blueprint_PositiveCount:$heads, Blueprint_PositiveCount:$kv_heads,
+                            Blueprint_PositiveCount:$head_dim, F64Attr:$scale, UnitAttr:$causal));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = !strconcat("$id `(` $query `,` $key `)` `heads` `=` $heads `kv_heads` `=` $kv_heads `head_dim` `=` $head_dim `scale` `=` $scale (`causal` $causal^)? ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+}
+
+def Model_AttentionContextOp : Model_PureOp<"attention_context"> {
+  let summary = "Attention-weighted values per head, heads concatenated";
+  let description = [{
+    From probabilities `[b, heads, s, s]` and values `[b, s, kv_heads x
+    head_dim]`, the context `[b, s, heads x head_dim]`: head `i` of the
+    result is `P_i . v_j` with `j = i / (heads / kv_heads)`.
+
+    ```mlir
+    %c = model.attention_context "attn.context"(%p, %v) heads = 4 kv_heads = 2 head_dim = 16
+         : (tensor<2x4x16x16xf32>, tensor<2x16x32xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$probs, AnyRankedTensor:$value), Model_CommonAttrs,
+                       (ins Blueprint_PositiveCount:$heads, Blueprint_PositiveCount:$kv_heads,
+                            Blueprint_PositiveCount:$head_dim));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = !strconcat("$id `(` $probs `,` $value `)` `heads` `=` $heads `kv_heads` `=` $kv_heads `head_dim` `=` $head_dim ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+}
+
+def Model_RopeOp : Model_PureOp<"rope"> {
+  let summary = "Rotary position embedding of each head (rotate-half)";
+  let description = [{
+    On `[b, s, heads x head_dim]`, rotates each head's pairs `(j, j +
+    head_dim/2)` by the angle `t * theta^(-2j/head_dim)`, `t` the position
+    along dimension 1 (0-based): Hugging Face Llama's rotate-half
+    convention, as EXECUTION.md states it. `head_dim` is even.
+
+    ```mlir
+    %r = model.rope "attn.q.rope"(%q) heads = 4 head_dim = 16 theta = 1.000000e+04
+         : (tensor<2x16x64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input), Model_CommonAttrs,
+                       (ins Blueprint_PositiveCount:$heads, Blueprint_PositiveCount:$head_dim, F64Attr:$theta));
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = !strconcat("$id `(` $input `)` `heads` `=` $heads `head_dim` `=` $head_dim `theta` `=` $theta ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
 }
 
 def Model_SoftmaxOp : Model_UnaryOp<"softmax",
@@ -257,19 +377,24 @@ def Model_SoftmaxOp : Model_UnaryOp<"softmax",
     (ins Blueprint_Count:$dim), "`dim` `=` $dim">;
 
 def Model_GeluOp : Model_UnaryOp<"gelu",
-    "GeLU activation",
+    "GeLU activation (tanh approximation: `0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3)))`)",
     "%a = model.gelu \"mlp.gelu\"(%h) : (tensor<8192x24576xf16>) -> tensor<8192x24576xf16>">;
 
 def Model_DropoutOp : Model_EffectOp<"dropout"> {
-  let summary = "Dropout; consumes random state (its `effects` must say so)";
+  let summary = "Dropout with probability `p`; consumes random state (its `effects` must say so)";
   let description = [{
+    Zeroes each element with probability `p` and scales the rest by
+    `1 / (1 - p)`; `p = 0` is the identity, whose work is still counted.
+    Executing `p > 0` needs a mask every rank can regenerate (not yet
+    provided: the lowering refuses it).
+
     ```mlir
-    %d = model.dropout "attn.dropout"(%x) effects(random_state) : (tensor<8192x6144xf16>) -> tensor<8192x6144xf16>
+    %d = model.dropout "attn.dropout"(%x) p = 1.000000e-01 effects(random_state) : (tensor<8192x6144xf16>) -> tensor<8192x6144xf16>
     ```
   }];
-  let arguments = !con((ins AnyRankedTensor:$input), Model_CommonAttrs);
+  let arguments = !con((ins AnyRankedTensor:$input), Model_CommonAttrs, (ins F64Attr:$p));
   let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = !strconcat("$id `(` $input `)` ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+  let assemblyFormat = !strconcat("$id `(` $input `)` `p` `=` $p ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
 }
 
 def Model_SplitOp : Model_PureOp<"split"> {
@@ -332,10 +457,15 @@ def Model_ForkOp : Model_PureOp<"fork"> {
 def Model_ActivationGradientOp : Model_PureOp<"activation_gradient"> {
   let summary = "Gradient of a forward op's output with respect to one of its inputs";
   let description = [{
-    The backward counterpart of the forward op named by `of`: from the
-    gradients of that op's results (`output_grads`, one per result; a fork
-    has several, which are summed) and the forward input it differentiates
-    against (`wrt`), the gradient of that input (same type as the input).
+    The backward counterpart of the forward op named by `of` (an op of the
+    same function, before this one): from the gradients of that op's
+    results (`output_grads`, one per result; a fork has several, which are
+    summed) and the forward input it differentiates against (`wrt`, one of
+    the forward op's operands), the gradient of that input (same type as
+    the input). What else the derivative reads (a matmul's weight, a
+    softmax's output, a norm's scale) is the forward op's own operands and
+    results: `convert-model-to-linalg` writes out each op kind's
+    derivative (EXECUTION.md's math) from them.
 
     ```mlir
     %dx = model.activation_gradient "mlp.fc1.agrad" of "mlp.fc1"(%dy) wrt %x
@@ -353,7 +483,8 @@ def Model_WeightGradientOp : Model_PureOp<"weight_gradient"> {
   let description = [{
     From the gradient of the forward op `of`'s result and the forward
     input (`wrt`), the gradients of the op's parameters (one result per
-    parameter: a weight, or a layer norm's scale and bias).
+    parameter: a matmul's weight `X^T dY` over the flattened rows, a layer
+    norm's scale and bias, an RMS norm's scale).
 
     ```mlir
     %dw = model.weight_gradient "mlp.fc1.wgrad" of "mlp.fc1"(%dy) wrt %x
@@ -369,20 +500,29 @@ def Model_WeightGradientOp : Model_PureOp<"weight_gradient"> {
 def Model_OptimizerStepOp : Model_EffectOp<"optimizer_step"> {
   let summary = "Update a parameter and its optimizer state from a gradient";
   let description = [{
-    Has the `parameter_update` effect. `state` is the optimizer state (for
-    Adam, the two moments, which share one type); `new_state` has the same
-    types.
+    Has the `parameter_update` effect. `kind` is the rule (EXECUTION.md):
+    `sgd` (`w - lr g`) keeps no state; `adam` keeps the two moments `m`
+    and `v` (as `torch.optim.Adam` without weight decay, at step `step`,
+    default 1, with `beta1`, `beta2` and `eps`). A parameter below fp32
+    also keeps its fp32 master copy, first. `state` holds them, each an
+    fp32 tensor of the parameter's shape; `new_state` has the same types.
 
     ```mlir
-    %w1, %m1, %v1 = model.optimizer_step "adam.qkv"(%w, %g, %m, %v) effects(parameter_update)
-        : (tensor<6144x18432xf16>, tensor<6144x18432xf16>, tensor<6144x18432xf32>, tensor<6144x18432xf32>)
-          -> (tensor<6144x18432xf16>, tensor<6144x18432xf32>, tensor<6144x18432xf32>)
+    %w1, %m1, %v1 = model.optimizer_step "attn.q.optim"(%w, %g, %m, %v) adam lr = 1.000000e-03
+        beta1 = 9.000000e-01 beta2 = 9.990000e-01 eps = 1.000000e-08 effects(parameter_update)
+        : (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
+          -> (tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>)
     ```
   }];
   let arguments = !con((ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
-                            Variadic<AnyRankedTensor>:$state), Model_CommonAttrs);
+                            Variadic<AnyRankedTensor>:$state), Model_CommonAttrs,
+                       (ins Blueprint_OptimizerKind:$kind, F64Attr:$lr, OptionalAttr<F64Attr>:$beta1,
+                            OptionalAttr<F64Attr>:$beta2, OptionalAttr<F64Attr>:$eps,
+                            OptionalAttr<Blueprint_PositiveCount>:$step));
   let results = (outs AnyRankedTensor:$new_param, Variadic<AnyRankedTensor>:$new_state);
-  let assemblyFormat = !strconcat("$id `(` $param `,` $grad (`,` $state^)? `)` ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+  let assemblyFormat = !strconcat("$id `(` $param `,` $grad (`,` $state^)? `)` $kind `lr` `=` $lr ",
+      "(`beta1` `=` $beta1^)? (`beta2` `=` $beta2^)? (`eps` `=` $eps^)? (`step` `=` $step^)? ",
+      Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
 }
 
 #endif // BLUEPRINT_MODEL_OPS_TD

@@ -77,12 +77,12 @@ func.func @unused_dist(%t: !dist.token, %x: tensor<4xf32>) {
 // state) stays.
 // CANON-LABEL: func.func @unused_model
 // CANON-NEXT: %[[X:.*]] = model.value "x" input : tensor<4xf16>
-// CANON-NEXT: model.dropout "drop"(%[[X]]) effects(random_state) : (tensor<4xf16>) -> tensor<4xf16>
+// CANON-NEXT: model.dropout "drop"(%[[X]]) p = 0.000000e+00 effects(random_state) : (tensor<4xf16>) -> tensor<4xf16>
 // CANON-NEXT: return
 func.func @unused_model() {
   %x = model.value "x" input : tensor<4xf16>
   %g = model.gelu "act"(%x) : (tensor<4xf16>) -> tensor<4xf16>
-  %d = model.dropout "drop"(%x) effects(random_state) : (tensor<4xf16>) -> tensor<4xf16>
+  %d = model.dropout "drop"(%x) p = 0.0 effects(random_state) : (tensor<4xf16>) -> tensor<4xf16>
   return
 }
 

@@ -18,7 +18,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
     // expected-error @+1 {{distribute-transformer-training: missing strategy: the module has no 'blueprint.training_spec' attribute}}
-    %12 = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
+    %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return
   }
@@ -42,7 +42,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
     // expected-error @+1 {{mapping.tp = 3 must divide model.hidden = 64}}
-    %12 = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
+    %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return
   }
@@ -66,7 +66,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
     // expected-error @+1 {{'model.decoder_training' op hidden is 32, but the strategy binding 'blueprint.training_spec' says 64}}
-    %12 = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 32 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
+    %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 32 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return
   }
@@ -90,7 +90,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
     // expected-error @+1 {{the microbatch count workload.global_batch / (mapping.dp × workload.microbatch) = 3 must be a multiple of mapping.pp = 2 under interleaved}}
-    %12 = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
+    %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return
   }
@@ -114,7 +114,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
     // expected-error @+1 {{model.blocks = 4 must be divisible by mapping.pp × mapping.pipeline_interleaving = 3 × 1}}
-    %12 = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
+    %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return
   }
@@ -138,7 +138,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
     // expected-error @+1 {{'model.decoder_training' op datatype is 'bfloat16', but the strategy binding says 'float16'}}
-    %12 = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = bfloat16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
+    %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = bfloat16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return
   }

@@ -22,7 +22,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op operand #0 (input): expected tensor<1x4x2xf16> (microbatch x seq_len x hidden), got tensor<1x4x4xf16>}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 2 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 2 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -48,7 +48,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op hidden is 2, but the strategy binding 'blueprint.training_spec' says 4}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 2 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 2 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -73,7 +73,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op datatype is 'bfloat16', but the strategy binding 'blueprint.training_spec' says 'float16'}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = bfloat16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = bfloat16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -98,7 +98,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op operand #3 (q_weight): expected tensor<4x4xf16> (hidden x heads*head_dim), got tensor<4x8xf16>}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x8xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x8xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -123,7 +123,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<8x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op operand #10 (fc2_weight): expected tensor<16x4xf16> (ffn_hidden x hidden), got tensor<8x4xf16>}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<8x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<8x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -148,7 +148,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xbf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op operand #0 (input): expected tensor<1x4x4xf16> (microbatch x seq_len x hidden), got tensor<1x4x4xbf16>}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4x16xbf16>, tensor<16x4xbf16>, tensor<624xf32>) -> tensor<1x4x4xbf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4xbf16>, tensor<4xbf16>, tensor<4x16xbf16>, tensor<16x4xbf16>, tensor<624xf32>) -> tensor<1x4x4xbf16>
     model.output %y "block.out" : tensor<1x4x4xbf16>
     return
   }
@@ -173,7 +173,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op result #0 (output): expected tensor<1x4x4xf16> (microbatch x seq_len x hidden), got tensor<1x4x8xf16>}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x8xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x8xf16>
     model.output %y "block.out" : tensor<1x4x8xf16>
     return
   }
@@ -199,7 +199,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op heads x head_dim = 4611686018427387904 x 16 exceeds 2^63 - 1, the largest tensor extent}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 16 : i64, heads = 4611686018427387904 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 16 : i64, heads = 4611686018427387904 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -224,7 +224,7 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op heads x head_dim = 4294967296 x 2147483648 exceeds 2^63 - 1, the largest tensor extent}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 2147483648 : i64, heads = 4294967296 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 2147483648 : i64, heads = 4294967296 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -249,9 +249,9 @@ module {
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
     // expected-error @+1 {{'model.decoder_training' op cannot be decomposed: its function also holds 'model.decoder_training'}}
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
-    %z = model.decoder_training "block2"(%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %z = model.decoder_training "block2"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %z "block2.out" : tensor<1x4x4xf16>
     return
   }
@@ -276,7 +276,7 @@ module {
     %9 = model.value "mlp.fc1.weight" parameter : tensor<4x16xf16>
     %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<624xf32>
-    %y = model.decoder_training "block"(%0, %1, %2, %3, %4, %5, %6, %1, %8, %9, %10, %11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%1, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x16xf16>, tensor<16x4xf16>, tensor<624xf32>) -> tensor<1x4x4xf16>
     model.output %y "block.out" : tensor<1x4x4xf16>
     return
   }
@@ -534,6 +534,72 @@ module {
     %y2, %kv2 = model.decoder_inference "decode" prefill(%t, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10) datatype = float16 kv_datatype = float16 effects(mutation) {batch = 1 : i64, context_tokens = 1 : i64, ffn_hidden = 8 : i64, head_dim = 2 : i64, heads = 2 : i64, hidden = 4 : i64, kv_heads = 1 : i64, query_tokens = 1 : i64} : (tensor<1x1x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x4xf16>, tensor<4x2xf16>, tensor<4x2xf16>, tensor<4x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4x8xf16>, tensor<8x4xf16>) -> (tensor<1x1x4xf16>, tensor<2x1x?x2xf16>)
     model.output %y2 "token.out" : tensor<1x1x4xf16>
     model.output %kv2 "kv.out" as kv_cache : tensor<2x1x?x2xf16>
+    return
+  }
+}
+
+// -----
+
+// Training: an RMS norm has no bias, so `norm1` must hold the scale only.
+module {
+  model.header schema "blueprint.model" version "1.0"
+  func.func @decoder_block() {
+    %0 = model.value "block.in" activation : tensor<1x4x4xf32>
+    %1 = model.value "attn.norm.scale" parameter : tensor<4xf32>
+    %2 = model.value "attn.norm.bias" parameter : tensor<4xf32>
+    %3 = model.value "attn.q.weight" parameter : tensor<4x4xf32>
+    %6 = model.value "attn.proj.weight" parameter : tensor<4x4xf32>
+    %7 = model.value "mlp.norm.scale" parameter : tensor<4xf32>
+    %9 = model.value "mlp.up.weight" parameter : tensor<4x16xf32>
+    %10 = model.value "mlp.down.weight" parameter : tensor<16x4xf32>
+    %12 = model.value "mlp.gate.weight" parameter : tensor<4x16xf32>
+    %11 = model.value "optimizer.state" optimizer_state : tensor<0xf32>
+    // expected-error @+1 {{'model.decoder_training' op norm = rms_norm takes no bias in norm1(...)}}
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %3, %3, %6) norm2(%7) mlp(%9, %10) gate(%12) state(%11) datatype = float32 norm = rms_norm optimizer = sgd lr = 0.1 effects(parameter_update) {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x16xf32>, tensor<16x4xf32>, tensor<4x16xf32>, tensor<0xf32>) -> tensor<1x4x4xf32>
+    model.output %y "block.out" : tensor<1x4x4xf32>
+    return
+  }
+}
+
+// -----
+
+// Training: a layer norm needs its bias in `norm2`.
+module {
+  model.header schema "blueprint.model" version "1.0"
+  func.func @decoder_block() {
+    %0 = model.value "block.in" activation : tensor<1x4x4xf32>
+    %1 = model.value "attn.ln.scale" parameter : tensor<4xf32>
+    %2 = model.value "attn.ln.bias" parameter : tensor<4xf32>
+    %3 = model.value "attn.q.weight" parameter : tensor<4x4xf32>
+    %7 = model.value "mlp.ln.scale" parameter : tensor<4xf32>
+    %9 = model.value "mlp.fc1.weight" parameter : tensor<4x16xf32>
+    %10 = model.value "mlp.fc2.weight" parameter : tensor<16x4xf32>
+    %11 = model.value "optimizer.state" optimizer_state : tensor<0xf32>
+    // expected-error @+1 {{'model.decoder_training' op norm = layer_norm needs a bias in norm2(...)}}
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %3, %3, %3) norm2(%7) mlp(%9, %10) state(%11) datatype = float32 effects(parameter_update) {ffn_hidden = 16 : i64, head_dim = 4 : i64, heads = 1 : i64, hidden = 4 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4x16xf32>, tensor<16x4xf32>, tensor<0xf32>) -> tensor<1x4x4xf32>
+    model.output %y "block.out" : tensor<1x4x4xf32>
+    return
+  }
+}
+
+// -----
+
+// Training: keys and values of grouped-query attention are kv_heads x
+// head_dim wide (here 2 x 2 = 4, not 8).
+module {
+  model.header schema "blueprint.model" version "1.0"
+  func.func @decoder_block() {
+    %0 = model.value "block.in" activation : tensor<1x4x8xf32>
+    %1 = model.value "attn.ln.scale" parameter : tensor<8xf32>
+    %2 = model.value "attn.ln.bias" parameter : tensor<8xf32>
+    %3 = model.value "attn.q.weight" parameter : tensor<8x8xf32>
+    %7 = model.value "mlp.ln.scale" parameter : tensor<8xf32>
+    %9 = model.value "mlp.fc1.weight" parameter : tensor<8x16xf32>
+    %10 = model.value "mlp.fc2.weight" parameter : tensor<16x8xf32>
+    %11 = model.value "optimizer.state" optimizer_state : tensor<0xf32>
+    // expected-error @+1 {{'model.decoder_training' op operand #4 (k_weight): expected tensor<8x4xf32> (hidden x kv_heads*head_dim), got tensor<8x8xf32>}}
+    %y = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %3, %3, %3) norm2(%7, %2) mlp(%9, %10) state(%11) datatype = float32 kv_heads = 2 effects(parameter_update) {ffn_hidden = 16 : i64, head_dim = 2 : i64, heads = 4 : i64, hidden = 8 : i64, microbatch = 1 : i64, seq_len = 4 : i64} : (tensor<1x4x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x16xf32>, tensor<16x8xf32>, tensor<0xf32>) -> tensor<1x4x8xf32>
+    model.output %y "block.out" : tensor<1x4x8xf32>
     return
   }
 }

@@ -113,7 +113,7 @@ impl Config {
         TrainingSpec {
             name: None,
             model: model.clone(),
-            workload: TrainingWorkloadSpec { global_batch: k.global_batch, microbatch: k.microbatch, datatype },
+            workload: TrainingWorkloadSpec { global_batch: k.global_batch, microbatch: k.microbatch, datatype, optimizer: None },
             mapping: TrainingMappingSpec {
                 tp: k.tp,
                 pp: k.pp,
@@ -276,6 +276,10 @@ mod tests {
             vocab: None,
             kv_heads: None,
             gated_mlp: false,
+            norm: Default::default(),
+            rope: false,
+            rope_theta: None,
+            dropout: None,
         }
     }
 

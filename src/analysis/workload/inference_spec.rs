@@ -150,6 +150,17 @@ impl InferenceSpec {
     /// The first violated rule, as a [`SpecError`] naming the field.
     pub fn validate(&self) -> Result<(), SpecError> {
         let (model, work, map) = (&self.model, &self.workload, &self.mapping);
+        // The inference derivation counts layer norms and no rotary
+        // embeddings; dropout does not run when serving.
+        if model.norm != super::spec::Norm::LayerNorm {
+            return Err(SpecError::NotCountedInference { feature: "model.norm = rms_norm" });
+        }
+        if model.rope || model.rope_theta.is_some() {
+            return Err(SpecError::NotCountedInference { feature: "model.rope" });
+        }
+        if model.dropout.is_some() {
+            return Err(SpecError::NotCountedInference { feature: "model.dropout (dropout does not run when serving)" });
+        }
         // Workload first: a defaulted `model.seq_len` comes from it.
         in_range("workload.generated_tokens", work.generated_tokens)?;
         let counts = [

@@ -160,6 +160,7 @@ fn training_twin(spec: &InferenceSpec) -> TrainingSpec {
             global_batch: spec.workload.batch,
             microbatch: spec.workload.batch,
             datatype: spec.workload.datatype,
+            optimizer: None,
         },
         mapping: TrainingMappingSpec {
             tp: spec.mapping.tp,

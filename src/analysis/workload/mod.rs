@@ -38,8 +38,9 @@ pub use inference::{
 };
 pub use inference_spec::{InferenceMappingSpec, InferencePhase, InferenceSpec, InferenceWorkloadSpec};
 pub use spec::{
-    Datatype, ModelSpec, PipelineSchedule, Recompute, ScheduleKind, SpecError, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec,
-    TrainingWorkloadSpec, MAX_SPEC_INTEGER, MAX_WORLD_SIZE,
+    Datatype, Dropout, ModelSpec, Norm, Optimizer, OptimizerKind, OptimizerSpec, PipelineSchedule, Real, Recompute, ScheduleKind,
+    SpecError, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec, DEFAULT_ROPE_THETA, MAX_SPEC_INTEGER,
+    MAX_WORLD_SIZE,
 };
 pub use training::{
     derive_training_block, share, tiled_phase, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine, Phase, Primitive,

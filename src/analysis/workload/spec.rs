@@ -56,9 +56,26 @@ pub struct ModelSpec {
     /// Used by inference; training rejects `kv_heads != heads`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_heads: Option<u64>,
-    /// SwiGLU-style gated MLP. Used by inference; training rejects `true`.
+    /// SwiGLU-style gated MLP: `silu(x·gate) ⊙ (x·up) · down`, gate and up
+    /// `ffn_hidden` wide.
     #[serde(default)]
     pub gated_mlp: bool,
+    /// The block's normalisation (`layer_norm`, Calculon's and GPT's, or
+    /// `rms_norm`, Llama's).
+    #[serde(default, skip_serializing_if = "Norm::is_layer_norm")]
+    pub norm: Norm,
+    /// Rotary position embeddings of queries and keys.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rope: bool,
+    /// RoPE's base (default 10000); only with `rope`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rope_theta: Option<Real>,
+    /// Dropout probability, or `false` for no dropout ops. Absent: the
+    /// family's default, which is Calculon's GPT block with its three
+    /// dropouts at `p = 0` for a layer-norm, ungated block and none for
+    /// any other (Llama and its kin train without dropout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropout: Option<Dropout>,
 }
 
 impl ModelSpec {
@@ -67,6 +84,131 @@ impl ModelSpec {
     pub fn kv_heads(&self) -> u64 {
         self.kv_heads.unwrap_or(self.heads)
     }
+
+    /// The dropout probability of the block's dropout ops, or `None` when
+    /// the block has none (see [`ModelSpec::dropout`]).
+    #[must_use]
+    pub fn dropout_probability(&self) -> Option<f64> {
+        match self.dropout {
+            Some(Dropout::Probability(p)) => Some(p.0),
+            Some(Dropout::Off(_)) => None,
+            None if self.norm == Norm::LayerNorm && !self.gated_mlp => Some(0.0),
+            None => None,
+        }
+    }
+
+    /// RoPE's base when the block has rotary embeddings.
+    #[must_use]
+    pub fn rope_base(&self) -> Option<f64> {
+        self.rope.then(|| self.rope_theta.map_or(DEFAULT_ROPE_THETA, |t| t.0))
+    }
+
+    /// The first feature of the model that the training derivation does not
+    /// count (it derives Calculon's GPT block: layer norm, multi-head
+    /// attention, ungated GeLU MLP, dropouts, no RoPE), or `None`. Such a
+    /// model imports, decomposes and runs, but is not distributed, planned,
+    /// estimated or searched yet.
+    #[must_use]
+    pub fn uncounted_training_feature(&self) -> Option<String> {
+        if self.norm != Norm::LayerNorm {
+            return Some("model.norm = rms_norm".into());
+        }
+        if self.gated_mlp {
+            return Some("model.gated_mlp = true".into());
+        }
+        if self.kv_heads() != self.heads {
+            return Some(format!("model.kv_heads = {} ≠ model.heads = {} (grouped-query attention)", self.kv_heads(), self.heads));
+        }
+        if self.rope {
+            return Some("model.rope = true".into());
+        }
+        if self.dropout_probability().is_none() {
+            return Some("a block without dropout (model.dropout = false)".into());
+        }
+        None
+    }
+}
+
+/// RoPE's base when a spec gives none (Llama's and EXECUTION.md's).
+pub const DEFAULT_ROPE_THETA: f64 = 10000.0;
+
+/// A finite real number of a spec (a probability, a rate, a base). Specs
+/// hold no NaN (validation rejects non-finite values), so equality is
+/// total.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Real(pub f64);
+
+impl Eq for Real {}
+
+impl std::fmt::Display for Real {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Normalisation of a decoder block.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Norm {
+    #[default]
+    LayerNorm,
+    RmsNorm,
+}
+
+impl Norm {
+    fn is_layer_norm(&self) -> bool {
+        *self == Self::LayerNorm
+    }
+}
+
+/// `model.dropout`: a probability, or `false` for no dropout ops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Dropout {
+    Probability(Real),
+    /// Only `false` is valid (validation rejects `true`).
+    Off(bool),
+}
+
+/// The optimizer's update rule (`workload.optimizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OptimizerKind {
+    Sgd,
+    Adam,
+}
+
+/// `workload.optimizer`: `{"kind": "sgd", "lr": η}` or `{"kind": "adam",
+/// "lr": η, "beta1": β1, "beta2": β2, "eps": ε}` (the betas and `eps`
+/// default to `torch.optim.Adam`'s 0.9, 0.999 and 1e-8).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptimizerSpec {
+    pub kind: OptimizerKind,
+    pub lr: Real,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta1: Option<Real>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub beta2: Option<Real>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eps: Option<Real>,
+}
+
+/// An optimizer with every hyperparameter resolved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Optimizer {
+    pub kind: OptimizerKind,
+    pub lr: f64,
+    /// Adam's (unused by SGD).
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+}
+
+impl Optimizer {
+    /// Adam as Blueprint counts it when a spec names no optimizer.
+    pub const DEFAULT: Self = Self { kind: OptimizerKind::Adam, lr: 1e-3, beta1: 0.9, beta2: 0.999, eps: 1e-8 };
 }
 
 /// A Calculon model file (`models/*.json` of its repository) as it is:
@@ -115,6 +257,10 @@ impl ModelSpec {
                 vocab: None,
                 kv_heads: None,
                 gated_mlp: false,
+                norm: Norm::LayerNorm,
+                rope: false,
+                rope_theta: None,
+                dropout: None,
             }
         } else if value.get("model").is_some() {
             parse_json::<TrainingSpec>(json)?.model
@@ -160,6 +306,26 @@ pub struct TrainingWorkloadSpec {
     /// Sequences per microbatch on one pipeline.
     pub microbatch: u64,
     pub datatype: Datatype,
+    /// The update rule; absent means [`Optimizer::DEFAULT`] (Adam).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<OptimizerSpec>,
+}
+
+impl TrainingWorkloadSpec {
+    /// The optimizer with its defaults filled in.
+    #[must_use]
+    pub fn optimizer(&self) -> Optimizer {
+        match &self.optimizer {
+            None => Optimizer::DEFAULT,
+            Some(o) => Optimizer {
+                kind: o.kind,
+                lr: o.lr.0,
+                beta1: o.beta1.map_or(Optimizer::DEFAULT.beta1, |b| b.0),
+                beta2: o.beta2.map_or(Optimizer::DEFAULT.beta2, |b| b.0),
+                eps: o.eps.map_or(Optimizer::DEFAULT.eps, |e| e.0),
+            },
+        }
+    }
 }
 
 /// Activation recomputation policy.
@@ -377,10 +543,20 @@ pub enum SpecError {
     IntegerOutOfRange { field: &'static str, value: u64, limit: u64 },
     #[error("model.kv_heads must divide model.heads, got kv_heads = {kv_heads}, heads = {heads}")]
     KvHeadsNotDivisor { kv_heads: u64, heads: u64 },
-    #[error("model.kv_heads = {kv_heads} ≠ model.heads = {heads}: grouped-query attention is not supported by the training derivation")]
-    GroupedQueryTraining { kv_heads: u64, heads: u64 },
-    #[error("model.gated_mlp = true is not supported by the training derivation")]
-    GatedMlpTraining,
+    #[error("{feature} is not counted by the training derivation yet: such a model imports, decomposes and runs (blueprint-run --train-step), but is not distributed, planned, estimated or searched")]
+    NotCounted { feature: String },
+    #[error("{feature} is not supported by the inference derivation")]
+    NotCountedInference { feature: &'static str },
+    #[error("{field} = {value} must be {rule}")]
+    BadReal { field: &'static str, value: Real, rule: &'static str },
+    #[error("model.dropout must be a probability in [0, 1) or false, got true")]
+    DropoutTrue,
+    #[error("model.rope_theta is given but model.rope is not true")]
+    RopeThetaWithoutRope,
+    #[error("model.rope = true needs an even model.head_dim (rotate-half pairs j and j + head_dim/2), got {head_dim}")]
+    OddRopeHeadDim { head_dim: u64 },
+    #[error("workload.optimizer.{field} applies to adam only, but workload.optimizer.kind = sgd")]
+    SgdWithAdamField { field: &'static str },
     #[error("mapping.tp = {tp} must divide {field} = {value}")]
     TpNotDivisor { field: &'static str, value: u64, tp: u64 },
     #[error("workload.microbatch × model.seq_len = {tokens} must be divisible by mapping.tp = {tp} under mapping.tp_comm = {tp_comm} (the tokens of a microbatch are split over the TP ranks)")]
@@ -492,6 +668,57 @@ impl ModelSpec {
                 return Err(SpecError::KvHeadsNotDivisor { kv_heads, heads: self.heads });
             }
         }
+        match self.dropout {
+            Some(Dropout::Off(true)) => return Err(SpecError::DropoutTrue),
+            Some(Dropout::Probability(p)) if !(p.0.is_finite() && (0.0..1.0).contains(&p.0)) => {
+                return Err(SpecError::BadReal { field: "model.dropout", value: p, rule: "a probability in [0, 1) (or false)" });
+            }
+            _ => {}
+        }
+        if let Some(theta) = self.rope_theta {
+            if !self.rope {
+                return Err(SpecError::RopeThetaWithoutRope);
+            }
+            real_in("model.rope_theta", theta.0, "finite and greater than 1", |v| v > 1.0)?;
+        }
+        if self.rope && !self.head_dim.is_multiple_of(2) {
+            return Err(SpecError::OddRopeHeadDim { head_dim: self.head_dim });
+        }
+        Ok(())
+    }
+}
+
+/// A finite real satisfying `rule`.
+pub(super) fn real_in(field: &'static str, value: f64, rule: &'static str, ok: impl Fn(f64) -> bool) -> Result<(), SpecError> {
+    if value.is_finite() && ok(value) {
+        Ok(())
+    } else {
+        Err(SpecError::BadReal { field, value: Real(value), rule })
+    }
+}
+
+impl OptimizerSpec {
+    /// Finite positive rates, betas in `[0, 1)`; SGD has no betas or `eps`.
+    ///
+    /// # Errors
+    /// The first violated rule, naming the field.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        real_in("workload.optimizer.lr", self.lr.0, "finite and positive", |v| v > 0.0)?;
+        let adam_fields = [("beta1", self.beta1), ("beta2", self.beta2), ("eps", self.eps)];
+        if self.kind == OptimizerKind::Sgd {
+            if let Some((field, _)) = adam_fields.iter().find(|(_, v)| v.is_some()) {
+                return Err(SpecError::SgdWithAdamField { field });
+            }
+        }
+        if let Some(b) = self.beta1 {
+            real_in("workload.optimizer.beta1", b.0, "in [0, 1)", |v| (0.0..1.0).contains(&v))?;
+        }
+        if let Some(b) = self.beta2 {
+            real_in("workload.optimizer.beta2", b.0, "in [0, 1)", |v| (0.0..1.0).contains(&v))?;
+        }
+        if let Some(e) = self.eps {
+            real_in("workload.optimizer.eps", e.0, "finite and positive", |v| v > 0.0)?;
+        }
         Ok(())
     }
 }
@@ -545,14 +772,8 @@ impl TrainingSpec {
             positive(field, value)?;
         }
 
-        // The training derivation mirrors Calculon's multi-head, ungated
-        // block; the inference-only model features must stay at their
-        // defaults so they cannot silently change training numbers.
-        if model.kv_heads() != model.heads {
-            return Err(SpecError::GroupedQueryTraining { kv_heads: model.kv_heads(), heads: model.heads });
-        }
-        if model.gated_mlp {
-            return Err(SpecError::GatedMlpTraining);
+        if let Some(optimizer) = &work.optimizer {
+            optimizer.validate()?;
         }
 
         // Calculon asserts hidden, ffn and heads divisible by TP.
@@ -627,6 +848,23 @@ impl TrainingSpec {
                 value: scale,
                 limit: MAX_WORK_SCALE,
             });
+        }
+        Ok(())
+    }
+
+    /// [`TrainingSpec::validate`], and the rule that the training derivation
+    /// counts what the spec asks for: Calculon's GPT block
+    /// ([`ModelSpec::uncounted_training_feature`]) trained with Adam.
+    ///
+    /// # Errors
+    /// The first violated rule, or [`SpecError::NotCounted`].
+    pub fn validate_counted(&self) -> Result<(), SpecError> {
+        self.validate()?;
+        if let Some(feature) = self.model.uncounted_training_feature() {
+            return Err(SpecError::NotCounted { feature });
+        }
+        if self.workload.optimizer().kind != OptimizerKind::Adam {
+            return Err(SpecError::NotCounted { feature: "workload.optimizer.kind = sgd".into() });
         }
         Ok(())
     }

@@ -309,7 +309,7 @@ impl BlockDerivation {
 /// The first rule of [`TrainingSpec::validate`] that `spec` violates; a
 /// valid spec always derives, without panicking or overflowing.
 pub fn derive_training_block(spec: &TrainingSpec) -> Result<BlockDerivation, SpecError> {
-    spec.validate()?;
+    spec.validate_counted()?;
     Ok(derive_validated(spec))
 }
 

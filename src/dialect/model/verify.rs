@@ -1,13 +1,116 @@
 //! ModelIR rules: dataflow closure, required effects, phase consistency and
 //! the shape relations of primitives that are cheap to state exactly.
 
-use melior::ir::{operation::OperationLike, OperationRef, ValueLike};
+use melior::ir::{operation::OperationLike, OperationRef, TypeLike, ValueLike};
 
 use crate::dialect::verify::checker::Checker;
 use crate::ir::{
-    ods::{InferencePhase, OpKind},
-    read::{defining_op, dialect_of, enum_attr, int_attr, name_of, tensor_shape, type_string},
+    ods::{InferencePhase, OpKind, OptimizerKind},
+    read::{defining_op, dialect_of, enum_attr, int_attr, name_of, str_attr, tensor_element, tensor_shape, type_string},
 };
+
+/// Forward ops a gradient may name: the primitives with a derivative.
+fn is_differentiable(kind: OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::ModelMatmul
+            | OpKind::ModelAdd
+            | OpKind::ModelFork
+            | OpKind::ModelLayerNorm
+            | OpKind::ModelRmsNorm
+            | OpKind::ModelAttentionScores
+            | OpKind::ModelAttentionContext
+            | OpKind::ModelRope
+            | OpKind::ModelSoftmax
+            | OpKind::ModelGelu
+            | OpKind::ModelSwiglu
+            | OpKind::ModelDropout
+            | OpKind::ModelBatchMatmul
+            | OpKind::ModelSplit
+    )
+}
+
+/// A float attribute of `op`, if it has one.
+fn real_attr(op: OperationRef, name: &str) -> Option<f64> {
+    op.attribute(name).ok().and_then(|a| melior::ir::attribute::FloatAttribute::try_from(a).ok()).map(|f| f.value())
+}
+
+/// An optional float attribute, when present, is finite and obeys `ok`.
+fn check_real(checker: &mut Checker, op: OperationRef, name: &str, rule: &str, ok: impl Fn(f64) -> bool) {
+    if let Some(value) = real_attr(op, name) {
+        if !(value.is_finite() && ok(value)) {
+            checker.error(op, format!("{name} must be {rule}, but got {value}"));
+        }
+    }
+}
+
+/// A gradient names a differentiable forward op of the module and one of
+/// that op's operands.
+fn check_gradient(checker: &mut Checker, op: OperationRef, forward: &std::collections::HashMap<&str, OperationRef>) {
+    let Some(of) = str_attr(op, "of") else { return };
+    let Some(source) = forward.get(of) else {
+        checker.error(op, format!("names '{of}' in 'of', which is no differentiable forward op of the module"));
+        return;
+    };
+    let wrt_index = op.operand_count().saturating_sub(1);
+    let Ok(wrt) = op.operand(wrt_index) else { return };
+    if !source.operands().any(|operand| operand == wrt) {
+        checker.error(op, format!("differentiates '{of}' with respect to a value that is not one of its operands"));
+    }
+}
+
+/// `[b, s, heads x head_dim]` queries (or probabilities `[b, heads, s, s]`
+/// for the context), `[b, s, kv_heads x head_dim]` keys or values.
+fn check_attention(checker: &mut Checker, op: OperationRef, scores: bool) {
+    let (Some(heads), Some(kv), Some(d)) = (int_attr(op, "heads"), int_attr(op, "kv_heads"), int_attr(op, "head_dim")) else { return };
+    if kv <= 0 || heads <= 0 || d <= 0 {
+        return; // the ODS rules report non-positive counts
+    }
+    if heads % kv != 0 {
+        checker.error(op, format!("kv_heads ({kv}) must divide heads ({heads})"));
+        return;
+    }
+    if scores {
+        check_real(checker, op, "scale", "finite and positive", |s| s > 0.0);
+    }
+    let (Ok(lhs), Ok(rhs), Ok(result)) = (op.operand(0), op.operand(1), op.result(0)) else { return };
+    let (Some(l), Some(r), Some(y)) = (tensor_shape(lhs.r#type()), tensor_shape(rhs.r#type()), tensor_shape(result.r#type())) else {
+        return;
+    };
+    let dims = |shape: &[Option<i64>]| shape.iter().map(|d| d.unwrap_or(-1)).collect::<Vec<_>>();
+    let (l, r, y) = (dims(&l), dims(&r), dims(&y));
+    let fail = |checker: &mut Checker, what: &str, want: &str, got: &[i64]| {
+        checker.error(op, format!("{what}: expected {want}, but got {got:?}"));
+    };
+    if r.len() != 3 || r[2] != kv * d {
+        return fail(checker, if scores { "keys" } else { "values" }, &format!("[b, s, kv_heads x head_dim = {}]", kv * d), &r);
+    }
+    let (b, s) = (r[0], r[1]);
+    let act = vec![b, s, heads * d];
+    let probs = vec![b, heads, s, s];
+    let (input, output) = if scores { (&act, &probs) } else { (&probs, &act) };
+    if &l != input {
+        fail(checker, if scores { "queries" } else { "probabilities" }, &format!("{input:?}"), &l);
+    } else if &y != output {
+        fail(checker, "result", &format!("{output:?}"), &y);
+    }
+}
+
+/// `[b, s, heads x head_dim]` in and out, an even `head_dim`, a base > 1.
+fn check_rope(checker: &mut Checker, op: OperationRef) {
+    let (Some(heads), Some(d)) = (int_attr(op, "heads"), int_attr(op, "head_dim")) else { return };
+    if d % 2 != 0 {
+        checker.error(op, format!("head_dim must be even (rotate-half pairs j and j + head_dim/2), but got {d}"));
+    }
+    check_real(checker, op, "theta", "finite and greater than 1", |t| t > 1.0);
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(0)) else { return };
+    let shape = tensor_shape(input.r#type()).unwrap_or_default();
+    if shape.len() != 3 || shape[2] != Some(heads * d) {
+        checker.error(op, format!("expects an input [b, s, heads x head_dim = {}], but got {}", heads * d, type_string(input.r#type())));
+    } else if result.r#type() != input.r#type() {
+        checker.error(op, "result must have the input's type");
+    }
+}
 
 /// Effects an op must declare because its meaning implies them.
 const REQUIRED_EFFECTS: &[(OpKind, &str)] = &[
@@ -26,6 +129,15 @@ fn has_effect(op: OperationRef, effect: &str) -> bool {
 
 pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
     let in_model = crate::ir::read::kinds_in("model");
+    // Forward ops by id, for the gradients that name them (`of`).
+    let mut forward: std::collections::HashMap<&str, OperationRef> = std::collections::HashMap::new();
+    for &(kind, op) in ops {
+        if in_model[kind as usize] && is_differentiable(kind) {
+            if let Some(id) = str_attr(op, "id") {
+                forward.insert(id, op);
+            }
+        }
+    }
     for &(kind, op) in ops {
         if !in_model[kind as usize] {
             continue;
@@ -42,6 +154,12 @@ pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
             OpKind::ModelMatmul => check_matmul(checker, op),
             OpKind::ModelOptimizerStep => check_optimizer_step(checker, op),
             OpKind::ModelSplit => check_split(checker, op),
+            OpKind::ModelAttentionScores => check_attention(checker, op, true),
+            OpKind::ModelAttentionContext => check_attention(checker, op, false),
+            OpKind::ModelRope => check_rope(checker, op),
+            OpKind::ModelDropout => check_real(checker, op, "p", "a probability in [0, 1)", |p| (0.0..1.0).contains(&p)),
+            OpKind::ModelLayerNorm | OpKind::ModelRmsNorm => check_real(checker, op, "eps", "finite and positive", |e| e > 0.0),
+            OpKind::ModelActivationGradient | OpKind::ModelWeightGradient => check_gradient(checker, op, &forward),
             _ => {}
         }
     }
@@ -137,6 +255,38 @@ fn check_optimizer_step(checker: &mut Checker, op: OperationRef) {
     let new_states = op.result_count().saturating_sub(1);
     if states != new_states {
         checker.error(op, format!("expected {states} new_state results (one per state operand), but got {new_states}"));
+    }
+    check_real(checker, op, "lr", "finite and positive", |v| v > 0.0);
+    let adam = enum_attr::<OptimizerKind>(op, "kind") == Some(OptimizerKind::Adam);
+    for name in ["beta1", "beta2", "eps"] {
+        match (adam, real_attr(op, name).is_some()) {
+            (true, false) => checker.error(op, format!("adam needs '{name}'")),
+            (false, true) => checker.error(op, format!("'{name}' applies to adam only, but kind is sgd")),
+            _ => {}
+        }
+    }
+    check_real(checker, op, "beta1", "in [0, 1)", |v| (0.0..1.0).contains(&v));
+    check_real(checker, op, "beta2", "in [0, 1)", |v| (0.0..1.0).contains(&v));
+    check_real(checker, op, "eps", "finite and positive", |v| v > 0.0);
+    // The state: an fp32 master copy below fp32, then Adam's moments, each
+    // an fp32 tensor of the parameter's shape.
+    let is_f32 = |ty| tensor_element(ty).is_some_and(|e| e.is_f32());
+    let master = !is_f32(param.r#type());
+    let want = usize::from(master) + if adam { 2 } else { 0 };
+    if states != want {
+        let kind = if adam { "adam" } else { "sgd" };
+        let master = if master { " (a master copy below fp32" } else { " (no master copy at fp32" };
+        checker.error(op, format!("{kind} keeps {want} state tensors{master}), but got {states}"));
+        return;
+    }
+    let shape = tensor_shape(param.r#type());
+    for (index, state) in op.operands().skip(2).enumerate() {
+        if !is_f32(state.r#type()) || tensor_shape(state.r#type()) != shape {
+            checker.error(
+                op,
+                format!("state #{index} must be an f32 tensor of the parameter's shape, but got {}", type_string(state.r#type())),
+            );
+        }
     }
 }
 

@@ -24,13 +24,14 @@ use melior::{
     pass::ExternalPass,
 };
 
+use super::block::TrainingBlock;
 use super::{
-    import::{block_parameters, datatype_case, effects, element, tensor_type},
+    import::{block_parameters, datatype_case, effects, element, optimizer_case, tensor_type},
     move_into, Failure,
 };
 use crate::dialect::model::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC};
 use crate::{
-    analysis::workload::{Datatype, InferenceSpec, TrainingSpec},
+    analysis::workload::{Datatype, InferenceSpec, Norm, Optimizer, OptimizerKind, TrainingSpec},
     dialect::{
         builder::{result, BuildError, Builder},
         model,
@@ -38,7 +39,7 @@ use crate::{
     ir::{
         diagnostics::emit_error,
         ods::{self, InferencePhase, OpKind, Role},
-        read::{defining_op, enum_attr, int_attr, is_same_type, name_of, str_attr, type_string, users},
+        read::{defining_op, enum_attr, i32_array_attr, int_attr, is_same_type, name_of, str_attr, type_string, users},
         rewrite::erase,
     },
 };
@@ -96,6 +97,9 @@ struct Emitter<'c, 'a> {
 
 type R<T> = Result<T, BuildError>;
 
+/// The norms' epsilon (EXECUTION.md).
+const NORM_EPS: f64 = 1e-5;
+
 impl<'c, 'a> Emitter<'c, 'a> {
     fn loc(&self, id: &str) -> Location<'c> {
         self.b.named_location(id, self.at)
@@ -132,7 +136,86 @@ impl<'c, 'a> Emitter<'c, 'a> {
 
     fn layer_norm(&self, id: &str, input: Value<'c, 'a>, scale: Value<'c, 'a>, bias: Value<'c, 'a>) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
-        self.one(model::LayerNorm { input, scale, bias, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
+        self.one(
+            model::LayerNorm {
+                input,
+                scale,
+                bias,
+                id,
+                results: &[ty],
+                optional: model::LayerNormOptional { eps: Some(NORM_EPS), ..Default::default() },
+            }
+            .build(&self.b, self.loc(id)),
+        )
+    }
+
+    /// A layer norm when there is a bias, an RMS norm otherwise.
+    fn norm(&self, id: &str, input: Value<'c, 'a>, scale: Value<'c, 'a>, bias: Option<Value<'c, 'a>>) -> R<Value<'c, 'a>> {
+        let ty = input.r#type();
+        match bias {
+            Some(bias) => self.layer_norm(id, input, scale, bias),
+            None => self.one(
+                model::RmsNorm {
+                    input,
+                    scale,
+                    id,
+                    results: &[ty],
+                    optional: model::RmsNormOptional { eps: Some(NORM_EPS), ..Default::default() },
+                }
+                .build(&self.b, self.loc(id)),
+            ),
+        }
+    }
+
+    fn rope(&self, id: &str, input: Value<'c, 'a>, heads: u64, head_dim: u64, theta: f64) -> R<Value<'c, 'a>> {
+        let ty = input.r#type();
+        self.one(
+            model::Rope { input, id, heads, head_dim, theta, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)),
+        )
+    }
+
+    fn attention_scores(
+        &self,
+        id: &str,
+        query: Value<'c, 'a>,
+        key: Value<'c, 'a>,
+        [heads, kv_heads, head_dim]: [u64; 3],
+        scale: f64,
+        ty: Type<'c>,
+    ) -> R<Value<'c, 'a>> {
+        self.one(
+            model::AttentionScores {
+                query,
+                key,
+                id,
+                heads,
+                kv_heads,
+                head_dim,
+                scale,
+                results: &[ty],
+                optional: model::AttentionScoresOptional { causal: true, ..Default::default() },
+            }
+            .build(&self.b, self.loc(id)),
+        )
+    }
+
+    fn attention_context(
+        &self,
+        id: &str,
+        probs: Value<'c, 'a>,
+        value: Value<'c, 'a>,
+        [heads, kv_heads, head_dim]: [u64; 3],
+        ty: Type<'c>,
+    ) -> R<Value<'c, 'a>> {
+        self.one(
+            model::AttentionContext { probs, value, id, heads, kv_heads, head_dim, results: &[ty], optional: Default::default() }
+                .build(&self.b, self.loc(id)),
+        )
+    }
+
+    fn swiglu(&self, id: &str, lhs: Value<'c, 'a>, rhs: Value<'c, 'a>) -> R<Value<'c, 'a>> {
+        let ty = lhs.r#type();
+        self.one(model::Swiglu { lhs, rhs, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
     fn matmul(&self, id: &str, lhs: Value<'c, 'a>, rhs: Value<'c, 'a>, ty: Type<'c>) -> R<Value<'c, 'a>> {
@@ -158,12 +241,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
         self.one(model::Gelu { input, id, results: &[ty], optional: Default::default() }.build(&self.b, self.loc(id)))
     }
 
-    fn dropout(&self, id: &str, input: Value<'c, 'a>) -> R<Value<'c, 'a>> {
+    fn dropout(&self, id: &str, input: Value<'c, 'a>, p: f64) -> R<Value<'c, 'a>> {
         let ty = input.r#type();
         self.one(
             model::Dropout {
                 input,
                 id,
+                p,
                 results: &[ty],
                 optional: model::DropoutOptional { effects: Some(effects(&["random_state"])), ..Default::default() },
             }
@@ -354,7 +438,7 @@ fn plan<'c, 'a>(
             return Err(fail(block, format!("cannot be decomposed: its function also holds '{op_name}' (it must hold only the block's values, the op and its outputs)")));
         }
     }
-    let dims = check_training(module, block)?;
+    let trained = check_training(module, block)?;
     let mut sources = Vec::new();
     for index in 0..block.operand_count() {
         sources.push(source(block, index)?);
@@ -363,14 +447,15 @@ fn plan<'c, 'a>(
     let b_ = Builder::of(block);
     let new_function = generated.body().append_operation(built(block, b_.func(name, &[], &[], function.location()))?);
     let e = Emitter { b: b_, block: built(block, block_of(new_function))?, at: block.location() };
-    built(block, decomposed(&e, &sources, &outputs, dims))?;
+    built(block, decomposed(&e, &sources, &outputs, &trained))?;
     Ok(function)
 }
 
 /// Fails unless the training op's attributes agree with the bound strategy
-/// (when the module has a readable one) and its operand and result types
-/// are the ones its attributes imply; returns its dimensions.
-fn check_training<'c, 'a>(module: OperationRef<'c, 'a>, block: OperationRef<'c, 'a>) -> Result<Dims<'c>, Failure<'c, 'a>> {
+/// (when the module has a readable one) and its operands (which optional
+/// ones are present, and every type) are the ones its attributes imply;
+/// returns the block it trains.
+fn check_training<'c, 'a>(module: OperationRef<'c, 'a>, block: OperationRef<'c, 'a>) -> Result<TrainingBlock, Failure<'c, 'a>> {
     // The distribution pass reports a spec that does not read; a readable
     // one must agree with the op.
     if let Ok(spec) = read_spec::<TrainingSpec>(module, TRAINING_SPEC, |_| Ok(())) {
@@ -393,6 +478,10 @@ fn check_training<'c, 'a>(module: OperationRef<'c, 'a>, block: OperationRef<'c, 
             let found = found.map_or("(none)", ods::Datatype::name);
             return Err(fail(block, format!("datatype is '{found}', but the strategy binding '{TRAINING_SPEC}' says '{want}'")));
         }
+        let kv = int_attr(block, "kv_heads").and_then(|k| u64::try_from(k).ok()).unwrap_or(m.heads);
+        if kv != m.kv_heads() {
+            return Err(fail(block, format!("kv_heads is {kv}, but the strategy binding '{TRAINING_SPEC}' says {}", m.kv_heads())));
+        }
     }
     let (h, f, s, a, d, b) = (
         dim(block, "hidden")?,
@@ -402,81 +491,178 @@ fn check_training<'c, 'a>(module: OperationRef<'c, 'a>, block: OperationRef<'c, 
         dim(block, "head_dim")?,
         dim(block, "microbatch")?,
     );
-    let w = extent(block, "heads x head_dim", a, d)?;
+    let kv = match int_attr(block, "kv_heads") {
+        None => a,
+        Some(_) => dim(block, "kv_heads")?,
+    };
+    if !a.is_multiple_of(kv) {
+        return Err(fail(block, format!("kv_heads = {kv} must divide heads = {a}")));
+    }
+    extent(block, "heads x head_dim", a, d)?;
+    let datatype = match enum_attr::<ods::Datatype>(block, "datatype") {
+        Some(ods::Datatype::Float8) => Datatype::Float8,
+        Some(ods::Datatype::Float16) => Datatype::Float16,
+        Some(ods::Datatype::Bfloat16) => Datatype::Bfloat16,
+        Some(ods::Datatype::Float32) => Datatype::Float32,
+        None => return Err(fail(block, "has no valid 'datatype'")),
+    };
+    let real =
+        |name: &str| block.attribute(name).ok().and_then(|a| melior::ir::attribute::FloatAttribute::try_from(a).ok()).map(|f| f.value());
+    let kind = match enum_attr::<ods::OptimizerKind>(block, "optimizer") {
+        Some(ods::OptimizerKind::Sgd) => OptimizerKind::Sgd,
+        _ => OptimizerKind::Adam,
+    };
+    let default = Optimizer::DEFAULT;
+    let optimizer = Optimizer {
+        kind,
+        lr: real("lr").unwrap_or(default.lr),
+        beta1: real("beta1").unwrap_or(default.beta1),
+        beta2: real("beta2").unwrap_or(default.beta2),
+        eps: real("eps").unwrap_or(default.eps),
+    };
+    let segments = i32_array_attr(block, "operandSegmentSizes").unwrap_or_default();
+    let present = |segment: usize| segments.get(segment).is_some_and(|n| *n > 0);
+    let trained = TrainingBlock {
+        hidden: h,
+        ffn_hidden: f,
+        seq_len: s,
+        heads: a,
+        kv_heads: kv,
+        head_dim: d,
+        microbatch: b,
+        datatype,
+        norm: if enum_attr::<ods::Norm>(block, "norm") == Some(ods::Norm::RmsNorm) { Norm::RmsNorm } else { Norm::LayerNorm },
+        gated_mlp: present(11),
+        rope_theta: real("rope_theta"),
+        dropout: real("dropout"),
+        optimizer,
+    };
+    if trained.rope_theta.is_some() && !d.is_multiple_of(2) {
+        return Err(fail(block, format!("rope_theta needs an even head_dim (rotate-half), got {d}")));
+    }
+    // The norms' biases are there exactly for a layer norm.
+    let layer = trained.norm == Norm::LayerNorm;
+    for (segment, group) in [(2, "norm1"), (8, "norm2")] {
+        if present(segment) != layer {
+            let (norm, rule) = if layer { ("layer_norm", "needs a bias") } else { ("rms_norm", "takes no bias") };
+            return Err(fail(block, format!("norm = {norm} {rule} in {group}(...)")));
+        }
+    }
     let builder = Builder::of(block);
-    let dt = element_of(&builder, block, "datatype")?;
-    if block.operand_count() != 12 || block.result_count() != 1 {
+    let dt = element(&builder, datatype);
+    let params = trained.parameters();
+    if block.operand_count() != params.len() + 2 || block.result_count() != 1 {
         return Err(fail(
             block,
             format!(
-                "expected 12 operands (input, 10 parameters, optimizer state) and 1 result, got {} and {}",
+                "expected {} operands (input, {} parameters, optimizer state) and 1 result, got {} and {}",
+                params.len() + 2,
+                params.len(),
                 block.operand_count(),
                 block.result_count()
             ),
         ));
     }
     let act = tensor_type(&builder, &[b, s, h], dt);
-    expect_type(block, label(block, false, 0), operand_type(block, 0)?, &[act], "microbatch x seq_len x hidden")?;
-    // Training attention is multi-head: keys and values are heads*head_dim wide.
-    let from = |i: usize| PARAMETER_SHAPES[i].replace("kv_heads", "heads");
-    for (i, (_, shape)) in block_parameters(h, w, w, f, f).iter().enumerate() {
-        expect_type(block, label(block, false, i + 1), operand_type(block, i + 1)?, &[tensor_type(&builder, shape, dt)], &from(i))?;
+    expect_type(block, "operand #0 (input)".into(), operand_type(block, 0)?, &[act], "microbatch x seq_len x hidden")?;
+    // Multi-head attention's keys and values are heads*head_dim wide.
+    let kv_name = |made_of: &str| if kv == a { made_of.replace("kv_heads", "heads") } else { made_of.to_string() };
+    for (i, param) in params.iter().enumerate() {
+        let what = format!("operand #{} ({})", i + 1, param.operand);
+        expect_type(block, what, operand_type(block, i + 1)?, &[tensor_type(&builder, &param.shape, dt)], &kv_name(param.made_of))?;
     }
-    // Operand #11, the optimizer state, is threaded through unchanged: any
-    // ranked tensor.
+    // The last operand, the flat optimizer state, is replaced by one state
+    // value per parameter: any ranked tensor.
     expect_type(block, label(block, true, 0), result_type(block, 0)?, &[act], "microbatch x seq_len x hidden")?;
-    Ok(Dims { b, s, h, f, a, w, dt })
+    Ok(trained)
 }
 
-struct Dims<'c> {
-    b: u64,
-    s: u64,
-    h: u64,
-    f: u64,
-    a: u64,
-    /// heads x head_dim.
-    w: u64,
-    dt: Type<'c>,
+/// The id of a parameter's optimizer step: `attn.q.weight` -> `attn.q.optim`,
+/// `attn.ln.scale` -> `attn.ln.optim`, `attn.ln.bias` -> `attn.ln.bias.optim`.
+fn optimizer_id(param: &str) -> String {
+    let base = param.strip_suffix(".weight").or_else(|| param.strip_suffix(".scale")).unwrap_or(param);
+    format!("{base}.optim")
 }
 
-/// `sources` are the coarse op's 12 operands and `outputs` the
-/// `model.output`s of its result, both checked by [`check_training`].
-fn decomposed<'c, 'a, 'g>(e: &Emitter<'c, 'g>, sources: &[Source<'c, 'a>], outputs: &[(String, Option<Role>)], dims: Dims<'c>) -> R<()> {
-    let Dims { b, s, h, f, a, w, dt } = dims;
+/// `sources` are the coarse op's operands and `outputs` the `model.output`s
+/// of its result, both checked by [`check_training`].
+fn decomposed<'c, 'a, 'g>(
+    e: &Emitter<'c, 'g>,
+    sources: &[Source<'c, 'a>],
+    outputs: &[(String, Option<Role>)],
+    blk: &TrainingBlock,
+) -> R<()> {
+    let (b, s, h, f) = (blk.microbatch, blk.seq_len, blk.hidden, blk.ffn_hidden);
+    let (a, kv, d) = (blk.heads, blk.kv_heads, blk.head_dim);
+    let dt = element(&e.b, blk.datatype);
+    let f32_type = element(&e.b, Datatype::Float32);
     let act = tensor_type(&e.b, &[b, s, h], dt);
-    let attn_width = tensor_type(&e.b, &[b, s, w], dt);
+    let q_width = tensor_type(&e.b, &[b, s, a * d], dt);
+    let kv_width = tensor_type(&e.b, &[b, s, kv * d], dt);
     let scores = tensor_type(&e.b, &[b, a, s, s], dt);
     let ffn = tensor_type(&e.b, &[b, s, f], dt);
-    // Values: input, parameters, optimizer state (in coarse operand order).
+    let params = blk.parameters();
+    // Values: input and parameters, in coarse operand order (the flat
+    // optimizer state becomes per-parameter state below).
     let mut declared = Declared::default();
     let mut v = Vec::new();
-    for source in sources {
+    for source in &sources[..sources.len() - 1] {
         v.push(declared.get(e, source)?);
     }
-    let ty = |i: usize| sources[i].ty;
-    let (x, ln1s, ln1b, wq, wk, wv, wo, ln2s, ln2b, w1, w2, state) =
-        (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]);
+    let x = v[0];
+    let param = |operand: &str| -> Value<'c, 'g> {
+        let i = params.iter().position(|p| p.operand == operand).unwrap_or(0);
+        v[i + 1]
+    };
+    let param_type = |operand: &str| -> Type<'c> {
+        let i = params.iter().position(|p| p.operand == operand).unwrap_or(0);
+        sources[i + 1].ty
+    };
+    let has = |operand: &str| params.iter().any(|p| p.operand == operand);
+    let [norm1, norm2] = blk.norm_ids();
+    let norm = |id: &str, input, scale: &str, bias: &str| {
+        let bias = has(bias).then(|| param(bias));
+        e.norm(id, input, param(scale), bias)
+    };
+    let dropout = |id: &str, input| match blk.dropout {
+        Some(p) => e.dropout(id, input, p),
+        None => Ok(input),
+    };
 
     // Forward.
     let fork1 = e.fork("attn.fork", x, 2)?;
-    let n1 = e.layer_norm("attn.ln", fork1[1], ln1s, ln1b)?;
+    let n1 = norm(norm1, fork1[1], "ln1_scale", "ln1_bias")?;
     let qkv = e.fork("attn.qkv_fork", n1, 3)?;
-    let q = e.matmul("attn.q", qkv[0], wq, attn_width)?;
-    let k = e.matmul("attn.k", qkv[1], wk, attn_width)?;
-    let vv = e.matmul("attn.v", qkv[2], wv, attn_width)?;
-    let sc = e.batch_matmul("attn.scores", q, k, scores)?;
+    let q = e.matmul("attn.q", qkv[0], param("q_weight"), q_width)?;
+    let k = e.matmul("attn.k", qkv[1], param("k_weight"), kv_width)?;
+    let vv = e.matmul("attn.v", qkv[2], param("v_weight"), kv_width)?;
+    let (qr, kr) = match blk.rope_theta {
+        Some(theta) => (e.rope("attn.q.rope", q, a, d, theta)?, e.rope("attn.k.rope", k, kv, d, theta)?),
+        None => (q, k),
+    };
+    let scale = 1.0 / (d as f64).sqrt();
+    let sc = e.attention_scores("attn.scores", qr, kr, [a, kv, d], scale, scores)?;
     let sm = e.softmax("attn.softmax", sc, 3)?;
-    let pd = e.dropout("attn.prob_dropout", sm)?;
-    let ctx = e.batch_matmul("attn.context", pd, vv, attn_width)?;
-    let pj = e.matmul("attn.proj", ctx, wo, act)?;
-    let dr1 = e.dropout("attn.dropout", pj)?;
+    let pd = dropout("attn.prob_dropout", sm)?;
+    let ctx = e.attention_context("attn.context", pd, vv, [a, kv, d], q_width)?;
+    let pj = e.matmul("attn.proj", ctx, param("proj_weight"), act)?;
+    let dr1 = dropout("attn.dropout", pj)?;
     let h1 = e.add("attn.residual", dr1, fork1[0])?;
     let fork2 = e.fork("mlp.fork", h1, 2)?;
-    let n2 = e.layer_norm("mlp.ln", fork2[1], ln2s, ln2b)?;
-    let u = e.matmul("mlp.fc1", n2, w1, ffn)?;
-    let g = e.gelu("mlp.gelu", u)?;
-    let dn = e.matmul("mlp.fc2", g, w2, act)?;
-    let dr2 = e.dropout("mlp.dropout", dn)?;
+    let n2 = norm(norm2, fork2[1], "ln2_scale", "ln2_bias")?;
+    // The MLP: (input of the down/fc2 projection, its id, the way back).
+    let (hidden_act, down_id, mlp) = if blk.gated_mlp {
+        let gu = e.fork("mlp.gate_up_fork", n2, 2)?;
+        let gate = e.matmul("mlp.gate", gu[0], param("gate_weight"), ffn)?;
+        let up = e.matmul("mlp.up", gu[1], param("fc1_weight"), ffn)?;
+        let act_ = e.swiglu("mlp.swiglu", gate, up)?;
+        (act_, "mlp.down", Mlp::Gated { gate_up: [gu[0], gu[1]], gate, up })
+    } else {
+        let u = e.matmul("mlp.fc1", n2, param("fc1_weight"), ffn)?;
+        (e.gelu("mlp.gelu", u)?, "mlp.fc2", Mlp::Gelu { u })
+    };
+    let dn = e.matmul(down_id, hidden_act, param("fc2_weight"), act)?;
+    let dr2 = dropout("mlp.dropout", dn)?;
     let y = e.add("mlp.residual", dr2, fork2[0])?;
     // The block output keeps its output ids; its gradient is named after
     // the first.
@@ -489,73 +675,120 @@ fn decomposed<'c, 'a, 'g>(e: &Emitter<'c, 'g>, sources: &[Source<'c, 'a>], outpu
     let output_id = outputs.first().map_or("block.out", |(id, _)| id.as_str());
 
     // Backward, from the gradient of the block output.
-    let norm = ty(1);
+    let norm_ty = param_type("ln1_scale");
+    let norm_grads = |layer: bool| if layer { vec![norm_ty, norm_ty] } else { vec![norm_ty] };
+    let layer = blk.norm == Norm::LayerNorm;
+    let through_dropout = |id: &str, grad, input| if blk.dropout.is_some() { e.agrad(id, &[grad], input) } else { Ok(grad) };
+    let mut grads: Vec<(&str, Value<'c, 'g>)> = Vec::new();
     let dy = e.value(&format!("{output_id}.grad"), Role::ActivationGradient, act)?;
     let d_dr2 = e.agrad("mlp.residual", &[dy], dr2)?;
-    let d_dn = e.agrad("mlp.dropout", &[d_dr2], dn)?;
-    let d_g = e.agrad("mlp.fc2", &[d_dn], g)?;
-    let d_w2 = e.wgrad("mlp.fc2", d_dn, g, &[ty(10)])?[0];
-    let d_u = e.agrad("mlp.gelu", &[d_g], u)?;
-    let d_n2 = e.agrad("mlp.fc1", &[d_u], n2)?;
-    let d_w1 = e.wgrad("mlp.fc1", d_u, n2, &[ty(9)])?[0];
-    let d_f2 = e.agrad("mlp.ln", &[d_n2], fork2[1])?;
-    let d_ln2 = e.wgrad("mlp.ln", d_n2, fork2[1], &[norm, norm])?;
+    let d_dn = through_dropout("mlp.dropout", d_dr2, dn)?;
+    let d_act = e.agrad(down_id, &[d_dn], hidden_act)?;
+    grads.push(("fc2_weight", e.wgrad(down_id, d_dn, hidden_act, &[param_type("fc2_weight")])?[0]));
+    let d_n2 = match mlp {
+        Mlp::Gated { gate_up: gu, gate, up } => {
+            let d_gate = e.agrad("mlp.swiglu", &[d_act], gate)?;
+            let d_up = e.agrad_named("mlp.swiglu.agrad.up", "mlp.swiglu", &[d_act], up)?;
+            let d_up_in = e.agrad("mlp.up", &[d_up], gu[1])?;
+            grads.push(("fc1_weight", e.wgrad("mlp.up", d_up, gu[1], &[param_type("fc1_weight")])?[0]));
+            let d_gate_in = e.agrad("mlp.gate", &[d_gate], gu[0])?;
+            grads.push(("gate_weight", e.wgrad("mlp.gate", d_gate, gu[0], &[param_type("gate_weight")])?[0]));
+            e.agrad("mlp.gate_up_fork", &[d_gate_in, d_up_in], n2)?
+        }
+        Mlp::Gelu { u } => {
+            let d_u = e.agrad("mlp.gelu", &[d_act], u)?;
+            let d_n2 = e.agrad("mlp.fc1", &[d_u], n2)?;
+            grads.push(("fc1_weight", e.wgrad("mlp.fc1", d_u, n2, &[param_type("fc1_weight")])?[0]));
+            d_n2
+        }
+    };
+    let d_f2 = e.agrad(norm2, &[d_n2], fork2[1])?;
+    let d_ln2 = e.wgrad(norm2, d_n2, fork2[1], &norm_grads(layer))?;
+    grads.push(("ln2_scale", d_ln2[0]));
+    if layer {
+        grads.push(("ln2_bias", d_ln2[1]));
+    }
     let d_h1 = e.agrad("mlp.fork", &[d_f2, dy], h1)?;
     let d_dr1 = e.agrad("attn.residual", &[d_h1], dr1)?;
-    let d_pj = e.agrad("attn.dropout", &[d_dr1], pj)?;
+    let d_pj = through_dropout("attn.dropout", d_dr1, pj)?;
     let d_ctx = e.agrad("attn.proj", &[d_pj], ctx)?;
-    let d_wo = e.wgrad("attn.proj", d_pj, ctx, &[ty(6)])?[0];
+    grads.push(("proj_weight", e.wgrad("attn.proj", d_pj, ctx, &[param_type("proj_weight")])?[0]));
     let d_pd = e.agrad("attn.context", &[d_ctx], pd)?;
     // The context product's second input: same backward op, other operand.
     let d_v = e.agrad_named("attn.context.agrad.v", "attn.context", &[d_ctx], vv)?;
-    let d_sm = e.agrad("attn.prob_dropout", &[d_pd], sm)?;
+    let d_sm = through_dropout("attn.prob_dropout", d_pd, sm)?;
     let d_sc = e.agrad("attn.softmax", &[d_sm], sc)?;
-    let d_q = e.agrad("attn.scores", &[d_sc], q)?;
-    let d_k = e.agrad_named("attn.scores.agrad.k", "attn.scores", &[d_sc], k)?;
+    let d_qr = e.agrad("attn.scores", &[d_sc], qr)?;
+    let d_kr = e.agrad_named("attn.scores.agrad.k", "attn.scores", &[d_sc], kr)?;
+    let (d_q, d_k) = match blk.rope_theta {
+        Some(_) => (e.agrad("attn.q.rope", &[d_qr], q)?, e.agrad("attn.k.rope", &[d_kr], k)?),
+        None => (d_qr, d_kr),
+    };
     let d_v_in = e.agrad("attn.v", &[d_v], qkv[2])?;
-    let d_wv = e.wgrad("attn.v", d_v, qkv[2], &[ty(5)])?[0];
+    grads.push(("v_weight", e.wgrad("attn.v", d_v, qkv[2], &[param_type("v_weight")])?[0]));
     let d_k_in = e.agrad("attn.k", &[d_k], qkv[1])?;
-    let d_wk = e.wgrad("attn.k", d_k, qkv[1], &[ty(4)])?[0];
+    grads.push(("k_weight", e.wgrad("attn.k", d_k, qkv[1], &[param_type("k_weight")])?[0]));
     let d_q_in = e.agrad("attn.q", &[d_q], qkv[0])?;
-    let d_wq = e.wgrad("attn.q", d_q, qkv[0], &[ty(3)])?[0];
+    grads.push(("q_weight", e.wgrad("attn.q", d_q, qkv[0], &[param_type("q_weight")])?[0]));
     let d_n1 = e.agrad("attn.qkv_fork", &[d_q_in, d_k_in, d_v_in], n1)?;
-    let d_f1 = e.agrad("attn.ln", &[d_n1], fork1[1])?;
-    let d_ln1 = e.wgrad("attn.ln", d_n1, fork1[1], &[norm, norm])?;
+    let d_f1 = e.agrad(norm1, &[d_n1], fork1[1])?;
+    let d_ln1 = e.wgrad(norm1, d_n1, fork1[1], &norm_grads(layer))?;
+    grads.push(("ln1_scale", d_ln1[0]));
+    if layer {
+        grads.push(("ln1_bias", d_ln1[1]));
+    }
     let dx = e.agrad("attn.fork", &[d_f1, d_h1], x)?;
     e.output(dx, "block.in.grad", Some(Role::ActivationGradient))?;
 
-    // Optimizer: one step per parameter, threading the flat state.
-    let state_ty = ty(11);
-    let mut st = state;
-    for (step_id, param, p_ty, grad_value) in [
-        ("attn.ln.optim", ln1s, norm, d_ln1[0]),
-        ("attn.ln.bias.optim", ln1b, norm, d_ln1[1]),
-        ("attn.q.optim", wq, ty(3), d_wq),
-        ("attn.k.optim", wk, ty(4), d_wk),
-        ("attn.v.optim", wv, ty(5), d_wv),
-        ("attn.proj.optim", wo, ty(6), d_wo),
-        ("mlp.ln.optim", ln2s, norm, d_ln2[0]),
-        ("mlp.ln.bias.optim", ln2b, norm, d_ln2[1]),
-        ("mlp.fc1.optim", w1, ty(9), d_w1),
-        ("mlp.fc2.optim", w2, ty(10), d_w2),
-    ] {
+    // Optimizer: one step per parameter, each with its own state.
+    let suffixes = blk.state_suffixes();
+    for p in &params {
+        let Some(&(_, grad)) = grads.iter().find(|(operand, _)| *operand == p.operand) else { continue };
+        let p_ty = param_type(p.operand);
+        let state_ty = tensor_type(&e.b, &p.shape, f32_type);
+        let mut state = Vec::new();
+        for suffix in &suffixes {
+            state.push(e.value(&format!("{}.{suffix}", p.id), Role::OptimizerState, state_ty)?);
+        }
+        let step_id = optimizer_id(p.id);
+        let mut results = vec![p_ty];
+        results.extend(std::iter::repeat_n(state_ty, state.len()));
+        let o = blk.optimizer;
+        let adam = o.kind == OptimizerKind::Adam;
         let out = e.all(
             model::OptimizerStep {
-                param,
-                grad: grad_value,
-                state: &[st],
-                id: step_id,
-                results: &[p_ty, state_ty],
-                optional: model::OptimizerStepOptional { effects: Some(effects(&["parameter_update"])), ..Default::default() },
+                param: param(p.operand),
+                grad,
+                state: &state,
+                id: &step_id,
+                kind: optimizer_case(o.kind),
+                lr: o.lr,
+                results: &results,
+                optional: model::OptimizerStepOptional {
+                    beta1: adam.then_some(o.beta1),
+                    beta2: adam.then_some(o.beta2),
+                    eps: adam.then_some(o.eps),
+                    effects: Some(effects(&["parameter_update"])),
+                    ..Default::default()
+                },
             }
-            .build(&e.b, e.loc(step_id)),
+            .build(&e.b, e.loc(&step_id)),
         )?;
         e.output(out[0], &format!("{}.next", step_id.trim_end_matches(".optim")), Some(Role::Parameter))?;
-        st = out[1];
+        for (suffix, next) in suffixes.iter().zip(&out[1..]) {
+            e.output(*next, &format!("{}.{suffix}.next", p.id), Some(Role::OptimizerState))?;
+        }
     }
-    e.output(st, "optimizer.state.next", Some(Role::OptimizerState))?;
     e.push(e.b.func_return(&[], e.at))?;
     Ok(())
+}
+
+/// The MLP's forward values the backward reads.
+enum Mlp<'c, 'g> {
+    /// `u`, the GeLU's input.
+    Gelu { u: Value<'c, 'g> },
+    /// The fork into gate and up, and the two projections.
+    Gated { gate_up: [Value<'c, 'g>; 2], gate: Value<'c, 'g>, up: Value<'c, 'g> },
 }
 
 /// Builds the decomposition of a served block (the function holding the
@@ -789,11 +1022,11 @@ fn serve_phase<'c, 'a>(
     // Attention reads the whole cache: every cached key and value.
     let sc = e.batch_matmul(&id("attn.scores"), qq, new_cache, scores)?;
     let sm = e.softmax(&id("attn.softmax"), sc, 3)?;
-    let pd = e.dropout(&id("attn.prob_dropout"), sm)?;
+    let pd = e.dropout(&id("attn.prob_dropout"), sm, 0.0)?;
     let ctx = e.batch_matmul(&id("attn.context"), pd, new_cache, width)?;
     let act = x.r#type();
     let pj = e.matmul(&id("attn.proj"), ctx, p(5), act)?;
-    let dr1 = e.dropout(&id("attn.dropout"), pj)?;
+    let dr1 = e.dropout(&id("attn.dropout"), pj, 0.0)?;
     let h1 = e.add(&id("attn.residual"), dr1, fork1[0])?;
     let fork2 = e.fork(&id("mlp.fork"), h1, 2)?;
     let n2 = e.layer_norm(&id("mlp.ln"), fork2[1], p(6), p(7))?;
@@ -817,7 +1050,7 @@ fn serve_phase<'c, 'a>(
         let g = e.gelu(&id("mlp.gelu"), u)?;
         e.matmul(&id("mlp.fc2"), g, p(9), act)?
     };
-    let dr2 = e.dropout(&id("mlp.dropout"), down)?;
+    let dr2 = e.dropout(&id("mlp.dropout"), down, 0.0)?;
     let y = e.add(&id("mlp.residual"), dr2, fork2[0])?;
     Ok((y, new_cache))
 }

@@ -13,9 +13,10 @@ use melior::{
     Context,
 };
 
+use super::block::TrainingBlock;
 use crate::dialect::model::binding::{INFERENCE_SPEC, TRAINING_SPEC};
 use crate::{
-    analysis::workload::{Datatype, InferenceSpec, TrainingSpec},
+    analysis::workload::{Datatype, InferenceSpec, Norm, OptimizerKind, TrainingSpec},
     dialect::{
         builder::{result, BuildError, Builder},
         model,
@@ -127,14 +128,11 @@ fn output<'c>(
 /// When MLIR refuses an op (a defect of the builders).
 pub fn import_training<'c>(context: &'c Context, spec: &TrainingSpec, location: Location<'c>) -> Result<Module<'c>, BuildError> {
     let b = Builder::new(context);
-    let m = &spec.model;
     let w = &spec.workload;
+    let block_of = TrainingBlock::of_spec(spec);
+    let m = &block_of;
     let dt = element(&b, w.datatype);
-    let width = m.heads * m.head_dim;
-    let params = block_parameters(m.hidden, width, width, m.ffn_hidden, m.ffn_hidden);
-    let param_elements: u64 = params.iter().map(|(_, s)| s.iter().product::<u64>()).sum();
-    // fp32 master weights (below fp32) and the two Adam moments.
-    let optimizer_copies = if w.datatype == Datatype::Float32 { 2 } else { 3 };
+    let params = m.parameters();
     let activation = tensor_type(&b, &[w.microbatch, m.seq_len, m.hidden], dt);
 
     let mut module = Module::new(location);
@@ -144,31 +142,26 @@ pub fn import_training<'c>(context: &'c Context, spec: &TrainingSpec, location: 
     let block = function.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })?;
 
     let x = value(&b, &block, "block.in", Role::Activation, activation, location)?;
-    let mut p = Vec::new();
-    for (id, shape) in &params {
-        p.push(value(&b, &block, id, Role::Parameter, tensor_type(&b, shape, dt), location)?);
+    let mut p = std::collections::HashMap::new();
+    for param in &params {
+        p.insert(param.operand, value(&b, &block, param.id, Role::Parameter, tensor_type(&b, &param.shape, dt), location)?);
     }
     let f32_type = element(&b, Datatype::Float32);
-    let state = value(
-        &b,
-        &block,
-        "optimizer.state",
-        Role::OptimizerState,
-        tensor_type(&b, &[param_elements * optimizer_copies], f32_type),
-        location,
-    )?;
+    let state =
+        value(&b, &block, "optimizer.state", Role::OptimizerState, tensor_type(&b, &[m.flat_state_elements()], f32_type), location)?;
+    let named = |operand: &str| p.get(operand).copied().ok_or(BuildError { op: "model.decoder_training" });
+    // Only what differs from the defaults (Calculon's block, Adam) is said.
+    let explicit = w.optimizer.as_ref().map(|_| m.optimizer);
     let op = model::DecoderTraining {
         input: x,
-        ln1_scale: p[0],
-        ln1_bias: p[1],
-        q_weight: p[2],
-        k_weight: p[3],
-        v_weight: p[4],
-        proj_weight: p[5],
-        ln2_scale: p[6],
-        ln2_bias: p[7],
-        fc1_weight: p[8],
-        fc2_weight: p[9],
+        ln1_scale: named("ln1_scale")?,
+        q_weight: named("q_weight")?,
+        k_weight: named("k_weight")?,
+        v_weight: named("v_weight")?,
+        proj_weight: named("proj_weight")?,
+        ln2_scale: named("ln2_scale")?,
+        fc1_weight: named("fc1_weight")?,
+        fc2_weight: named("fc2_weight")?,
         optimizer_state: state,
         id: "block",
         hidden: m.hidden,
@@ -179,13 +172,38 @@ pub fn import_training<'c>(context: &'c Context, spec: &TrainingSpec, location: 
         microbatch: w.microbatch,
         datatype: datatype_case(w.datatype),
         results: &[activation],
-        optional: model::DecoderTrainingOptional { effects: Some(effects(&["parameter_update", "random_state"])), ..Default::default() },
+        optional: model::DecoderTrainingOptional {
+            ln1_bias: p.get("ln1_bias").copied(),
+            ln2_bias: p.get("ln2_bias").copied(),
+            gate_weight: p.get("gate_weight").copied(),
+            kv_heads: (m.kv_heads != m.heads).then_some(m.kv_heads),
+            norm: (m.norm == Norm::RmsNorm).then_some(ods::Norm::RmsNorm),
+            rope_theta: m.rope_theta,
+            dropout: m.dropout,
+            optimizer: explicit.map(|o| optimizer_case(o.kind)),
+            lr: explicit.map(|o| o.lr),
+            beta1: explicit.filter(|o| o.kind == OptimizerKind::Adam).map(|o| o.beta1),
+            beta2: explicit.filter(|o| o.kind == OptimizerKind::Adam).map(|o| o.beta2),
+            eps: explicit.filter(|o| o.kind == OptimizerKind::Adam).map(|o| o.eps),
+            // Dropout consumes random state; a block without it does not.
+            effects: Some(effects(if m.dropout.is_some() { &["parameter_update", "random_state"] } else { &["parameter_update"] })),
+            ..Default::default()
+        },
     }
     .build(&b, b.named_location("block", location))?;
     let y = result(block.append_operation(op), 0);
     output(&b, &block, y, "block.out", None, location)?;
     block.append_operation(b.func_return(&[], location)?);
     Ok(module)
+}
+
+/// The ODS case of an optimizer rule.
+#[must_use]
+pub fn optimizer_case(kind: OptimizerKind) -> ods::OptimizerKind {
+    match kind {
+        OptimizerKind::Sgd => ods::OptimizerKind::Sgd,
+        OptimizerKind::Adam => ods::OptimizerKind::Adam,
+    }
 }
 
 /// The flag value of a set of ODS effects (spellings from the ODS).

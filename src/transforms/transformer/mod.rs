@@ -2,6 +2,7 @@
 //! decomposition, distribution into DistributedTaskIR and planning into
 //! PortablePlanIR.
 
+pub mod block;
 pub mod decompose;
 pub mod distribute;
 pub mod distribute_inference;

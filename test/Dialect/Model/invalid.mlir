@@ -172,7 +172,7 @@ func.func @zero_hidden() {
   %p = model.value "p" parameter : tensor<4xf16>
   %o = model.value "o" optimizer_state : tensor<4xf32>
   // expected-error @+1 {{'model.decoder_training' op attribute 'hidden' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
-  %y = model.decoder_training "block"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %o) datatype = float16 effects(parameter_update) {hidden = 0 : i64, ffn_hidden = 16 : i64, seq_len = 8 : i64, heads = 1 : i64, head_dim = 4 : i64, microbatch = 1 : i64} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<1x8x4xf16>
+  %y = model.decoder_training "block"(%x) norm1(%p, %p) attention(%p, %p, %p, %p) norm2(%p, %p) mlp(%p, %p) state(%o) datatype = float16 effects(parameter_update) {hidden = 0 : i64, ffn_hidden = 16 : i64, seq_len = 8 : i64, heads = 1 : i64, head_dim = 4 : i64, microbatch = 1 : i64} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<1x8x4xf16>
   return
 }
 
@@ -239,7 +239,7 @@ model.header schema "blueprint.model" version "1.0"
 func.func @dropout_without_random_state() {
   %x = model.value "x" input : tensor<4xf16>
   // expected-error @+1 {{'model.dropout' op must declare effect 'random_state' in 'effects'}}
-  %y = model.dropout "drop"(%x) : (tensor<4xf16>) -> tensor<4xf16>
+  %y = model.dropout "drop"(%x) p = 0.0 : (tensor<4xf16>) -> tensor<4xf16>
   return
 }
 
@@ -249,7 +249,7 @@ model.header schema "blueprint.model" version "1.0"
 func.func @dropout_wrong_effect() {
   %x = model.value "x" input : tensor<4xf16>
   // expected-error @+1 {{'model.dropout' op must declare effect 'random_state' in 'effects'}}
-  %y = model.dropout "drop"(%x) effects(mutation) : (tensor<4xf16>) -> tensor<4xf16>
+  %y = model.dropout "drop"(%x) p = 0.0 effects(mutation) : (tensor<4xf16>) -> tensor<4xf16>
   return
 }
 
@@ -259,8 +259,9 @@ model.header schema "blueprint.model" version "1.0"
 func.func @optimizer_without_update() {
   %w = model.value "w" parameter : tensor<4xf16>
   %g = model.value "g" weight_gradient : tensor<4xf16>
+  %m = model.value "m" optimizer_state : tensor<4xf32>
   // expected-error @+1 {{'model.optimizer_step' op must declare effect 'parameter_update' in 'effects'}}
-  %w1 = model.optimizer_step "sgd"(%w, %g) : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
+  %w1, %m1 = model.optimizer_step "sgd"(%w, %g, %m) sgd lr = 0.1 : (tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> (tensor<4xf16>, tensor<4xf32>)
   return
 }
 
@@ -272,7 +273,7 @@ func.func @training_without_update() {
   %p = model.value "p" parameter : tensor<4xf16>
   %o = model.value "o" optimizer_state : tensor<4xf32>
   // expected-error @+1 {{'model.decoder_training' op must declare effect 'parameter_update' in 'effects'}}
-  %y = model.decoder_training "block"(%x, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %o) datatype = float16 effects(random_state) {hidden = 4 : i64, ffn_hidden = 16 : i64, seq_len = 8 : i64, heads = 1 : i64, head_dim = 4 : i64, microbatch = 1 : i64} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<1x8x4xf16>
+  %y = model.decoder_training "block"(%x) norm1(%p, %p) attention(%p, %p, %p, %p) norm2(%p, %p) mlp(%p, %p) state(%o) datatype = float16 effects(random_state) {hidden = 4 : i64, ffn_hidden = 16 : i64, seq_len = 8 : i64, heads = 1 : i64, head_dim = 4 : i64, microbatch = 1 : i64} : (tensor<1x8x4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<1x8x4xf16>
   return
 }
 
@@ -306,7 +307,7 @@ func.func @optimizer_state_count() {
   %g = model.value "g" weight_gradient : tensor<4xf16>
   %m = model.value "m" optimizer_state : tensor<4xf32>
   // expected-error @+1 {{'model.optimizer_step' op expected 1 new_state results (one per state operand), but got 0}}
-  %w1 = model.optimizer_step "adam"(%w, %g, %m) effects(parameter_update) : (tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<4xf16>
+  %w1 = model.optimizer_step "adam"(%w, %g, %m) sgd lr = 0.1 effects(parameter_update) : (tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> tensor<4xf16>
   return
 }
 
@@ -316,8 +317,9 @@ model.header schema "blueprint.model" version "1.0"
 func.func @optimizer_param_type() {
   %w = model.value "w" parameter : tensor<4xf16>
   %g = model.value "g" weight_gradient : tensor<4xf16>
+  %m = model.value "m" optimizer_state : tensor<4xf32>
   // expected-error @+1 {{'model.optimizer_step' op new_param must have the parameter's type}}
-  %w1 = model.optimizer_step "sgd"(%w, %g) effects(parameter_update) : (tensor<4xf16>, tensor<4xf16>) -> tensor<8xf16>
+  %w1, %m1 = model.optimizer_step "sgd"(%w, %g, %m) sgd lr = 0.1 effects(parameter_update) : (tensor<4xf16>, tensor<4xf16>, tensor<4xf32>) -> (tensor<8xf16>, tensor<4xf32>)
   return
 }
 
@@ -461,5 +463,216 @@ func.func @split_dim() {
   %w = model.value "w" parameter : tensor<4x6xf16>
   // expected-error @+1 {{'model.split' op dim 2 is not a dimension of the input (rank 2)}}
   %a:2 = model.split "s"(%w) dim = 2 : (tensor<4x6xf16>) -> (tensor<4x3xf16>, tensor<4x3xf16>)
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @attention_kv_heads_divide() {
+  %q = model.value "q" activation : tensor<2x8x12xf32>
+  %k = model.value "k" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.attention_scores' op kv_heads (2) must divide heads (3)}}
+  %s = model.attention_scores "s"(%q, %k) heads = 3 kv_heads = 2 head_dim = 4 scale = 0.5 causal : (tensor<2x8x12xf32>, tensor<2x8x8xf32>) -> tensor<2x3x8x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @attention_key_width() {
+  %q = model.value "q" activation : tensor<2x8x16xf32>
+  %k = model.value "k" activation : tensor<2x8x16xf32>
+  // expected-error @+1 {{'model.attention_scores' op keys: expected [b, s, kv_heads x head_dim = 8], but got [2, 8, 16]}}
+  %s = model.attention_scores "s"(%q, %k) heads = 4 kv_heads = 2 head_dim = 4 scale = 0.5 : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x4x8x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @attention_query_width() {
+  %q = model.value "q" activation : tensor<2x8x12xf32>
+  %k = model.value "k" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.attention_scores' op queries: expected [2, 8, 16], but got [2, 8, 12]}}
+  %s = model.attention_scores "s"(%q, %k) heads = 4 kv_heads = 2 head_dim = 4 scale = 0.5 : (tensor<2x8x12xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @attention_scores_result() {
+  %q = model.value "q" activation : tensor<2x8x16xf32>
+  %k = model.value "k" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.attention_scores' op result: expected [2, 4, 8, 8], but got [2, 2, 8, 8]}}
+  %s = model.attention_scores "s"(%q, %k) heads = 4 kv_heads = 2 head_dim = 4 scale = 0.5 : (tensor<2x8x16xf32>, tensor<2x8x8xf32>) -> tensor<2x2x8x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @attention_scale() {
+  %q = model.value "q" activation : tensor<2x8x16xf32>
+  %k = model.value "k" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.attention_scores' op scale must be finite and positive, but got -0.5}}
+  %s = model.attention_scores "s"(%q, %k) heads = 4 kv_heads = 2 head_dim = 4 scale = -0.5 : (tensor<2x8x16xf32>, tensor<2x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @attention_context_probs() {
+  %p = model.value "p" activation : tensor<2x4x8x4xf32>
+  %v = model.value "v" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.attention_context' op probabilities: expected [2, 4, 8, 8], but got [2, 4, 8, 4]}}
+  %c = model.attention_context "c"(%p, %v) heads = 4 kv_heads = 2 head_dim = 4 : (tensor<2x4x8x4xf32>, tensor<2x8x8xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @rope_odd_head_dim() {
+  %x = model.value "x" activation : tensor<2x8x6xf32>
+  // expected-error @+1 {{'model.rope' op head_dim must be even (rotate-half pairs j and j + head_dim/2), but got 3}}
+  %r = model.rope "r"(%x) heads = 2 head_dim = 3 theta = 10000.0 : (tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @rope_theta() {
+  %x = model.value "x" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.rope' op theta must be finite and greater than 1, but got 0.5}}
+  %r = model.rope "r"(%x) heads = 2 head_dim = 4 theta = 0.5 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @rope_width() {
+  %x = model.value "x" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.rope' op expects an input [b, s, heads x head_dim = 16], but got tensor<2x8x8xf32>}}
+  %r = model.rope "r"(%x) heads = 4 head_dim = 4 theta = 10000.0 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @rope_result() {
+  %x = model.value "x" activation : tensor<2x8x8xf32>
+  // expected-error @+1 {{'model.rope' op result must have the input's type}}
+  %r = model.rope "r"(%x) heads = 2 head_dim = 4 theta = 10000.0 : (tensor<2x8x8xf32>) -> tensor<2x8x8xf16>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @dropout_probability() {
+  %x = model.value "x" activation : tensor<4xf32>
+  // expected-error @+1 {{'model.dropout' op p must be a probability in [0, 1), but got 1}}
+  %y = model.dropout "drop"(%x) p = 1.0 effects(random_state) : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @norm_eps() {
+  %x = model.value "x" activation : tensor<2x4xf32>
+  %g = model.value "g" parameter : tensor<4xf32>
+  // expected-error @+1 {{'model.rms_norm' op eps must be finite and positive, but got 0}}
+  %y = model.rms_norm "n"(%x, %g) eps = 0.0 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @gradient_of_unknown_op() {
+  %x = model.value "x" activation : tensor<2x4xf32>
+  %dy = model.value "dy" activation_gradient : tensor<2x4xf32>
+  // expected-error @+1 {{'model.activation_gradient' op names 'nowhere' in 'of', which is no differentiable forward op of the module}}
+  %dx = model.activation_gradient "nowhere.agrad" of "nowhere"(%dy) wrt %x : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @gradient_wrt_other_value() {
+  %x = model.value "x" activation : tensor<2x4xf32>
+  %z = model.value "z" activation : tensor<2x4xf32>
+  %g = model.value "g" parameter : tensor<4xf32>
+  %y = model.rms_norm "n"(%x, %g) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %dy = model.value "dy" activation_gradient : tensor<2x4xf32>
+  // expected-error @+1 {{'model.weight_gradient' op differentiates 'n' with respect to a value that is not one of its operands}}
+  %dg = model.weight_gradient "n.wgrad" of "n"(%dy) wrt %z : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @adam_needs_betas() {
+  %w = model.value "w" parameter : tensor<4xf32>
+  %g = model.value "g" weight_gradient : tensor<4xf32>
+  %m = model.value "m" optimizer_state : tensor<4xf32>
+  %v = model.value "v" optimizer_state : tensor<4xf32>
+  // expected-error @+1 {{'model.optimizer_step' op adam needs 'beta1'}}
+  %w1, %m1, %v1 = model.optimizer_step "o"(%w, %g, %m, %v) adam lr = 0.1 beta2 = 0.9 eps = 1.0e-8 effects(parameter_update) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @sgd_without_betas() {
+  %w = model.value "w" parameter : tensor<4xf32>
+  %g = model.value "g" weight_gradient : tensor<4xf32>
+  // expected-error @+1 {{'model.optimizer_step' op 'eps' applies to adam only, but kind is sgd}}
+  %w1 = model.optimizer_step "o"(%w, %g) sgd lr = 0.1 eps = 1.0e-8 effects(parameter_update) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @optimizer_lr() {
+  %w = model.value "w" parameter : tensor<4xf32>
+  %g = model.value "g" weight_gradient : tensor<4xf32>
+  // expected-error @+1 {{'model.optimizer_step' op lr must be finite and positive, but got 0}}
+  %w1 = model.optimizer_step "o"(%w, %g) sgd lr = 0.0 effects(parameter_update) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @adam_state_count() {
+  %w = model.value "w" parameter : tensor<4xf32>
+  %g = model.value "g" weight_gradient : tensor<4xf32>
+  %m = model.value "m" optimizer_state : tensor<4xf32>
+  // expected-error @+1 {{'model.optimizer_step' op adam keeps 2 state tensors (no master copy at fp32), but got 1}}
+  %w1, %m1 = model.optimizer_step "o"(%w, %g, %m) adam lr = 0.1 beta1 = 0.9 beta2 = 0.9 eps = 1.0e-8 effects(parameter_update) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @optimizer_state_type() {
+  %w = model.value "w" parameter : tensor<4xbf16>
+  %g = model.value "g" weight_gradient : tensor<4xbf16>
+  %m = model.value "m" optimizer_state : tensor<4xbf16>
+  // expected-error @+1 {{'model.optimizer_step' op state #0 must be an f32 tensor of the parameter's shape, but got tensor<4xbf16>}}
+  %w1, %m1 = model.optimizer_step "o"(%w, %g, %m) sgd lr = 0.1 effects(parameter_update) : (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) -> (tensor<4xbf16>, tensor<4xbf16>)
   return
 }

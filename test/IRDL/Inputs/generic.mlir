@@ -7,7 +7,7 @@
 "plan.buffer"() {sym_name = "w", size = 64 : i64, alignment = 64 : i64, memory_space = 0 : i32, contents = 0 : i32, lineage = "w"} : () -> ()
 func.func @model() {
   %x = "model.value"() {id = "x", role = 6 : i32} : () -> tensor<4xf16>
-  %d = "model.dropout"(%x) {id = "drop", effects = 2 : i32} : (tensor<4xf16>) -> tensor<4xf16>
+  %d = "model.dropout"(%x) {id = "drop", effects = 2 : i32, p = 0.000000e+00 : f64} : (tensor<4xf16>) -> tensor<4xf16>
   "model.output"(%d) {id = "out", role = 1 : i32} : (tensor<4xf16>) -> ()
   return
 }
