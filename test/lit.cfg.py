@@ -22,7 +22,8 @@ config.test_exec_root = os.environ.get(
 config.environment["PATH"] = os.pathsep.join(
     [bin_dir, llvm_bin, config.environment.get("PATH", os.environ.get("PATH", ""))]
 )
-config.substitutions.append(("%shared", os.path.join(os.path.dirname(repo_root), "shared")))
+# The independent oracle data (Calculon, GenZ), kept in the repository.
+config.substitutions.append(("%oracles", os.path.join(config.test_source_root, "oracles")))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%mlir_opt", os.path.join(llvm_bin, "mlir-opt")))
 

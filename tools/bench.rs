@@ -48,7 +48,7 @@ fn time_per_call(runs: usize, inner: usize, mut f: impl FnMut()) -> Duration {
 }
 
 fn oracle_spec(name: &str) -> TrainingSpec {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/seqsel-table5.json");
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     let json: serde_json::Value = serde_json::from_str(&text).expect("oracle JSON");
     let case =
@@ -157,7 +157,7 @@ fn bench_search(quick: bool) {
         system::SystemProfile,
         workload::{Datatype, ModelSpec},
     };
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon");
     let read = |path: String| std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     // Calculon's rate: the oracle's (2 cores) and the recorded case's (one
     // core, test/Inputs/calculon/search-gpt3-13B-4.json); for GPT-3 the
@@ -307,7 +307,7 @@ fn main() {
     }
 
     // Issue 12: the estimate of a parsed plan, and the simulation.
-    let system_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/systems/a100_80g.json");
+    let system_path = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/systems/a100_80g.json");
     let system = SystemProfile::from_json(&std::fs::read_to_string(system_path).expect("system file")).expect("valid system");
     let binding = NetworkBinding { tp: 0, pp: 1, dp: 1 };
     let spec = gpt3_step(64);

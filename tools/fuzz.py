@@ -32,8 +32,8 @@ What is fuzzed
     that the tool refuses on its command line are dropped.
   Spec cases (--spec-cases): every spec JSON (test/Inputs/specs/*.json,
     test/Examples/*.spec.json, test/Inputs/calculon/recorded-cases.json and
-    the cases of ../shared/oracles/calculon/{seqsel-table5,fullmodel-random}.json
-    and ../shared/oracles/inference/*.json) mutated at the JSON level (field
+    the cases of test/oracles/calculon/{seqsel-table5,fullmodel-random}.json
+    and test/oracles/inference/*.json) mutated at the JSON level (field
     deleted, set to 0, -1, 2^31, 2^53, 2^53+1, 2^63, 2^64, 1e300, 1.5, "text",
     null, [], {}, true, raw 1e400/NaN/huge literals; numbers nudged; enum
     strings changed; unknown or foreign fields added; sections swapped
@@ -83,7 +83,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
+ORACLES = ROOT / "test" / "oracles"
 
 TRAINING_CHECKS = ("builtin.module(distribute-transformer-training, plan-transformer-training, "
                    "check-mesh-strategy, check-collective-groups, check-conservation, check-recompute)")
@@ -481,9 +481,9 @@ def load_specs():
             pass
     case_files = [ROOT / "test/Inputs/calculon/recorded-cases.json",
                   ROOT / "test/Inputs/calculon/tp-overlap-cases.json",
-                  SHARED / "oracles/calculon/seqsel-table5.json",
-                  SHARED / "oracles/calculon/fullmodel-random.json"]
-    case_files += sorted((SHARED / "oracles/inference").glob("*.json"))
+                  ORACLES / "calculon/seqsel-table5.json",
+                  ORACLES / "calculon/fullmodel-random.json"]
+    case_files += sorted((ORACLES / "inference").glob("*.json"))
     for path in case_files:
         try:
             doc = json.loads(path.read_text())

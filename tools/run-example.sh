@@ -18,7 +18,8 @@ bin=target/release
 out=target/example
 mkdir -p "$out"
 spec=${1:-test/Examples/gpt3-175B-seqsel.spec.json}
-systems=../shared/oracles/calculon/systems
+oracles=test/oracles/calculon
+systems=$oracles/systems
 
 echo "== 1. plan and work summary of $spec" >&2
 "$bin/blueprint-translate" --import-transformer-training "$spec" \
@@ -32,7 +33,7 @@ echo "== 2. estimate on $systems/a100_80g.json (TP on tier 0, PP and DP on tier 
 echo "   pictures: $out/timeline.svg, $out/memory.svg (tools/screenshot.sh renders them)" >&2
 
 echo "== 3. the fastest way to train megatron-126M on 8 A100s (batch up to 8)" >&2
-"$bin/blueprint-search" ../shared/oracles/calculon/models/megatron-126M.json \
+"$bin/blueprint-search" "$oracles/models/megatron-126M.json" \
   --system "$systems/a100_nomem2.json" --procs 8 --max-batch 8 --top 3 \
   -o "$out/search.json" --emit-plan "$out/best.mlir"
 python3 - "$out/search.json" <<'PY'

@@ -274,8 +274,8 @@ mod tests {
         let root = env!("CARGO_MANIFEST_DIR");
         let mut cases = Vec::new();
         for path in [
-            format!("{root}/../shared/oracles/calculon/seqsel-table5.json"),
-            format!("{root}/../shared/oracles/calculon/fullmodel-random.json"),
+            format!("{root}/test/oracles/calculon/seqsel-table5.json"),
+            format!("{root}/test/oracles/calculon/fullmodel-random.json"),
             format!("{root}/test/Inputs/calculon/recorded-cases.json"),
         ] {
             let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));

@@ -595,7 +595,7 @@ impl RawSystem {
 mod tests {
     use super::*;
 
-    const SYSTEMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/systems");
+    const SYSTEMS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/systems");
 
     fn read(name: &str) -> String {
         std::fs::read_to_string(format!("{SYSTEMS}/{name}.json")).unwrap_or_else(|e| panic!("{name}: {e}"))

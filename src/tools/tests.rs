@@ -1,5 +1,5 @@
 //! End-to-end: spec -> ModelIR -> dist -> plan -> work summary, in process,
-//! against the Calculon oracle (read from the shared file, not copied).
+//! against the Calculon oracle (read from `test/oracles/calculon/`, not copied).
 
 use serde_json::Value as Json;
 
@@ -15,13 +15,13 @@ const PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-tra
 
 /// The eight Table 5 cases.
 fn oracle_cases() -> Vec<Json> {
-    cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json"))
+    cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/seqsel-table5.json"))
 }
 
 /// Table 5, the 24 random whole-step cases and the recorded ones.
 fn all_oracle_cases() -> Vec<Json> {
     let mut cases = oracle_cases();
-    cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json")));
+    cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/fullmodel-random.json")));
     cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/recorded-cases.json")));
     cases
 }
@@ -108,7 +108,7 @@ fn digests_are_deterministic_and_ignore_non_workload_attributes() {
 }
 
 fn inference_cases(file: &str) -> Vec<Json> {
-    let path = format!("{}/../shared/oracles/inference/{file}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/test/oracles/inference/{file}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {path}: {e}"));
     let json: Json = serde_json::from_str(&text).expect("oracle is JSON");
     json["cases"].as_array().expect("cases array").clone()
@@ -176,7 +176,7 @@ fn a_failing_pass_leaves_the_module_unchanged() {
 fn for_planned_steps(first: usize, mut check: impl FnMut(usize, &str, &melior::ir::Module)) {
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
-    let cases = cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json"));
+    let cases = cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/fullmodel-random.json"));
     for (i, case) in cases.iter().enumerate().skip(first).step_by(4) {
         let spec = spec_of(case);
         for pipeline in [

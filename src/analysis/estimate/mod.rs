@@ -18,7 +18,7 @@
 //!
 //! Conventions are Calculon's (calculon-ai/calculon @ caa4b11,
 //! `calculon/llm/llm.py`, `layers.py`), see
-//! `shared/oracles/calculon/FULL-MODEL.md`: every task is one Calculon
+//! `test/oracles/calculon/FULL-MODEL.md`: every task is one Calculon
 //! layer in one stage, priced alone (efficiency by its own size); a TP
 //! collective's exposed time is its network time plus its own processing;
 //! a re-issued collective costs only network time; every stage is taken as

@@ -8,7 +8,7 @@ use super::*;
 use crate::analysis::system::{NetworkBinding, SystemProfile};
 use crate::analysis::workload::{derive_training_block, Datatype, Recompute, TpComm};
 
-pub(crate) const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
+pub(crate) const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon");
 /// Cases recorded from Calculon for these tests (see the README beside it).
 const RECORDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/estimate-cases.json");
 const TOLERANCE: f64 = 1e-9;
@@ -60,9 +60,9 @@ pub(crate) fn cases_of(path: &str) -> Vec<Case> {
 }
 
 pub(crate) fn system(name: &str) -> SystemProfile {
-    let shared = format!("{ORACLES}/systems/{name}.json");
+    let oracle = format!("{ORACLES}/systems/{name}.json");
     let local = format!("{}/test/Inputs/calculon/systems/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    let path = if std::path::Path::new(&local).exists() { local } else { shared };
+    let path = if std::path::Path::new(&local).exists() { local } else { oracle };
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     SystemProfile::from_json(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
 }

@@ -1,11 +1,11 @@
 //! The search against Calculon's `llm-optimal-execution` (expected values
-//! from `shared/oracles/calculon/search-*.json`, produced by Calculon).
+//! from `test/oracles/calculon/search-*.json`, produced by Calculon).
 
 use super::*;
 use crate::analysis::estimate::{estimate_spec, EstimateOptions};
 use crate::analysis::workload::Datatype;
 
-const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon");
+const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon");
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))

@@ -14,7 +14,7 @@
 //!       → tp_exit → dropout → residual
 //! ```
 //!
-//! Conventions (pinned by `/work/shared/oracles/inference`):
+//! Conventions (pinned by `test/oracles/inference`):
 //! - The prefill of a multi-head, ungated block *is* Calculon's forward pass
 //!   with `training=False` (`calculon/llm/llm.py`, `_compute_block_stats`
 //!   accumulates only the `fw` terms and the same `_llm_block`, dropout layers

@@ -8,7 +8,7 @@
 //! `prompt_tokens + generated_tokens`.
 //!
 //! The JSON field names are those of the inference oracle cases
-//! (`/work/shared/oracles/inference/{prefill-calculon,llama2-genz}.json`),
+//! (`test/oracles/inference/{prefill-calculon,llama2-genz}.json`),
 //! so each case's `model`, `workload` and `mapping` objects deserialize
 //! directly. Unknown, missing or mistyped fields are rejected by serde;
 //! semantic rules are checked by [`InferenceSpec::validate`], one

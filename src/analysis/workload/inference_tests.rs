@@ -6,8 +6,8 @@ use serde_json::{json, Value};
 
 use super::*;
 
-const CALCULON_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/inference/prefill-calculon.json");
-const GENZ_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/inference/llama2-genz.json");
+const CALCULON_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/inference/prefill-calculon.json");
+const GENZ_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/inference/llama2-genz.json");
 
 fn oracle_cases(path: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read oracle {path}: {err}"));

@@ -1,7 +1,7 @@
 //! Typed training specifications: model, workload and mapping.
 //!
 //! The JSON field names are those of the Calculon oracle cases
-//! (`/work/shared/oracles/calculon/seqsel-table5.json`), so each case's
+//! (`test/oracles/calculon/seqsel-table5.json`), so each case's
 //! `model`, `workload` and `mapping` objects deserialize directly. Unknown,
 //! missing or mistyped fields are rejected by serde; semantic rules are
 //! checked by [`TrainingSpec::validate`], one [`SpecError`] variant per rule.

@@ -6,12 +6,12 @@ use serde_json::Value;
 
 use super::*;
 
-const ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/seqsel-table5.json");
+const ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/seqsel-table5.json");
 /// Cases recorded from Calculon for this project (see the README beside it).
 const RECORDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/recorded-cases.json");
 /// The 24 random whole-step cases (DP > 1, optimizer sharding,
 /// interleaving, attention width ≠ hidden, `seq_par_ag_redo` at TP = 1).
-const RANDOM_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/oracles/calculon/fullmodel-random.json");
+const RANDOM_ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/fullmodel-random.json");
 
 struct OracleCase {
     name: String,

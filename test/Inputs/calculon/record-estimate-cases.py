@@ -4,10 +4,10 @@ estimate tests: python3 record-estimate-cases.py estimate-cases.input.json > est
 Run with Calculon's dependencies and source on the path, e.g.
 PYTHONPATH=/work/calculon-src /work/calculon-venv/bin/python record-estimate-cases.py ...
 
-Each input case: name, model (a Calculon model file in shared/oracles/calculon/models),
-workload, mapping (Blueprint's names, `tp_overlap` included), system (a file in shared/oracles/calculon/systems,
+Each input case: name, model (a Calculon model file in test/oracles/calculon/models),
+workload, mapping (Blueprint's names, `tp_overlap` included), system (a file in test/oracles/calculon/systems,
 or in ./systems), networks {tp, pp, dp}, optional overlap {dp: bool}. Output: the format of
-shared/oracles/calculon/fullmodel-random.json plus `sample_rate`, and, under DP overlap,
+test/oracles/calculon/fullmodel-random.json plus `sample_rate`, and, under DP overlap,
 `dp_overlap_fixed`: Calculon's own step composition re-run after replacing its defective
 block_re_flops_time / block_re_mem_time (running prefix sums) by the sums of the recomputed
 layers' own forward flop / memory times.
@@ -17,7 +17,7 @@ from calculon.llm import Llm
 from calculon.system import System
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, '../../../../shared/oracles/calculon')
+ORACLES = os.path.join(HERE, '..', '..', 'oracles', 'calculon')
 BLOCK = ["block_fw_flops", "block_agrad_flops", "block_wgrad_flops", "block_optim_flops", "block_fw_mem_accessed",
          "block_agrad_mem_accessed", "block_wgrad_mem_accessed", "block_optim_mem_accessed", "baseblock_fw_tp_size",
          "baseblock_bw_tp_size", "baseblock_recomm_size", "block_fw_pp_size", "block_bw_pp_size", "block_dp_size",
@@ -31,11 +31,11 @@ TIME = ["fw_time", "bw_time", "optim_step_time", "recompute_time", "recomm_expos
 
 def system_file(name):
     local = os.path.join(HERE, 'systems', name + '.json')
-    return local if os.path.exists(local) else os.path.join(SHARED, 'systems', name + '.json')
+    return local if os.path.exists(local) else os.path.join(ORACLES, 'systems', name + '.json')
 
 
 def run(case):
-    cm = json.load(open(os.path.join(SHARED, 'models', case['model'] + '.json')))
+    cm = json.load(open(os.path.join(ORACLES, 'models', case['model'] + '.json')))
     mp, wl, nets = case['mapping'], case['workload'], case['networks']
     dp_overlap = case.get('overlap', {}).get('dp', False)
     exe = dict(num_procs=mp['tp'] * mp['pp'] * mp['dp'], tensor_par=mp['tp'], pipeline_par=mp['pp'], data_par=mp['dp'],
@@ -56,7 +56,7 @@ def run(case):
     out = dict(name=case['name'], model=model, workload=wl, mapping=mp, system=case['system'], networks=nets)
     if 'overlap' in case:
         out['overlap'] = case['overlap']
-    # Integral floats as integers, as in the shared oracle files.
+    # Integral floats as integers, as in the oracle files (test/oracles/calculon).
     out['block'] = {k: (int(s[k]) if isinstance(s[k], float) and s[k].is_integer() else s[k]) for k in BLOCK}
     out['per_processor'] = {k: s[k] for k in PER}
     out['timing_seconds'] = {k: s[k] for k in TIME}

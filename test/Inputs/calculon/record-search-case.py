@@ -1,22 +1,25 @@
 """Records a strategy-search case from Calculon's own `llm-optimal-execution`
 (calculon-ai/calculon @ caa4b11, unmodified), in the format of
-shared/oracles/calculon/search-megatron-126M-8.json:
+test/oracles/calculon/search-megatron-126M-8.json:
 
   python3 record-search-case.py MODEL PROCS MAX_BATCH SYSTEM TOP CPUS [tp-overlap] > search-MODEL-PROCS.json
 
-MODEL is a file of shared/oracles/calculon/models (without .json), SYSTEM one of
-shared/oracles/calculon/systems. The command run is
+MODEL is a file of test/oracles/calculon/models (without .json), SYSTEM one of
+test/oracles/calculon/systems. The command run is
   calculon llm-optimal-execution models/MODEL.json PROCS MAX_BATCH float16 systems/SYSTEM.json out.json
       -t TOP --no-tp-overlap -c CPUS
-(without --no-tp-overlap when the last argument is `tp-overlap`) with the calculon of /work/calculon-venv; its wall time is recorded. Use a
+(without --no-tp-overlap when the last argument is `tp-overlap`) with the executable CALCULON, else
+bin/calculon of the venv CALCULON_VENV (default target/venv); its wall time is recorded. Use a
 system without a second memory tier (a100_nomem2): otherwise Calculon also
 explores offload, which Blueprint's estimate does not model.
 """
 import json, os, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SHARED = os.path.join(HERE, '../../../../shared/oracles/calculon')
-CALCULON = os.environ.get('CALCULON', '/work/calculon-venv/bin/calculon')
+ROOT = os.path.join(HERE, '..', '..', '..')
+ORACLES = os.path.join(ROOT, 'test', 'oracles', 'calculon')
+VENV = os.environ.get('CALCULON_VENV', os.path.join(ROOT, 'target', 'venv'))
+CALCULON = os.environ.get('CALCULON', os.path.join(VENV, 'bin', 'calculon'))
 PER = ["weight_space", "act_space", "act_checkpoint_size", "act_grad_space", "weight_grad_space", "optimizer_space",
        "proc_mem_tier1_cap_req"]
 
@@ -29,7 +32,7 @@ def main():
         command = ['llm-optimal-execution', f'models/{model}.json', procs, batch, 'float16', f'systems/{system}.json',
                    'out.json', '-t', top, *([] if tp_overlap else ['--no-tp-overlap']), '-c', cpus]
         start = time.time()
-        run = subprocess.run([CALCULON, *command[:6], out, *command[7:]], cwd=SHARED, capture_output=True, text=True)
+        run = subprocess.run([CALCULON, *command[:6], out, *command[7:]], cwd=ORACLES, capture_output=True, text=True)
         wall = time.time() - start
         if run.returncode != 0:
             sys.exit(run.stderr)

@@ -53,7 +53,7 @@ def run_pipeline(path, extra="", only=""):
             # The estimate of the same plan on the case's system and tiers.
             systems = os.path.join(os.path.dirname(path), "systems")
             if not os.path.exists(os.path.join(systems, c["system"] + ".json")):
-                systems = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "shared", "oracles", "calculon", "systems")
+                systems = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "oracles", "calculon", "systems")
             net = c.get("networks", {"tp": 0, "pp": 1, "dp": 1})
             estimate = subprocess.run(["blueprint-translate", "--estimate", "--system", os.path.join(systems, c["system"] + ".json"),
                                        "--tp-net", str(net["tp"]), "--pp-net", str(net["pp"]), "--dp-net", str(net["dp"]),
