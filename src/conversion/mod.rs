@@ -2,3 +2,4 @@
 
 pub mod dist_to_mpi;
 pub mod dist_to_runtime;
+pub mod model_to_linalg;

@@ -22,6 +22,13 @@ pub struct BuildError {
     pub op: &'static str,
 }
 
+/// Passes report failures as located messages.
+impl From<BuildError> for String {
+    fn from(error: BuildError) -> Self {
+        error.to_string()
+    }
+}
+
 /// Makes attributes and types in one context; cheap to copy.
 #[derive(Clone, Copy)]
 pub struct Builder<'c> {

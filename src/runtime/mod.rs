@@ -51,6 +51,7 @@ mod contribution;
 pub mod dtype;
 pub mod error;
 pub mod interface;
+pub mod kernels;
 pub mod memref;
 pub mod mpi;
 mod ops;

@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod run;
 pub mod search;
+pub mod train;
 pub mod translate;
 
 // The whole pipeline on the oracle cases, through the tools' pipeline.

@@ -30,6 +30,12 @@ pub static PASSES: &[PassInfo] = &[
         changes_ir: true,
     },
     PassInfo {
+        name: "convert-model-to-linalg",
+        summary: "Lower decomposed float32 ModelIR to linalg on tensors (and, under a training spec, the whole training step as @train_step)",
+        create: crate::conversion::model_to_linalg::create,
+        changes_ir: true,
+    },
+    PassInfo {
         name: "distribute-transformer-training",
         summary: "Derive the dist program of the whole training step (every block over the pipeline stages, its schedule, data parallelism, memory per stage) from ModelIR and its strategy",
         create: crate::transforms::transformer::distribute::create,

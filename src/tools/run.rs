@@ -17,7 +17,8 @@ use crate::runtime::interface::ElementType;
 use crate::runtime::{mpi, set_stop_hook, symbols, RtError, StridedView, World};
 use crate::tools::execution::{run_pipeline, Jit, TO_LLVM_PIPELINE, TO_LLVM_VIA_MPI_PIPELINE};
 
-const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S] [--mpi] [--lower-to-mpi]";
+const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S] [--mpi] [--lower-to-mpi]
+       blueprint-run STEP.mlir --train-step --params P.safetensors --inputs I.safetensors -o OUT.safetensors";
 
 /// Options of `blueprint-run`.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +31,11 @@ pub struct Options {
     /// Lower with `lower-dist-to-mpi` (MLIR's `mpi` dialect) instead of the runtime.
     pub lower_to_mpi: bool,
     pub help: bool,
+    /// `--train-step`: run one training step of ModelIR instead of `-e`.
+    pub train_step: bool,
+    pub params: Option<String>,
+    pub inputs: Option<String>,
+    pub output: Option<String>,
 }
 
 /// The help text.
@@ -60,6 +66,18 @@ Options:
 A runtime error (mismatched collectives, participants, handles, a timeout)
 prints the rank, the op's id and location and the reason, and the run exits
 with status 1 on every rank (under MPI through MPI_Abort).
+
+--train-step runs one training step of STEP.mlir, ModelIR of a float32
+training spec (blueprint-translate --import-transformer-training; coarse or
+decomposed), on one rank: convert-model-to-linalg makes it @train_step, the
+JIT runs it, and OUT.safetensors receives EXECUTION.md's tensors
+(block.out, block.in.grad, blocks.<i>.<id>.grad, blocks.<i>.<id> after the
+optimizer, and .adam_m/.adam_v under Adam).
+  --params P         the parameters, blocks.<i>.<id> (safetensors, F32)
+  --inputs I         block.in and block.out.grad (safetensors, F32)
+  -o OUT             the output file (written only when the step ran)
+A missing or extra tensor, a wrong shape or dtype, a non-float32 step or
+dropout with p > 0 is an error naming it; nothing is written.
 "
     )
 }
@@ -77,6 +95,10 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         mpi: false,
         lower_to_mpi: false,
         help: false,
+        train_step: false,
+        params: None,
+        inputs: None,
+        output: None,
     };
     let mut input = None;
     let mut entry = None;
@@ -100,6 +122,10 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 options.mpi = true;
             }
             "-e" | "--entry" | "--entry-point" => entry = Some(take(&mut i)?),
+            "--train-step" => options.train_step = true,
+            "--params" => options.params = Some(take(&mut i)?),
+            "--inputs" => options.inputs = Some(take(&mut i)?),
+            "-o" | "--output" => options.output = Some(take(&mut i)?),
             "--ranks" | "-n" => {
                 let v = take(&mut i)?;
                 options.ranks = v
@@ -130,6 +156,20 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         return Ok(options);
     }
     options.input = input.ok_or("no input file")?;
+    if options.train_step {
+        if entry.is_some() {
+            return Err("--train-step runs @train_step; it takes no -e".into());
+        }
+        for (flag, value) in [("--params", &options.params), ("--inputs", &options.inputs), ("-o", &options.output)] {
+            if value.is_none() {
+                return Err(format!("--train-step needs {flag}"));
+            }
+        }
+        return Ok(options);
+    }
+    if let Some(flag) = [("--params", &options.params), ("--inputs", &options.inputs), ("-o", &options.output)].iter().find(|(_, v)| v.is_some()) {
+        return Err(format!("{} applies to --train-step only", flag.0));
+    }
     options.entry = entry.ok_or("no function to run (-e FUNC)")?;
     Ok(options)
 }
@@ -155,6 +195,21 @@ pub fn main_with_args(args: &[String]) -> i32 {
     if options.help {
         print!("{}", help_text());
         return 0;
+    }
+    if options.train_step {
+        let train = crate::tools::train::TrainOptions {
+            step: options.input.clone(),
+            params: options.params.clone().unwrap_or_default(),
+            inputs: options.inputs.clone().unwrap_or_default(),
+            output: options.output.clone().unwrap_or_default(),
+        };
+        return match crate::tools::train::run_train_step(&train) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("blueprint-run: {e}");
+                1
+            }
+        };
     }
     match run(&options) {
         Ok(()) => 0,
@@ -250,7 +305,7 @@ unsafe impl Send for Program {}
 // SAFETY: as above.
 unsafe impl Sync for Program {}
 
-fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
+pub(super) fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
     if path == "-" {
         let mut bytes = Vec::new();
         std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read stdin: {e}"))?;

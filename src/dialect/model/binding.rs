@@ -39,7 +39,7 @@ pub fn read_spec<T: DeserializeOwned>(
     let value = module.attribute(attribute).map_err(|_| BindingError::Missing(attribute))?;
     let json = attribute_to_json(value).ok_or_else(|| BindingError::Invalid {
         attribute,
-        reason: "it holds something other than dictionaries, arrays, strings, integers and booleans".into(),
+        reason: "it holds something other than dictionaries, arrays, strings, numbers and booleans".into(),
     })?;
     let spec: T = serde_json::from_value(json).map_err(|e| BindingError::Invalid { attribute, reason: e.to_string() })?;
     validate(&spec).map_err(|reason| BindingError::Invalid { attribute, reason })?;
@@ -53,13 +53,26 @@ pub fn spec_attribute_text<T: Serialize>(spec: &T) -> String {
     json_to_attribute_text(&serde_json::to_value(spec).unwrap_or(Json::Null))
 }
 
+/// An f64 in MLIR's float literal syntax (a digit, a point, digits, an
+/// optional exponent): `1e-8` is `1.0e-8`.
+fn float_literal(value: f64) -> String {
+    let text = format!("{value:?}");
+    if text.contains('.') {
+        return text;
+    }
+    match text.split_once('e') {
+        Some((mantissa, exponent)) => format!("{mantissa}.0e{exponent}"),
+        None => format!("{text}.0"),
+    }
+}
+
 fn json_to_attribute_text(value: &Json) -> String {
     match value {
         Json::Null => "unit".into(),
         Json::Bool(b) => b.to_string(),
         Json::Number(n) => match n.as_i64() {
             Some(i) => format!("{i} : i64"),
-            None => format!("{} : f64", n.as_f64().unwrap_or(0.0)),
+            None => format!("{} : f64", float_literal(n.as_f64().unwrap_or(0.0))),
         },
         Json::String(s) => quote(s),
         Json::Array(items) => {
@@ -114,6 +127,10 @@ pub fn attribute_to_json(attribute: Attribute) -> Option<Json> {
     }
     if let Some(text) = string_value(attribute) {
         return Some(Json::String(text.to_string()));
+    }
+    if attribute.is_float() {
+        let value = melior::ir::attribute::FloatAttribute::try_from(attribute).ok()?.value();
+        return serde_json::Number::from_f64(value).map(Json::Number);
     }
     let value = int_value(attribute)?;
     Some(Json::from(value))

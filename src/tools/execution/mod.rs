@@ -32,6 +32,20 @@ pub const TO_LLVM_VIA_MPI_PIPELINE: &str = "builtin.module(\
     finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
     convert-cf-to-llvm, convert-to-llvm, reconcile-unrealized-casts)";
 
+/// From `@train_step` on tensors (`convert-model-to-linalg`) to the LLVM
+/// dialect: bufferization with every result an out-param (public
+/// signatures included, so the caller owns every buffer), deallocation,
+/// `linalg` matmuls as calls of the runtime's kernels
+/// (`convert-linalg-matmul-to-kernels`), the rest to loops, and the
+/// standard conversions.
+pub const TRAIN_STEP_TO_LLVM_PIPELINE: &str = "builtin.module(\
+    one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
+    buffer-results-to-out-params{modify-public-functions hoist-static-allocs}, ownership-based-buffer-deallocation, canonicalize, \
+    buffer-deallocation-simplification, bufferization-lower-deallocations, convert-bufferization-to-memref, \
+    convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-math-to-llvm, \
+    finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
+    convert-cf-to-llvm, reconcile-unrealized-casts)";
+
 #[derive(Debug, Error)]
 pub enum ExecutionError {
     #[error("invalid pipeline: {0}")]

@@ -1,0 +1,225 @@
+//! `blueprint-run STEP.mlir --train-step --params P --inputs I -o OUT`:
+//! one training step of ModelIR, run on one rank.
+//!
+//! The step is ModelIR of a float32 training spec (coarse or decomposed;
+//! coarse ops are decomposed first). `convert-model-to-linalg` makes it
+//! `@train_step`, whose arguments and results carry EXECUTION.md's tensor
+//! names; the standard bufferization + LLVM pipeline lowers it and the JIT
+//! runs it. Every argument is read from the parameter or input file by
+//! name, checked (present once, float32, the shape the step says) before
+//! anything runs; the outputs are written to one safetensors file, or
+//! nothing at all on an error.
+
+use std::{ffi::c_void, path::Path};
+
+use melior::ir::{
+    attribute::{ArrayAttribute, DictionaryAttribute, StringAttribute, TypeAttribute},
+    operation::OperationLike,
+    r#type::FunctionType,
+    Module, OperationRef, Type,
+};
+use safetensors::{tensor::TensorView, Dtype, SafeTensors};
+
+use crate::{
+    analysis::workload::{Datatype, TrainingSpec},
+    conversion::model_to_linalg::{NAME_ATTRIBUTE, TRAIN_STEP},
+    dialect::model::binding::{read_spec, TRAINING_SPEC},
+    ir::{
+        context::create_context,
+        diagnostics::DiagnosticSink,
+        ods::OpKind,
+        read::{collect_ops, name_of, str_attr, tensor_shape},
+    },
+    runtime::OwnedMemRef,
+    tools::execution::{run_pipeline, Jit, TRAIN_STEP_TO_LLVM_PIPELINE},
+};
+
+/// What `--train-step` reads and writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrainOptions {
+    pub step: String,
+    pub params: String,
+    pub inputs: String,
+    pub output: String,
+}
+
+/// One argument or result of `@train_step`: its tensor name and shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tensor {
+    pub name: String,
+    pub shape: Vec<i64>,
+}
+
+impl Tensor {
+    fn len(&self) -> usize {
+        self.shape.iter().map(|d| usize::try_from(*d).unwrap_or(0)).product()
+    }
+}
+
+/// The signature of `@train_step`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Signature {
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
+}
+
+/// Runs one step; returns the messages to print on success.
+///
+/// # Errors
+/// A message naming the file, tensor or op at fault; `options.output` is
+/// not written.
+pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
+    let (name, bytes) = super::run::read_input(&options.step)?;
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let report = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    let mut module = crate::tools::opt::parse_module(&context, &sink, &bytes, &name)
+        .ok_or_else(|| format!("cannot parse the step\n{}", report(&sink)))?;
+    let signature = prepare(&context, &mut module).map_err(|e| with_diagnostics(e, &report(&sink)))?;
+    // Every input, read and checked before anything runs.
+    let params = std::fs::read(&options.params).map_err(|e| format!("cannot read '{}': {e}", options.params))?;
+    let inputs = std::fs::read(&options.inputs).map_err(|e| format!("cannot read '{}': {e}", options.inputs))?;
+    let params = SafeTensors::deserialize(&params).map_err(|e| format!("'{}' is not a safetensors file: {e}", options.params))?;
+    let inputs = SafeTensors::deserialize(&inputs).map_err(|e| format!("'{}' is not a safetensors file: {e}", options.inputs))?;
+    let files = [(options.params.as_str(), &params), (options.inputs.as_str(), &inputs)];
+    let mut arguments = Vec::new();
+    for tensor in &signature.inputs {
+        arguments.push(read_tensor(&files, tensor)?);
+    }
+    for (file, tensors) in files {
+        let known: Vec<&str> = signature.inputs.iter().map(|t| t.name.as_str()).collect();
+        let mut extra: Vec<&str> = tensors.names().into_iter().filter(|n| !known.contains(n)).collect();
+        extra.sort_unstable();
+        if let Some(name) = extra.first() {
+            return Err(format!("'{file}' holds tensor '{name}', which the step does not take ({} such tensors)", extra.len()));
+        }
+    }
+    run_pipeline(&context, &mut module, TRAIN_STEP_TO_LLVM_PIPELINE).map_err(|e| with_diagnostics(e.to_string(), &report(&sink)))?;
+    let jit = Jit::new(&module, &crate::runtime::kernels::symbols()).map_err(|e| with_diagnostics(e.to_string(), &report(&sink)))?;
+    let outputs = call(&jit, &signature, arguments)?;
+    let views: Vec<(String, TensorView)> = signature
+        .outputs
+        .iter()
+        .zip(&outputs)
+        .map(|(t, data)| {
+            let shape = t.shape.iter().map(|d| usize::try_from(*d).unwrap_or(0)).collect();
+            TensorView::new(Dtype::F32, shape, bytemuck_f32(data)).map(|v| (t.name.clone(), v)).map_err(|e| format!("cannot store '{}': {e}", t.name))
+        })
+        .collect::<Result<_, _>>()?;
+    let bytes = safetensors::serialize(views, None).map_err(|e| format!("cannot serialize the outputs: {e}"))?;
+    crate::tools::cli::write_file_atomically(Path::new(&options.output), &bytes).map_err(|e| format!("cannot write '{}': {e}", options.output))
+}
+
+fn with_diagnostics(message: String, diagnostics: &str) -> String {
+    if diagnostics.is_empty() {
+        message
+    } else {
+        format!("{diagnostics}\n{message}")
+    }
+}
+
+/// Decomposes coarse ops, checks the spec, lowers to `@train_step` on
+/// tensors; returns its signature (the module is left at tensors).
+///
+/// # Errors
+/// A message naming what is missing or not executable.
+pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signature, String> {
+    let top = module.as_operation();
+    if top.attribute(TRAINING_SPEC).is_err() {
+        return Err(format!("the step has no training spec ('{TRAINING_SPEC}'): import one with blueprint-translate --import-transformer-training"));
+    }
+    let spec: TrainingSpec = read_spec(top, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string())).map_err(|e| e.to_string())?;
+    if spec.workload.datatype != Datatype::Float32 {
+        let found = crate::transforms::transformer::import::datatype_name(spec.workload.datatype);
+        return Err(format!("the step's datatype is {found} (workload.datatype): --train-step executes float32 steps only"));
+    }
+    if collect_ops(top).iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining)) {
+        run_pipeline(context, module, "builtin.module(model-decompose-transformer)").map_err(|e| e.to_string())?;
+    }
+    run_pipeline(context, module, "builtin.module(convert-model-to-linalg)").map_err(|e| e.to_string())?;
+    let function = collect_ops(module.as_operation())
+        .into_iter()
+        .find(|op| name_of(*op) == "func.func" && str_attr(*op, "sym_name") == Some(TRAIN_STEP))
+        .ok_or("convert-model-to-linalg made no @train_step")?;
+    signature(function)
+}
+
+/// The names and shapes of `@train_step`'s arguments and results.
+fn signature(function: OperationRef) -> Result<Signature, String> {
+    let ty = function
+        .attribute("function_type")
+        .ok()
+        .and_then(|a| TypeAttribute::try_from(a).ok())
+        .and_then(|t| FunctionType::try_from(t.value()).ok())
+        .ok_or("@train_step has no function type")?;
+    let names = |key: &str| -> Vec<String> {
+        let Some(array) = function.attribute(key).ok().and_then(|a| ArrayAttribute::try_from(a).ok()) else { return Vec::new() };
+        (0..array.len())
+            .map(|i| {
+                array
+                    .element(i)
+                    .ok()
+                    .and_then(|d| DictionaryAttribute::try_from(d).ok())
+                    .and_then(|d| d.element_by_name(NAME_ATTRIBUTE))
+                    .and_then(|s| StringAttribute::try_from(s).ok())
+                    .map(|s| s.value().to_string())
+                    .unwrap_or_default()
+            })
+            .collect()
+    };
+    let tensors = |types: Vec<Type>, names: Vec<String>| -> Vec<Tensor> {
+        types
+            .into_iter()
+            .zip(names)
+            .map(|(t, name)| Tensor { name, shape: tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect() })
+            .collect()
+    };
+    let inputs: Vec<Type> = (0..ty.input_count()).filter_map(|i| ty.input(i).ok()).collect();
+    let outputs: Vec<Type> = (0..ty.result_count()).filter_map(|i| ty.result(i).ok()).collect();
+    Ok(Signature { inputs: tensors(inputs, names("arg_attrs")), outputs: tensors(outputs, names("res_attrs")) })
+}
+
+/// The named tensor from whichever file holds it, checked.
+fn read_tensor(files: &[(&str, &SafeTensors); 2], tensor: &Tensor) -> Result<Vec<f32>, String> {
+    let found: Vec<(&str, TensorView)> = files.iter().filter_map(|(file, t)| t.tensor(&tensor.name).ok().map(|v| (*file, v))).collect();
+    let (file, view) = match found.as_slice() {
+        [] => return Err(format!("no tensor '{}' (shape {:?}) in '{}' or '{}'", tensor.name, tensor.shape, files[0].0, files[1].0)),
+        [one] => one,
+        _ => return Err(format!("tensor '{}' is in both '{}' and '{}'", tensor.name, files[0].0, files[1].0)),
+    };
+    if view.dtype() != Dtype::F32 {
+        return Err(format!("tensor '{}' in '{file}' is {:?}, but the step takes F32", tensor.name, view.dtype()));
+    }
+    let shape: Vec<i64> = view.shape().iter().map(|d| i64::try_from(*d).unwrap_or(-1)).collect();
+    if shape != tensor.shape {
+        return Err(format!("tensor '{}' in '{file}' has shape {shape:?}, but the step takes {:?}", tensor.name, tensor.shape));
+    }
+    Ok(view.data().chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
+}
+
+/// The f32 elements as little-endian bytes (the safetensors layout).
+fn bytemuck_f32(data: &[f32]) -> &[u8] {
+    // SAFETY: any f32 slice is a valid byte slice of 4x its length; the
+    // machines Blueprint runs on are little-endian (checked below).
+    const _: () = assert!(cfg!(target_endian = "little"));
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// Calls the compiled step: inputs, then outputs as out-params (the
+/// lowering makes every result an out-param), through the packed C
+/// interface (one pointer per argument).
+fn call(jit: &Jit, signature: &Signature, arguments: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>, String> {
+    let address = jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())?;
+    let mut memrefs: Vec<OwnedMemRef<f32>> = signature.inputs.iter().zip(arguments).map(|(t, data)| OwnedMemRef::new(&t.shape, data)).collect();
+    for t in &signature.outputs {
+        memrefs.push(OwnedMemRef::new(&t.shape, vec![0.0; t.len()]));
+    }
+    let mut descriptors: Vec<*mut c_void> = memrefs.iter_mut().map(OwnedMemRef::desc).collect();
+    let mut packed: Vec<*mut c_void> = descriptors.iter_mut().map(|d| (d as *mut *mut c_void).cast()).collect();
+    // SAFETY: the packed wrapper of `_mlir_ciface_train_step` reads one
+    // pointer per argument; each points at a descriptor of the memref type
+    // the lowered signature has (inputs, then out-params), alive until the
+    // call returns.
+    unsafe { std::mem::transmute::<*mut (), unsafe extern "C" fn(*mut *mut c_void)>(address)(packed.as_mut_ptr()) };
+    Ok(memrefs.split_off(signature.inputs.len()).iter().map(OwnedMemRef::to_vec).collect())
+}
