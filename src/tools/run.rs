@@ -167,7 +167,9 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
         }
         return Ok(options);
     }
-    if let Some(flag) = [("--params", &options.params), ("--inputs", &options.inputs), ("-o", &options.output)].iter().find(|(_, v)| v.is_some()) {
+    if let Some(flag) =
+        [("--params", &options.params), ("--inputs", &options.inputs), ("-o", &options.output)].iter().find(|(_, v)| v.is_some())
+    {
         return Err(format!("{} applies to --train-step only", flag.0));
     }
     options.entry = entry.ok_or("no function to run (-e FUNC)")?;
@@ -315,7 +317,7 @@ pub(super) fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
 }
 
 /// The upstream runner utilities (`printMemrefF32`, ...), where installed.
-fn runner_utils() -> Vec<String> {
+pub(super) fn runner_utils() -> Vec<String> {
     let mut dirs = Vec::new();
     if let Ok(dir) = std::env::var("BLUEPRINT_RUNNER_UTILS_DIR") {
         dirs.push(dir);

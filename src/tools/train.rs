@@ -95,7 +95,9 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
         }
     }
     run_pipeline(&context, &mut module, TRAIN_STEP_TO_LLVM_PIPELINE).map_err(|e| with_diagnostics(e.to_string(), &report(&sink)))?;
-    let jit = Jit::new(&module, &crate::runtime::kernels::symbols()).map_err(|e| with_diagnostics(e.to_string(), &report(&sink)))?;
+    codegen_options();
+    let jit = Jit::with_libraries(&module, &crate::runtime::kernels::symbols(), &super::run::runner_utils())
+        .map_err(|e| with_diagnostics(e.to_string(), &report(&sink)))?;
     let outputs = call(&jit, &signature, arguments)?;
     let views: Vec<(String, TensorView)> = signature
         .outputs
@@ -103,11 +105,14 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
         .zip(&outputs)
         .map(|(t, data)| {
             let shape = t.shape.iter().map(|d| usize::try_from(*d).unwrap_or(0)).collect();
-            TensorView::new(Dtype::F32, shape, bytemuck_f32(data)).map(|v| (t.name.clone(), v)).map_err(|e| format!("cannot store '{}': {e}", t.name))
+            TensorView::new(Dtype::F32, shape, bytemuck_f32(data))
+                .map(|v| (t.name.clone(), v))
+                .map_err(|e| format!("cannot store '{}': {e}", t.name))
         })
         .collect::<Result<_, _>>()?;
     let bytes = safetensors::serialize(views, None).map_err(|e| format!("cannot serialize the outputs: {e}"))?;
-    crate::tools::cli::write_file_atomically(Path::new(&options.output), &bytes).map_err(|e| format!("cannot write '{}': {e}", options.output))
+    crate::tools::cli::write_file_atomically(Path::new(&options.output), &bytes)
+        .map_err(|e| format!("cannot write '{}': {e}", options.output))
 }
 
 fn with_diagnostics(message: String, diagnostics: &str) -> String {
@@ -126,9 +131,12 @@ fn with_diagnostics(message: String, diagnostics: &str) -> String {
 pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signature, String> {
     let top = module.as_operation();
     if top.attribute(TRAINING_SPEC).is_err() {
-        return Err(format!("the step has no training spec ('{TRAINING_SPEC}'): import one with blueprint-translate --import-transformer-training"));
+        return Err(format!(
+            "the step has no training spec ('{TRAINING_SPEC}'): import one with blueprint-translate --import-transformer-training"
+        ));
     }
-    let spec: TrainingSpec = read_spec(top, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string())).map_err(|e| e.to_string())?;
+    let spec: TrainingSpec =
+        read_spec(top, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string())).map_err(|e| e.to_string())?;
     if spec.workload.datatype != Datatype::Float32 {
         let found = crate::transforms::transformer::import::datatype_name(spec.workload.datatype);
         return Err(format!("the step's datatype is {found} (workload.datatype): --train-step executes float32 steps only"));
@@ -141,6 +149,22 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
         .into_iter()
         .find(|op| name_of(*op) == "func.func" && str_attr(*op, "sym_name") == Some(TRAIN_STEP))
         .ok_or("convert-model-to-linalg made no @train_step")?;
+    // Only the step runs: the block functions as written are dropped
+    // (private, then `symbol-dce` at the start of the lowering).
+    let private = melior::ir::attribute::StringAttribute::new(context, "private");
+    for op in collect_ops(module.as_operation()) {
+        if name_of(op) == "func.func" && str_attr(op, "sym_name") != Some(TRAIN_STEP) && op.attribute("sym_visibility").is_err() {
+            // SAFETY: a live op and attribute of `context`.
+            unsafe {
+                let key = "sym_visibility";
+                mlir_sys::mlirOperationSetAttributeByName(
+                    op.to_raw(),
+                    mlir_sys::MlirStringRef { data: key.as_ptr().cast(), length: key.len() },
+                    melior::ir::AttributeLike::to_raw(&private),
+                );
+            }
+        }
+    }
     signature(function)
 }
 
@@ -210,7 +234,8 @@ fn bytemuck_f32(data: &[f32]) -> &[u8] {
 /// interface (one pointer per argument).
 fn call(jit: &Jit, signature: &Signature, arguments: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>, String> {
     let address = jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())?;
-    let mut memrefs: Vec<OwnedMemRef<f32>> = signature.inputs.iter().zip(arguments).map(|(t, data)| OwnedMemRef::new(&t.shape, data)).collect();
+    let mut memrefs: Vec<OwnedMemRef<f32>> =
+        signature.inputs.iter().zip(arguments).map(|(t, data)| OwnedMemRef::new(&t.shape, data)).collect();
     for t in &signature.outputs {
         memrefs.push(OwnedMemRef::new(&t.shape, vec![0.0; t.len()]));
     }
@@ -221,5 +246,21 @@ fn call(jit: &Jit, signature: &Signature, arguments: Vec<Vec<f32>>) -> Result<Ve
     // the lowered signature has (inputs, then out-params), alive until the
     // call returns.
     unsafe { std::mem::transmute::<*mut (), unsafe extern "C" fn(*mut *mut c_void)>(address)(packed.as_mut_ptr()) };
+
     Ok(memrefs.split_off(signature.inputs.len()).iter().map(OwnedMemRef::to_vec).collect())
+}
+
+/// LLVM's code generation options for the step, set once per process:
+/// the DAG combiner's store merging is quadratic in the stores of a block
+/// and was more than half of compiling a step (3.6 of 7 s on a 3-block
+/// step); the code it would merge is memref descriptor traffic.
+fn codegen_options() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let args: [&[u8]; 2] = [b"blueprint-run\0", b"-combiner-store-merging=false\0"];
+        let pointers: Vec<*const std::ffi::c_char> = args.iter().map(|a| a.as_ptr().cast()).collect();
+        // SAFETY: NUL-terminated strings that outlive the call; LLVM copies
+        // what it keeps. Called once, before any code is generated.
+        unsafe { mlir_sys::LLVMParseCommandLineOptions(pointers.len() as i32, pointers.as_ptr(), std::ptr::null()) };
+    });
 }

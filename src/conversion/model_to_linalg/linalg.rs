@@ -7,8 +7,10 @@
 
 use melior::{
     ir::{
-        attribute::FloatAttribute, block::BlockLike, operation::{OperationBuilder, OperationLike}, Attribute, Block, BlockRef, Identifier,
-        Location, Operation, Region, RegionLike, Type, TypeLike, Value, ValueLike,
+        attribute::FloatAttribute,
+        block::BlockLike,
+        operation::{OperationBuilder, OperationLike},
+        Attribute, Block, BlockRef, Identifier, Location, Operation, Region, RegionLike, Type, TypeLike, Value, ValueLike,
     },
     Context,
 };
@@ -87,7 +89,12 @@ impl<'c> Lin<'c> {
     }
 
     /// Appends a built op and returns its results.
-    pub fn push<'a>(&self, block: &BlockRef<'c, 'a>, op: Result<Operation<'c>, melior::Error>, name: &'static str) -> R<Vec<Value<'c, 'a>>> {
+    pub fn push<'a>(
+        &self,
+        block: &BlockRef<'c, 'a>,
+        op: Result<Operation<'c>, melior::Error>,
+        name: &'static str,
+    ) -> R<Vec<Value<'c, 'a>>> {
         let op = block.append_operation(op.map_err(|_| BuildError { op: name })?);
         Ok(op.results().map(Into::into).collect())
     }
@@ -104,21 +111,37 @@ impl<'c> Lin<'c> {
     /// `arith.constant v : f32`.
     pub fn constant<'a>(&self, block: &BlockRef<'c, 'a>, v: f64) -> R<Value<'c, 'a>> {
         let value = FloatAttribute::new(self.ctx, self.f32, v).into();
-        self.one(block, OperationBuilder::new("arith.constant", self.loc).add_attributes(&[(self.id("value"), value)]).add_results(&[self.f32]).build(), "arith.constant")
+        self.one(
+            block,
+            OperationBuilder::new("arith.constant", self.loc).add_attributes(&[(self.id("value"), value)]).add_results(&[self.f32]).build(),
+            "arith.constant",
+        )
     }
 
     /// `arith.constant i : index`.
     pub fn index_constant<'a>(&self, block: &BlockRef<'c, 'a>, i: i64) -> R<Value<'c, 'a>> {
         let value = melior::ir::attribute::IntegerAttribute::new(self.index, i).into();
-        self.one(block, OperationBuilder::new("arith.constant", self.loc).add_attributes(&[(self.id("value"), value)]).add_results(&[self.index]).build(), "arith.constant")
+        self.one(
+            block,
+            OperationBuilder::new("arith.constant", self.loc)
+                .add_attributes(&[(self.id("value"), value)])
+                .add_results(&[self.index])
+                .build(),
+            "arith.constant",
+        )
     }
 
     /// A constant f32 tensor holding `data` (row-major).
     pub fn dense<'a>(&self, block: &BlockRef<'c, 'a>, shape: &[i64], data: &[f32]) -> R<Value<'c, 'a>> {
         let ty = self.tensor(shape);
         // SAFETY: a live shaped type; MLIR copies `data`.
-        let value = unsafe { Attribute::from_raw(mlir_sys::mlirDenseElementsAttrFloatGet(ty.to_raw(), data.len() as isize, data.as_ptr())) };
-        self.one(block, OperationBuilder::new("arith.constant", self.loc).add_attributes(&[(self.id("value"), value)]).add_results(&[ty]).build(), "arith.constant")
+        let value =
+            unsafe { Attribute::from_raw(mlir_sys::mlirDenseElementsAttrFloatGet(ty.to_raw(), data.len() as isize, data.as_ptr())) };
+        self.one(
+            block,
+            OperationBuilder::new("arith.constant", self.loc).add_attributes(&[(self.id("value"), value)]).add_results(&[ty]).build(),
+            "arith.constant",
+        )
     }
 
     /// A tensor of `shape` filled with `v`.
@@ -153,7 +176,12 @@ impl<'c> Lin<'c> {
             let scalar = Scalar { lin: *self, block: inner };
             let arguments: Vec<Value<'c, '_>> = (0..args.len()).filter_map(|i| inner.argument(i).ok().map(Into::into)).collect();
             let yielded = body(&scalar, &arguments)?;
-            inner.append_operation(OperationBuilder::new("linalg.yield", self.loc).add_operands(&yielded).build().map_err(|_| BuildError { op: "linalg.yield" })?);
+            inner.append_operation(
+                OperationBuilder::new("linalg.yield", self.loc)
+                    .add_operands(&yielded)
+                    .build()
+                    .map_err(|_| BuildError { op: "linalg.yield" })?,
+            );
         }
         let mut map_attrs = Vec::new();
         for m in maps {
@@ -161,7 +189,11 @@ impl<'c> Lin<'c> {
         }
         let mut iter_attrs = Vec::new();
         for i in iters {
-            iter_attrs.push(self.parse(if *i == Iter::P { "#linalg.iterator_type<parallel>" } else { "#linalg.iterator_type<reduction>" })?);
+            iter_attrs.push(self.parse(if *i == Iter::P {
+                "#linalg.iterator_type<parallel>"
+            } else {
+                "#linalg.iterator_type<reduction>"
+            })?);
         }
         let operands: Vec<Value<'c, 'a>> = ins.iter().chain(outs).copied().collect();
         let results: Vec<Type<'c>> = outs.iter().map(|v| v.r#type()).collect();
@@ -197,7 +229,15 @@ impl<'c> Lin<'c> {
     /// Sums over the last dimension: `[rows.., n] -> [rows..]`, of `f` of
     /// each element of `ins` (read through their maps over the rank of
     /// `shape`, the iteration space).
-    pub fn reduce_last<'a, F>(&self, block: &BlockRef<'c, 'a>, ins: &[(Value<'c, 'a>, String)], shape: &[i64], init: f64, combine: Combine, f: F) -> R<Value<'c, 'a>>
+    pub fn reduce_last<'a, F>(
+        &self,
+        block: &BlockRef<'c, 'a>,
+        ins: &[(Value<'c, 'a>, String)],
+        shape: &[i64],
+        init: f64,
+        combine: Combine,
+        f: F,
+    ) -> R<Value<'c, 'a>>
     where
         F: for<'b> FnOnce(&Scalar<'c, 'b>, &[Value<'c, 'b>]) -> R<Value<'c, 'b>>,
     {
@@ -264,10 +304,8 @@ impl<'c> Lin<'c> {
     }
 
     fn reassociation(&self, groups: &[&[usize]]) -> Attribute<'c> {
-        let groups: Vec<Attribute<'c>> = groups
-            .iter()
-            .map(|g| self.b.array(&g.iter().map(|d| self.b.i64(*d as i64)).collect::<Vec<_>>()))
-            .collect();
+        let groups: Vec<Attribute<'c>> =
+            groups.iter().map(|g| self.b.array(&g.iter().map(|d| self.b.i64(*d as i64)).collect::<Vec<_>>())).collect();
         self.b.array(&groups)
     }
 
@@ -286,14 +324,24 @@ impl<'c> Lin<'c> {
         let op = OperationBuilder::new("tensor.expand_shape", self.loc)
             .add_operands(&[x])
             .add_results(&[self.tensor(out)])
-            .add_attributes(&[(self.id("reassociation"), self.reassociation(groups)), (self.id("static_output_shape"), self.i64_array(out))])
+            .add_attributes(&[
+                (self.id("reassociation"), self.reassociation(groups)),
+                (self.id("static_output_shape"), self.i64_array(out)),
+            ])
             .build();
         self.one(block, op, "tensor.expand_shape")
     }
 
     /// `tensor.extract_slice` of `sizes` at `offsets` (unit strides);
     /// `dynamic0` replaces the first offset (a loop's row offset).
-    pub fn extract<'a>(&self, block: &BlockRef<'c, 'a>, x: Value<'c, 'a>, offsets: &[i64], sizes: &[i64], dynamic0: Option<Value<'c, 'a>>) -> R<Value<'c, 'a>> {
+    pub fn extract<'a>(
+        &self,
+        block: &BlockRef<'c, 'a>,
+        x: Value<'c, 'a>,
+        offsets: &[i64],
+        sizes: &[i64],
+        dynamic0: Option<Value<'c, 'a>>,
+    ) -> R<Value<'c, 'a>> {
         let (static_offsets, dynamic) = Self::offsets(offsets, dynamic0);
         let mut operands = vec![x];
         operands.extend(dynamic.iter().copied());
@@ -311,7 +359,15 @@ impl<'c> Lin<'c> {
     }
 
     /// `tensor.insert_slice` of `src` into `dest` at `offsets`.
-    pub fn insert<'a>(&self, block: &BlockRef<'c, 'a>, src: Value<'c, 'a>, dest: Value<'c, 'a>, offsets: &[i64], sizes: &[i64], dynamic0: Option<Value<'c, 'a>>) -> R<Value<'c, 'a>> {
+    pub fn insert<'a>(
+        &self,
+        block: &BlockRef<'c, 'a>,
+        src: Value<'c, 'a>,
+        dest: Value<'c, 'a>,
+        offsets: &[i64],
+        sizes: &[i64],
+        dynamic0: Option<Value<'c, 'a>>,
+    ) -> R<Value<'c, 'a>> {
         let (static_offsets, dynamic) = Self::offsets(offsets, dynamic0);
         let mut operands = vec![src, dest];
         operands.extend(dynamic.iter().copied());
@@ -341,7 +397,11 @@ impl<'c> Lin<'c> {
 
     /// `arith.muli` of two indices.
     pub fn index_mul<'a>(&self, block: &BlockRef<'c, 'a>, a: Value<'c, 'a>, b: Value<'c, 'a>) -> R<Value<'c, 'a>> {
-        self.one(block, OperationBuilder::new("arith.muli", self.loc).add_operands(&[a, b]).add_results(&[self.index]).build(), "arith.muli")
+        self.one(
+            block,
+            OperationBuilder::new("arith.muli", self.loc).add_operands(&[a, b]).add_results(&[self.index]).build(),
+            "arith.muli",
+        )
     }
 }
 

@@ -34,7 +34,7 @@ use melior::{
 
 use self::{
     linalg::{shape_of, Lin},
-    rules::{Cx, Env},
+    rules::{Cx, Env, Outliner},
 };
 use crate::{
     analysis::workload::TrainingSpec,
@@ -109,16 +109,20 @@ fn build<'c, 'm>(module: OperationRef<'c, 'm>, generated: &Module<'c>) -> Result
     // SAFETY: the pass's module lives in its context for the whole pass.
     let context = unsafe { module.context().to_ref() };
     let lin = Lin::new(context, module.location()).map_err(|e| (module, e.to_string()))?;
+    let outliner = Outliner::new(generated.body());
     for function in &functions {
-        block_function(lin, *function, generated).map_err(|(op, m)| (op, m))?;
+        block_function(lin, *function, generated, &outliner)?;
     }
     if module.attribute(TRAINING_SPEC).is_ok() {
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
             .map_err(|e| (module, format!("convert-model-to-linalg: {e}")))?;
         let [block] = functions[..] else {
-            return Err((module, format!("convert-model-to-linalg: a training step needs exactly one block function, found {}", functions.len())));
+            return Err((
+                module,
+                format!("convert-model-to-linalg: a training step needs exactly one block function, found {}", functions.len()),
+            ));
         };
-        train_step(lin, &spec, block, generated)?;
+        train_step(lin, &spec, block, generated, &outliner)?;
     }
     Ok(replaced)
 }
@@ -196,7 +200,15 @@ fn phase(op: OperationRef) -> Phase {
 
 /// `func.func @name(args) -> results` with `model.id` names, appended to
 /// `generated`; returns its entry block.
-fn function<'c, 'g>(lin: Lin<'c>, generated: &'g Module<'c>, name: &str, args: &[(String, Type<'c>)], results: &[(String, Type<'c>)], location: Location<'c>, c_interface: bool) -> Result<BlockRef<'c, 'g>, BuildError> {
+fn function<'c, 'g>(
+    lin: Lin<'c>,
+    generated: &'g Module<'c>,
+    name: &str,
+    args: &[(String, Type<'c>)],
+    results: &[(String, Type<'c>)],
+    location: Location<'c>,
+    c_interface: bool,
+) -> Result<BlockRef<'c, 'g>, BuildError> {
     let b = &lin.b;
     let names = |items: &[(String, Type<'c>)]| -> Attribute<'c> {
         let dicts: Vec<Attribute<'c>> = items.iter().map(|(n, _)| b.dictionary(&[(NAME_ATTRIBUTE, b.string(n))])).collect();
@@ -216,7 +228,11 @@ fn function<'c, 'g>(lin: Lin<'c>, generated: &'g Module<'c>, name: &str, args: &
     if c_interface {
         attributes.push((Identifier::new(lin.ctx, "llvm.emit_c_interface"), b.unit()));
     }
-    let op = OperationBuilder::new("func.func", location).add_attributes(&attributes).add_regions([region]).build().map_err(|_| BuildError { op: "func.func" })?;
+    let op = OperationBuilder::new("func.func", location)
+        .add_attributes(&attributes)
+        .add_regions([region])
+        .build()
+        .map_err(|_| BuildError { op: "func.func" })?;
     let op = generated.body().append_operation(op);
     op.region(0).ok().and_then(|r| r.first_block()).ok_or(BuildError { op: "func.func" })
 }
@@ -226,7 +242,12 @@ fn arg<'c, 'a>(block: &BlockRef<'c, 'a>, i: usize) -> Result<Value<'c, 'a>, Buil
 }
 
 /// The function as written, on tensors: values in, outputs out.
-fn block_function<'c, 'm>(lin: Lin<'c>, function: OperationRef<'c, 'm>, generated: &Module<'c>) -> Result<(), Failure<'c, 'm>> {
+fn block_function<'c, 'g, 'm>(
+    lin: Lin<'c>,
+    function: OperationRef<'c, 'm>,
+    generated: &'g Module<'c>,
+    outliner: &Outliner<'c, 'g>,
+) -> Result<(), Failure<'c, 'm>> {
     let name = str_attr(function, "sym_name").unwrap_or("model").to_string();
     let ops = region_ops(function, 0);
     let id = |op: OperationRef| str_attr(op, "id").unwrap_or_default().to_string();
@@ -248,7 +269,7 @@ fn block_function<'c, 'm>(lin: Lin<'c>, function: OperationRef<'c, 'm>, generate
     }
     let forward = forward_ops(function);
     {
-        let mut cx = Cx { lin, block, env: &mut env, forward: &forward };
+        let mut cx = Cx { lin, block, env: &mut env, forward: &forward, outliner: Some(outliner) };
         for op in &ops {
             if is_model(*op) && !matches!(OpKind::of(*op), Some(OpKind::ModelValue | OpKind::ModelOutput)) {
                 cx.lin = lin.at(op.location());
@@ -264,7 +285,14 @@ fn block_function<'c, 'm>(lin: Lin<'c>, function: OperationRef<'c, 'm>, generate
     Ok(())
 }
 
-fn function_block<'c, 'g>(lin: Lin<'c>, generated: &'g Module<'c>, name: &str, args: &[(String, Type<'c>)], results: &[(String, Type<'c>)], location: Location<'c>) -> Result<BlockRef<'c, 'g>, BuildError> {
+fn function_block<'c, 'g>(
+    lin: Lin<'c>,
+    generated: &'g Module<'c>,
+    name: &str,
+    args: &[(String, Type<'c>)],
+    results: &[(String, Type<'c>)],
+    location: Location<'c>,
+) -> Result<BlockRef<'c, 'g>, BuildError> {
     function(lin, generated, name, args, results, location, false)
 }
 
@@ -311,7 +339,8 @@ fn read_trained<'c, 'm>(function: OperationRef<'c, 'm>) -> Result<Trained<'c, 'm
             _ => {}
         }
     }
-    let missing = |what: &str| (function, format!("convert-model-to-linalg: the block function has no {what}, so it is not a trained block"));
+    let missing =
+        |what: &str| (function, format!("convert-model-to-linalg: the block function has no {what}, so it is not a trained block"));
     Ok(Trained {
         input: input.ok_or_else(|| missing("activation 'model.value' (the block input)"))?,
         output_grad: output_grad.ok_or_else(|| missing("activation-gradient 'model.value' (the output's gradient)"))?,
@@ -325,13 +354,119 @@ fn read_trained<'c, 'm>(function: OperationRef<'c, 'm>) -> Result<Trained<'c, 'm
     })
 }
 
+/// A private function holding `ops` lowered (as calls of their outlined
+/// lowerings): arguments `args`, results `results` (ModelIR values).
+/// Returns its name and result types.
+#[allow(clippy::too_many_arguments)]
+fn phase_function<'c, 'g, 'm>(
+    lin: Lin<'c>,
+    generated: &'g Module<'c>,
+    outliner: &Outliner<'c, 'g>,
+    forward: &HashMap<String, OperationRef<'c, 'm>>,
+    name: &str,
+    args: &[Value<'c, 'm>],
+    ops: &[OperationRef<'c, 'm>],
+    results: &[Value<'c, 'm>],
+    at: OperationRef<'c, 'm>,
+) -> Result<Vec<Type<'c>>, Failure<'c, 'm>> {
+    let built = |e: BuildError| (at, e.to_string());
+    let b = &lin.b;
+    let inputs: Vec<Type<'c>> = args.iter().map(|v| v.r#type()).collect();
+    let outputs: Vec<Type<'c>> = results.iter().map(|v| v.r#type()).collect();
+    let loc = at.location();
+    let block = Block::new(&inputs.iter().map(|t| (*t, loc)).collect::<Vec<_>>());
+    let region = Region::new();
+    region.append_block(block);
+    let id = |n: &str| Identifier::new(lin.ctx, n);
+    let op = OperationBuilder::new("func.func", loc)
+        .add_attributes(&[
+            (id("sym_name"), b.string(name)),
+            (id("function_type"), b.type_attribute(b.function_type(&inputs, &outputs))),
+            (id("sym_visibility"), b.string("private")),
+            (id("passthrough"), b.array(&[b.string("noinline")])),
+        ])
+        .add_regions([region])
+        .build()
+        .map_err(|_| built(BuildError { op: "func.func" }))?;
+    let op = generated.body().append_operation(op);
+    let body = op.region(0).ok().and_then(|r| r.first_block()).ok_or_else(|| built(BuildError { op: "func.func" }))?;
+    let mut env = Env::default();
+    for (i, v) in args.iter().enumerate() {
+        env.set(*v, arg(&body, i).map_err(built)?);
+    }
+    {
+        let mut cx = Cx { lin, block: body, env: &mut env, forward, outliner: Some(outliner) };
+        for op in ops {
+            cx.lin = lin.at(op.location());
+            rules::lower(&mut cx, *op).map_err(|m| (*op, format!("'{}' op {m}", name_of(*op))))?;
+        }
+    }
+    let mut returned = Vec::new();
+    for v in results {
+        returned.push(env.get(*v).map_err(|m| (at, m))?);
+    }
+    body.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
+    Ok(outputs)
+}
+
+/// The forward values the backward reads: the operands of the backward
+/// ops and, for each gradient, its forward op's operands and results,
+/// when a forward op or the block input defines them (first use first).
+fn saved_values<'c, 'm>(t: &Trained<'c, 'm>, forward: &HashMap<String, OperationRef<'c, 'm>>) -> Vec<Value<'c, 'm>> {
+    let defined_forward = |v: &Value<'c, 'm>| match crate::ir::read::defining_op(*v) {
+        Some(d) => t.forward.contains(&d) || d == t.input,
+        None => false,
+    };
+    let mut saved: Vec<Value<'c, 'm>> = Vec::new();
+    for op in &t.backward {
+        let mut read: Vec<Value<'c, 'm>> = op.operands().collect();
+        if let Some(source) = str_attr(*op, "of").and_then(|of| forward.get(of)) {
+            read.extend(source.operands());
+            read.extend(source.results().map(Value::from));
+        }
+        for v in read {
+            if defined_forward(&v) && !saved.contains(&v) {
+                saved.push(v);
+            }
+        }
+    }
+    saved
+}
+
+/// `func.call @name(args) -> results`.
+fn call<'c, 'a>(
+    lin: Lin<'c>,
+    block: &BlockRef<'c, 'a>,
+    name: &str,
+    args: &[Value<'c, 'a>],
+    results: &[Type<'c>],
+) -> Result<Vec<Value<'c, 'a>>, BuildError> {
+    let op = OperationBuilder::new("func.call", lin.loc)
+        .add_operands(args)
+        .add_results(results)
+        .add_attributes(&[(Identifier::new(lin.ctx, "callee"), lin.b.symbol(name))])
+        .build();
+    lin.push(block, op, "func.call")
+}
+
 /// `@train_step`: the whole training step of `spec` with `function` as
-/// every block (EXECUTION.md "The step").
-fn train_step<'c, 'm>(lin: Lin<'c>, spec: &TrainingSpec, function: OperationRef<'c, 'm>, generated: &Module<'c>) -> Result<(), Failure<'c, 'm>> {
+/// every block (EXECUTION.md "The step"). The block's three phases are
+/// private functions (forward, backward, optimizer) the step calls once
+/// per block and microbatch, so the step's code grows with the blocks only
+/// by a few calls each.
+fn train_step<'c, 'g, 'm>(
+    lin: Lin<'c>,
+    spec: &TrainingSpec,
+    function: OperationRef<'c, 'm>,
+    generated: &'g Module<'c>,
+    outliner: &Outliner<'c, 'g>,
+) -> Result<(), Failure<'c, 'm>> {
     let t = read_trained(function)?;
     let id = |op: OperationRef| str_attr(op, "id").unwrap_or_default().to_string();
-    let result_type = |op: OperationRef<'c, 'm>| op.result(0).map(|v| v.r#type()).map_err(|_| (op, "has no result".to_string()));
-    let act = shape_of(t.input.result(0).map_err(|_| (t.input, "has no result".to_string()))?.into());
+    let result_of = |op: OperationRef<'c, 'm>| op.result(0).map(Value::from).map_err(|_| (op, "has no result".to_string()));
+    let input = result_of(t.input)?;
+    let output_grad = result_of(t.output_grad)?;
+    let act = shape_of(input);
     let (blocks, batch, mb) = (spec.model.blocks, spec.workload.global_batch, spec.workload.microbatch);
     if act.first().copied() != Some(mb as i64) {
         return Err((t.input, format!("the block input's rows ({:?}) are not the spec's microbatch ({mb})", act.first())));
@@ -340,30 +475,46 @@ fn train_step<'c, 'm>(lin: Lin<'c>, spec: &TrainingSpec, function: OperationRef<
     let whole_ty = lin.tensor(&whole);
     let blocks = usize::try_from(blocks).map_err(|_| (function, "too many blocks".to_string()))?;
     let name = |i: usize, suffix: &str| format!("blocks.{i}.{suffix}");
+    let params: Vec<Value<'c, 'm>> = t.params.iter().map(|p| result_of(*p)).collect::<Result<_, _>>()?;
+    let grads_of: Vec<Value<'c, 'm>> = t.optimizer.iter().filter_map(|s| s.operand(1).ok()).collect();
+    let states: Vec<Value<'c, 'm>> = t.states.iter().map(|s| result_of(*s)).collect::<Result<_, _>>()?;
+    let forward = forward_ops(function);
+    let saved = saved_values(&t, &forward);
+
+    // The block's phases, once.
+    let base = str_attr(function, "sym_name").unwrap_or("block").to_string();
+    let (fwd, bwd, opt) = (format!("{base}.forward"), format!("{base}.backward"), format!("{base}.optimizer"));
+    let fwd_args: Vec<Value<'c, 'm>> = params.iter().copied().chain([input]).collect();
+    let fwd_results: Vec<Value<'c, 'm>> = std::iter::once(t.block_out).chain(saved.iter().copied()).collect();
+    let fwd_types = phase_function(lin, generated, outliner, &forward, &fwd, &fwd_args, &t.forward, &fwd_results, function)?;
+    let bwd_args: Vec<Value<'c, 'm>> = params.iter().chain(&saved).copied().chain([output_grad]).collect();
+    let bwd_results: Vec<Value<'c, 'm>> = std::iter::once(t.block_in_grad).chain(grads_of.iter().copied()).collect();
+    let bwd_types = phase_function(lin, generated, outliner, &forward, &bwd, &bwd_args, &t.backward, &bwd_results, function)?;
+    let opt_args: Vec<Value<'c, 'm>> = params.iter().chain(&grads_of).chain(&states).copied().collect();
+    let opt_results: Vec<Value<'c, 'm>> = t.optimizer.iter().flat_map(|s| s.results().map(Value::from).collect::<Vec<_>>()).collect();
+    let opt_types = phase_function(lin, generated, outliner, &forward, &opt, &opt_args, &t.optimizer, &opt_results, function)?;
 
     // Arguments: every block's parameters, then the batch's input and the
     // gradient of the last block's output.
     let mut args = Vec::new();
     for i in 0..blocks {
         for p in &t.params {
-            args.push((name(i, &id(*p)), result_type(*p)?));
+            args.push((name(i, &id(*p)), result_of(*p)?.r#type()));
         }
     }
     args.push(("block.in".to_string(), whole_ty));
-    args.push((format!("{}.grad", "block.out"), whole_ty));
+    args.push(("block.out.grad".to_string(), whole_ty));
     // Results: the batch's output and input gradient; per block, each
     // optimizer step's gradient, new parameter and new state.
     let mut results = vec![("block.out".to_string(), whole_ty), ("block.in.grad".to_string(), whole_ty)];
-    let step_param = |step: OperationRef<'c, 'm>| -> Result<OperationRef<'c, 'm>, Failure<'c, 'm>> {
-        let v = step.operand(0).map_err(|_| (step, "has no parameter".to_string()))?;
-        crate::ir::read::defining_op(v).filter(|d| t.params.contains(d)).ok_or_else(|| (step, "updates a value that is not a parameter of the block".to_string()))
-    };
     for i in 0..blocks {
         for step in &t.optimizer {
-            let p = step_param(*step)?;
-            let ty = result_type(p)?;
-            results.push((name(i, &format!("{}.grad", id(p))), ty));
-            results.push((name(i, &id(p)), ty));
+            let v = step.operand(0).map_err(|_| (*step, "has no parameter".to_string()))?;
+            let p = crate::ir::read::defining_op(v)
+                .filter(|d| t.params.contains(d))
+                .ok_or_else(|| (*step, "updates a value that is not a parameter of the block".to_string()))?;
+            results.push((name(i, &format!("{}.grad", id(p))), v.r#type()));
+            results.push((name(i, &id(p)), v.r#type()));
             for s in step.operands().skip(2) {
                 let state = crate::ir::read::defining_op(s).ok_or((*step, "has a state that is not a value".to_string()))?;
                 results.push((name(i, &id(state)), s.r#type()));
@@ -374,11 +525,11 @@ fn train_step<'c, 'm>(lin: Lin<'c>, spec: &TrainingSpec, function: OperationRef<
     let loc = function.location();
     let l = lin.at(loc);
     let entry = function_with_interface(l, generated, &args, &results, loc).map_err(built)?;
-    let n_params = t.params.len();
+    let n_params = params.len();
+    let block_params =
+        |i: usize| -> Result<Vec<Value<'c, 'g>>, BuildError> { (0..n_params).map(|k| arg(&entry, i * n_params + k)).collect() };
     let x_all = arg(&entry, blocks * n_params).map_err(built)?;
     let dy_all = arg(&entry, blocks * n_params + 1).map_err(built)?;
-    let grads_of: Vec<Value<'c, 'm>> = t.optimizer.iter().filter_map(|s| s.operand(1).ok()).collect();
-    let forward = forward_ops(function);
 
     // Loop-carried: block.out, block.in.grad, every block's gradients.
     let mut inits = vec![l.empty(&entry, &whole).map_err(built)?, l.empty(&entry, &whole).map_err(built)?];
@@ -388,7 +539,11 @@ fn train_step<'c, 'm>(lin: Lin<'c>, spec: &TrainingSpec, function: OperationRef<
         }
     }
     let count = i64::try_from(batch / mb).map_err(|_| (function, "too many microbatches".to_string()))?;
-    let (lb, ub, one) = (l.index_constant(&entry, 0).map_err(built)?, l.index_constant(&entry, count).map_err(built)?, l.index_constant(&entry, 1).map_err(built)?);
+    let (lb, ub, one) = (
+        l.index_constant(&entry, 0).map_err(built)?,
+        l.index_constant(&entry, count).map_err(built)?,
+        l.index_constant(&entry, 1).map_err(built)?,
+    );
     let carried: Vec<Type<'c>> = inits.iter().map(|v| v.r#type()).collect();
     let mut body_args = vec![(l.index, loc)];
     body_args.extend(carried.iter().map(|t| (*t, loc)));
@@ -396,7 +551,12 @@ fn train_step<'c, 'm>(lin: Lin<'c>, spec: &TrainingSpec, function: OperationRef<
     region.append_block(Block::new(&body_args));
     let mut operands = vec![lb, ub, one];
     operands.extend(inits.iter().copied());
-    let for_op = OperationBuilder::new("scf.for", loc).add_operands(&operands).add_results(&carried).add_regions([region]).build().map_err(|_| built(BuildError { op: "scf.for" }))?;
+    let for_op = OperationBuilder::new("scf.for", loc)
+        .add_operands(&operands)
+        .add_results(&carried)
+        .add_regions([region])
+        .build()
+        .map_err(|_| built(BuildError { op: "scf.for" }))?;
     let for_op = entry.append_operation(for_op);
     let body = for_op.region(0).ok().and_then(|r| r.first_block()).ok_or_else(|| built(BuildError { op: "scf.for" }))?;
     let iv = arg(&body, 0).map_err(built)?;
@@ -405,78 +565,68 @@ fn train_step<'c, 'm>(lin: Lin<'c>, spec: &TrainingSpec, function: OperationRef<
     let rows_at = l.index_mul(&body, iv, l.index_constant(&body, mb as i64).map_err(built)?).map_err(built)?;
     let offsets = vec![0i64; act.len()];
     let mut x = l.extract(&body, x_all, &offsets, &act, Some(rows_at)).map_err(built)?;
-    let mut envs: Vec<Env> = (0..blocks).map(|_| Env::default()).collect();
-    let lower_all = |cx: &mut Cx<'_, 'c, '_, 'm>, ops: &[OperationRef<'c, 'm>]| -> Result<(), Failure<'c, 'm>> {
-        for op in ops {
-            cx.lin = lin.at(op.location());
-            rules::lower(cx, *op).map_err(|m| (*op, format!("'{}' op {m}", name_of(*op))))?;
-        }
-        Ok(())
-    };
-    for (i, env) in envs.iter_mut().enumerate() {
-        bind_params(env, &t.params, &entry, i * n_params)?;
-        env.set(t.input.result(0).map_err(|_| (t.input, "has no result".to_string()))?.into(), x);
-        let mut cx = Cx { lin: l, block: body, env, forward: &forward };
-        lower_all(&mut cx, &t.forward)?;
-        x = env.get(t.block_out).map_err(|m| (function, m))?;
+    let mut kept = Vec::new();
+    for i in 0..blocks {
+        let mut call_args = block_params(i).map_err(built)?;
+        call_args.push(x);
+        let out = call(l, &body, &fwd, &call_args, &fwd_types).map_err(built)?;
+        x = out[0];
+        kept.push(out[1..].to_vec());
     }
     let mut next = vec![l.insert(&body, x, acc(0).map_err(built)?, &offsets, &act, Some(rows_at)).map_err(built)?];
     let mut dy = l.extract(&body, dy_all, &offsets, &act, Some(rows_at)).map_err(built)?;
-    for env in envs.iter_mut().rev() {
-        env.set(t.output_grad.result(0).map_err(|_| (t.output_grad, "has no result".to_string()))?.into(), dy);
-        let mut cx = Cx { lin: l, block: body, env, forward: &forward };
-        lower_all(&mut cx, &t.backward)?;
-        dy = env.get(t.block_in_grad).map_err(|m| (function, m))?;
+    let mut grads = vec![Vec::new(); blocks];
+    for i in (0..blocks).rev() {
+        let mut call_args = block_params(i).map_err(built)?;
+        call_args.extend(kept[i].iter().copied());
+        call_args.push(dy);
+        let out = call(l, &body, &bwd, &call_args, &bwd_types).map_err(built)?;
+        dy = out[0];
+        grads[i] = out[1..].to_vec();
     }
     next.push(l.insert(&body, dy, acc(1).map_err(built)?, &offsets, &act, Some(rows_at)).map_err(built)?);
-    for (i, env) in envs.iter().enumerate() {
-        for (k, g) in grads_of.iter().enumerate() {
-            let sum = acc(2 + i * grads_of.len() + k).map_err(built)?;
-            let this = env.get(*g).map_err(|m| (function, m))?;
+    for (i, block_grads) in grads.iter().enumerate() {
+        for (k, this) in block_grads.iter().enumerate() {
             // In place into the carried sum, so bufferization reuses it.
-            let rank = shape_of(this).len();
+            let sum = acc(2 + i * grads_of.len() + k).map_err(built)?;
+            let rank = shape_of(*this).len();
             let maps = [linalg::identity(rank), linalg::identity(rank)];
-            let added = l.generic(&body, &[this], &[sum], &maps, &vec![linalg::Iter::P; rank], |s, a| Ok(vec![s.add(a[1], a[0])?]));
+            let added = l.generic(&body, &[*this], &[sum], &maps, &vec![linalg::Iter::P; rank], |s, a| Ok(vec![s.add(a[1], a[0])?]));
             next.push(added.map_err(built)?[0]);
         }
     }
-    body.append_operation(OperationBuilder::new("scf.yield", loc).add_operands(&next).build().map_err(|_| built(BuildError { op: "scf.yield" }))?);
-    let summed: Vec<Value<'c, '_>> = for_op.results().map(Into::into).collect();
+    body.append_operation(
+        OperationBuilder::new("scf.yield", loc).add_operands(&next).build().map_err(|_| built(BuildError { op: "scf.yield" }))?,
+    );
+    let summed: Vec<Value<'c, 'g>> = for_op.results().map(Into::into).collect();
 
     // The optimizer, once per block, on the summed gradients and zero state.
     let mut returned = vec![summed[0], summed[1]];
+    let zeros: Vec<Value<'c, 'g>> = states.iter().map(|s| l.full(&entry, &shape_of(*s), 0.0)).collect::<Result<_, _>>().map_err(built)?;
     for i in 0..blocks {
-        let mut env = Env::default();
-        bind_params(&mut env, &t.params, &entry, i * n_params)?;
-        for (k, g) in grads_of.iter().enumerate() {
-            env.set(*g, summed[2 + i * grads_of.len() + k]);
-        }
-        for s in &t.states {
-            let v: Value = s.result(0).map_err(|_| (*s, "has no result".to_string()))?.into();
-            env.set(v, l.full(&entry, &shape_of(v), 0.0).map_err(built)?);
-        }
-        let mut cx = Cx { lin: l, block: entry, env: &mut env, forward: &forward };
-        lower_all(&mut cx, &t.optimizer)?;
+        let block_grads = &summed[2 + i * grads_of.len()..2 + (i + 1) * grads_of.len()];
+        let mut call_args = block_params(i).map_err(built)?;
+        call_args.extend(block_grads.iter().copied());
+        call_args.extend(zeros.iter().copied());
+        let updated = call(l, &entry, &opt, &call_args, &opt_types).map_err(built)?;
+        let mut at = 0;
         for (k, step) in t.optimizer.iter().enumerate() {
-            returned.push(summed[2 + i * grads_of.len() + k]);
-            for r in step.results() {
-                returned.push(env.get(r.into()).map_err(|m| (*step, m))?);
-            }
+            returned.push(block_grads[k]);
+            let n = step.result_count();
+            returned.extend(updated[at..at + n].iter().copied());
+            at += n;
         }
     }
     entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     Ok(())
 }
 
-/// Binds a block's parameters to the step's arguments from `first` on.
-fn bind_params<'c, 'a, 'm>(env: &mut Env<'c, 'a>, params: &[OperationRef<'c, 'm>], entry: &BlockRef<'c, 'a>, first: usize) -> Result<(), Failure<'c, 'm>> {
-    for (k, p) in params.iter().enumerate() {
-        let model = p.result(0).map_err(|_| (*p, "has no result".to_string()))?;
-        env.set(model.into(), arg(entry, first + k).map_err(|e| (*p, e.to_string()))?);
-    }
-    Ok(())
-}
-
-fn function_with_interface<'c, 'g>(lin: Lin<'c>, generated: &'g Module<'c>, args: &[(String, Type<'c>)], results: &[(String, Type<'c>)], location: Location<'c>) -> Result<BlockRef<'c, 'g>, BuildError> {
+fn function_with_interface<'c, 'g>(
+    lin: Lin<'c>,
+    generated: &'g Module<'c>,
+    args: &[(String, Type<'c>)],
+    results: &[(String, Type<'c>)],
+    location: Location<'c>,
+) -> Result<BlockRef<'c, 'g>, BuildError> {
     function(lin, generated, TRAIN_STEP, args, results, location, true)
 }

@@ -40,11 +40,156 @@ pub(super) struct Cx<'x, 'c, 'a, 'm> {
     pub block: BlockRef<'c, 'a>,
     pub env: &'x mut Env<'c, 'a>,
     pub forward: &'x HashMap<String, OperationRef<'c, 'm>>,
+    /// Where outlined lowerings go; `None` lowers in place.
+    pub outliner: Option<&'x Outliner<'c, 'a>>,
+}
+
+/// Outlined lowerings: one private function per distinct op (kind,
+/// attributes, types; a gradient also by its forward op's), so a block's
+/// ops compile once however often the step calls them, and every function
+/// stays small for LLVM (whose loop passes are superlinear in a function's
+/// loops). Marked `noinline` so LLVM keeps them apart.
+pub(super) struct Outliner<'c, 'g> {
+    pub module: BlockRef<'c, 'g>,
+    built: std::cell::RefCell<HashMap<String, (String, Vec<melior::ir::Type<'c>>)>>,
+}
+
+impl<'c, 'g> Outliner<'c, 'g> {
+    pub fn new(module: BlockRef<'c, 'g>) -> Self {
+        Self { module, built: std::cell::RefCell::default() }
+    }
+}
+
+/// The ModelIR values an op's lowering reads: its operands, and for a
+/// gradient the operands and results of the forward op it names.
+fn inputs<'c, 'm>(cx: &Cx<'_, 'c, '_, 'm>, op: OperationRef<'c, 'm>) -> Result<Vec<Value<'c, 'm>>, String> {
+    let mut values: Vec<Value<'c, 'm>> = op.operands().collect();
+    if matches!(OpKind::of(op), Some(OpKind::ModelActivationGradient | OpKind::ModelWeightGradient)) {
+        let (forward, _) = source(cx, op)?;
+        values.extend(forward.operands());
+        values.extend(forward.results().map(Value::from));
+    }
+    Ok(values)
+}
+
+/// What makes two ops' lowerings the same function.
+fn key(cx: &Cx, op: OperationRef, inputs: &[Value]) -> Result<String, String> {
+    let attributes = |op: OperationRef| -> String {
+        let mut parts: Vec<String> = (0..op.attribute_count())
+            .filter_map(|i| op.attribute_at(i).ok())
+            .filter(|(name, _)| !["id", "of", "effects"].contains(&crate::ir::raw::identifier_str(*name)))
+            .map(|(name, value)| format!("{}={}", crate::ir::raw::identifier_str(name), crate::ir::read::attribute_text(value)))
+            .collect();
+        parts.sort();
+        parts.join(",")
+    };
+    let mut key = format!("{}[{}]", name_of(op), attributes(op));
+    if matches!(OpKind::of(op), Some(OpKind::ModelActivationGradient | OpKind::ModelWeightGradient)) {
+        let (forward, wrt) = source(cx, op)?;
+        key.push_str(&format!(" of {}[{}] wrt {wrt} grads {}", name_of(forward), attributes(forward), op.operand_count() - 1));
+    }
+    for v in inputs {
+        key.push(' ');
+        key.push_str(&crate::ir::read::type_string(v.r#type()));
+    }
+    Ok(key)
+}
+
+/// Whether an op's lowering is a value passed through (nothing to outline).
+fn passes_through(cx: &Cx, op: OperationRef) -> bool {
+    match OpKind::of(op) {
+        Some(OpKind::ModelFork | OpKind::ModelDropout) => true,
+        Some(OpKind::ModelActivationGradient) => {
+            source(cx, op).is_ok_and(|(f, _)| matches!(OpKind::of(f), Some(OpKind::ModelAdd | OpKind::ModelDropout)))
+                && op.operand_count() == 2
+        }
+        _ => false,
+    }
 }
 
 /// Lowers one ModelIR compute op (not `model.value`/`model.output`, which
-/// the caller binds) and records its results in the environment.
-pub(super) fn lower(cx: &mut Cx, op: OperationRef) -> Result<(), String> {
+/// the caller binds) and records its results in the environment: as a call
+/// of its outlined function when `cx` has an outliner, in place otherwise.
+pub(super) fn lower<'c, 'g, 'm>(cx: &mut Cx<'_, 'c, 'g, 'm>, op: OperationRef<'c, 'm>) -> Result<(), String> {
+    let Some(outliner) = cx.outliner else { return lower_inline(cx, op) };
+    if passes_through(cx, op) {
+        return lower_inline(cx, op);
+    }
+    let values = inputs(cx, op)?;
+    let key = key(cx, op, &values)?;
+    let known = outliner.built.borrow().get(&key).cloned();
+    let (name, result_types) = match known {
+        Some(built) => built,
+        None => {
+            let name = format!("__model.{}.{}", name_of(op).trim_start_matches("model."), outliner.built.borrow().len());
+            let result_types: Vec<melior::ir::Type<'c>> = op.results().map(|r| r.r#type()).collect();
+            outline(cx, outliner, op, &values, &name, &result_types)?;
+            outliner.built.borrow_mut().insert(key, (name.clone(), result_types.clone()));
+            (name, result_types)
+        }
+    };
+    let mut args = Vec::new();
+    for v in &values {
+        args.push(cx.env.get(*v)?);
+    }
+    let call = melior::ir::operation::OperationBuilder::new("func.call", cx.lin.loc)
+        .add_operands(&args)
+        .add_results(&result_types)
+        .add_attributes(&[(melior::ir::Identifier::new(cx.lin.ctx, "callee"), cx.lin.b.symbol(&name))])
+        .build()
+        .map_err(|_| "cannot call its lowering".to_string())?;
+    let results = cx.lin.push(&cx.block, Ok(call), "func.call")?;
+    for (model, lowered) in op.results().zip(results) {
+        cx.env.set(model.into(), lowered);
+    }
+    Ok(())
+}
+
+/// `func.func private @name(inputs) -> results` holding `op`'s lowering.
+fn outline<'c, 'g, 'm>(
+    cx: &Cx<'_, 'c, 'g, 'm>,
+    outliner: &Outliner<'c, 'g>,
+    op: OperationRef<'c, 'm>,
+    values: &[Value<'c, 'm>],
+    name: &str,
+    results: &[melior::ir::Type<'c>],
+) -> Result<(), String> {
+    use melior::ir::{block::BlockLike, operation::OperationBuilder, Identifier, RegionLike};
+    let lin = cx.lin;
+    let b = &lin.b;
+    let inputs: Vec<melior::ir::Type<'c>> = values.iter().map(|v| v.r#type()).collect();
+    let block = melior::ir::Block::new(&inputs.iter().map(|t| (*t, lin.loc)).collect::<Vec<_>>());
+    let region = melior::ir::Region::new();
+    region.append_block(block);
+    let id = |n: &str| Identifier::new(lin.ctx, n);
+    let function = OperationBuilder::new("func.func", lin.loc)
+        .add_attributes(&[
+            (id("sym_name"), b.string(name)),
+            (id("function_type"), b.type_attribute(b.function_type(&inputs, results))),
+            (id("sym_visibility"), b.string("private")),
+            (id("passthrough"), b.array(&[b.string("noinline")])),
+        ])
+        .add_regions([region])
+        .build()
+        .map_err(|_| "cannot outline its lowering".to_string())?;
+    let function = outliner.module.append_operation(function);
+    let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or("cannot outline its lowering")?;
+    let mut env = Env::default();
+    for (i, v) in values.iter().enumerate() {
+        env.set(*v, body.argument(i).map_err(|_| "cannot outline its lowering")?.into());
+    }
+    let mut inner = Cx { lin, block: body, env: &mut env, forward: cx.forward, outliner: None };
+    lower_inline(&mut inner, op)?;
+    let mut returned = Vec::new();
+    for r in op.results() {
+        returned.push(env.get(r.into())?);
+    }
+    body.append_operation(b.func_return(&returned, lin.loc)?);
+    Ok(())
+}
+
+/// Lowers `op` into `cx.block`.
+fn lower_inline(cx: &mut Cx, op: OperationRef) -> Result<(), String> {
     let kind = OpKind::of(op).ok_or_else(|| format!("'{}' is not a model op", name_of(op)))?;
     let operand = |i: usize| op.operand(i).map_err(|_| format!("has no operand #{i}"));
     let mut args = Vec::new();
@@ -67,7 +212,9 @@ pub(super) fn lower(cx: &mut Cx, op: OperationRef) -> Result<(), String> {
             }
             vec![softmax(cx, args[0])?]
         }
-        OpKind::ModelAttentionScores => vec![scores(cx, &heads(op)?, args[0], args[1], real_attr(op, "scale")?, op.attribute("causal").is_ok())?],
+        OpKind::ModelAttentionScores => {
+            vec![scores(cx, &heads(op)?, args[0], args[1], real_attr(op, "scale")?, op.attribute("causal").is_ok())?]
+        }
         OpKind::ModelAttentionContext => vec![context(cx, &heads(op)?, args[0], args[1])?],
         OpKind::ModelRope => vec![rope(cx, op, args[0], false)?],
         OpKind::ModelActivationGradient => vec![activation_gradient(cx, op, &args)?],
@@ -400,13 +547,20 @@ fn rope<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, op: OperationRef, x: Value<'c, 'a>, inv
         let cos = l.dense(&cx.block, &[s, half], &cos)?;
         let sin = l.dense(&cx.block, &[s, half], &sin)?;
         let x4 = l.expand(&cx.block, x, &[&[0], &[1], &[2, 3]], &[b, s, n, d])?;
-        let halves = [l.extract(&cx.block, x4, &[0, 0, 0, 0], &[b, s, n, half], None)?, l.extract(&cx.block, x4, &[0, 0, 0, half], &[b, s, n, half], None)?];
+        let halves = [
+            l.extract(&cx.block, x4, &[0, 0, 0, 0], &[b, s, n, half], None)?,
+            l.extract(&cx.block, x4, &[0, 0, 0, half], &[b, s, n, half], None)?,
+        ];
         let table = dims(4, &[1, 3]);
         let ins = |a, c| [(halves[0], identity(4)), (halves[1], identity(4)), (a, table.clone()), (c, table.clone())];
         // out1 = x1 cos - x2 sin, out2 = x2 cos + x1 sin (inverse: sin negated).
         let sign = if inverse { -1.0 } else { 1.0 };
-        let out1 = l.map_n(&cx.block, &ins(cos, sin), &[b, s, n, half], move |sc, a| sc.sub(sc.mul(a[0], a[2])?, sc.scale(sc.mul(a[1], a[3])?, sign)?))?;
-        let out2 = l.map_n(&cx.block, &ins(cos, sin), &[b, s, n, half], move |sc, a| sc.add(sc.mul(a[1], a[2])?, sc.scale(sc.mul(a[0], a[3])?, sign)?))?;
+        let out1 = l.map_n(&cx.block, &ins(cos, sin), &[b, s, n, half], move |sc, a| {
+            sc.sub(sc.mul(a[0], a[2])?, sc.scale(sc.mul(a[1], a[3])?, sign)?)
+        })?;
+        let out2 = l.map_n(&cx.block, &ins(cos, sin), &[b, s, n, half], move |sc, a| {
+            sc.add(sc.mul(a[1], a[2])?, sc.scale(sc.mul(a[0], a[3])?, sign)?)
+        })?;
         let out = l.empty(&cx.block, &[b, s, n, d])?;
         let out = l.insert(&cx.block, out1, out, &[0, 0, 0, 0], &[b, s, n, half], None)?;
         let out = l.insert(&cx.block, out2, out, &[0, 0, 0, half], &[b, s, n, half], None)?;
@@ -424,7 +578,10 @@ fn source<'m, 'c>(cx: &Cx<'_, 'c, '_, 'm>, op: OperationRef) -> Result<(Operatio
     let of = str_attr(op, "of").ok_or("has no 'of'")?;
     let forward = *cx.forward.get(of).ok_or_else(|| format!("names '{of}', which is not a forward op of the function"))?;
     let wrt = op.operand(op.operand_count() - 1).map_err(|_| "has no 'wrt'".to_string())?;
-    let index = forward.operands().position(|v| v == wrt).ok_or_else(|| format!("differentiates '{of}' with respect to a value it does not read"))?;
+    let index = forward
+        .operands()
+        .position(|v| v == wrt)
+        .ok_or_else(|| format!("differentiates '{of}' with respect to a value it does not read"))?;
     Ok((forward, index))
 }
 
@@ -455,7 +612,9 @@ fn activation_gradient<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, op: OperationRef, args: 
         }
         Some(OpKind::ModelMatmul) => e(matmul(cx, dy, x(1)?, true)),
         Some(OpKind::ModelGelu) => e(elementwise(cx, &[dy, x(0)?], |s, a| s.mul(a[0], gelu_grad(s, a[1])?))),
-        Some(OpKind::ModelSwiglu) if wrt == 0 => e(elementwise(cx, &[dy, x(0)?, x(1)?], |s, a| s.mul(s.mul(a[0], a[2])?, silu_grad(s, a[1])?))),
+        Some(OpKind::ModelSwiglu) if wrt == 0 => {
+            e(elementwise(cx, &[dy, x(0)?, x(1)?], |s, a| s.mul(s.mul(a[0], a[2])?, silu_grad(s, a[1])?)))
+        }
         Some(OpKind::ModelSwiglu) => e(elementwise(cx, &[dy, x(0)?], |s, a| s.mul(a[0], silu(s, a[1])?))),
         Some(OpKind::ModelSoftmax) => e(softmax_grad(cx, dy, forward_result(cx, forward, 0)?)),
         Some(OpKind::ModelLayerNorm) => e(layer_norm_grad(cx, dy, x(0)?, x(1)?, eps(forward))),
@@ -511,14 +670,21 @@ fn softmax_grad<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, dy: Value<'c, 'a>, y: Value<'c,
 }
 
 /// `dx = rstd (g - mean(g) - x̂ mean(g x̂))` with `g = dy scale`.
-fn layer_norm_grad<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, dy: Value<'c, 'a>, x: Value<'c, 'a>, scale: Value<'c, 'a>, eps: f64) -> R<Value<'c, 'a>> {
+fn layer_norm_grad<'c, 'a>(
+    cx: &Cx<'_, 'c, 'a, '_>,
+    dy: Value<'c, 'a>,
+    x: Value<'c, 'a>,
+    scale: Value<'c, 'a>,
+    eps: f64,
+) -> R<Value<'c, 'a>> {
     let shape = shape_of(x);
     let (r, n) = (shape.len(), shape[shape.len() - 1] as f64);
     let (mean, rstd) = moments(cx, x, eps)?;
     let xhat = normalized(cx, x, mean, rstd)?;
     let g = cx.lin.map_n(&cx.block, &[(dy, identity(r)), (scale, last_map(r))], &shape, |s, a| s.mul(a[0], a[1]))?;
     let sum_g = cx.lin.reduce_last(&cx.block, &[(g, identity(r))], &shape, 0.0, Combine::Sum, |_, a| Ok(a[0]))?;
-    let sum_gx = cx.lin.reduce_last(&cx.block, &[(g, identity(r)), (xhat, identity(r))], &shape, 0.0, Combine::Sum, |s, a| s.mul(a[0], a[1]))?;
+    let sum_gx =
+        cx.lin.reduce_last(&cx.block, &[(g, identity(r)), (xhat, identity(r))], &shape, 0.0, Combine::Sum, |s, a| s.mul(a[0], a[1]))?;
     let ins = [(g, identity(r)), (xhat, identity(r)), (sum_g, row_map(r)), (sum_gx, row_map(r)), (rstd, row_map(r))];
     cx.lin.map_n(&cx.block, &ins, &shape, move |s, a| {
         let mg = s.scale(a[2], 1.0 / n)?;
@@ -534,7 +700,8 @@ fn rms_norm_grad<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, dy: Value<'c, 'a>, x: Value<'c
     let (r, n) = (shape.len(), shape[shape.len() - 1] as f64);
     let inv = rms(cx, x, eps)?;
     let g = cx.lin.map_n(&cx.block, &[(dy, identity(r)), (scale, last_map(r))], &shape, |s, a| s.mul(a[0], a[1]))?;
-    let sum_gx = cx.lin.reduce_last(&cx.block, &[(g, identity(r)), (x, identity(r))], &shape, 0.0, Combine::Sum, |s, a| s.mul(a[0], a[1]))?;
+    let sum_gx =
+        cx.lin.reduce_last(&cx.block, &[(g, identity(r)), (x, identity(r))], &shape, 0.0, Combine::Sum, |s, a| s.mul(a[0], a[1]))?;
     let ins = [(g, identity(r)), (x, identity(r)), (inv, row_map(r)), (sum_gx, row_map(r))];
     cx.lin.map_n(&cx.block, &ins, &shape, move |s, a| {
         let r3 = s.mul(s.mul(a[2], a[2])?, a[2])?;
@@ -545,7 +712,15 @@ fn rms_norm_grad<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, dy: Value<'c, 'a>, x: Value<'c
 
 /// Gradients of the scores `S = scale q kᵀ`: `dq = scale dS k` (wrt 0),
 /// `dk = scale dSᵀ q` summed over each key head's group (wrt 1).
-fn scores_grad<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, h: &Heads, ds: Value<'c, 'a>, q: Value<'c, 'a>, k: Value<'c, 'a>, scale: f64, wrt: usize) -> R<Value<'c, 'a>> {
+fn scores_grad<'c, 'a>(
+    cx: &Cx<'_, 'c, 'a, '_>,
+    h: &Heads,
+    ds: Value<'c, 'a>,
+    q: Value<'c, 'a>,
+    k: Value<'c, 'a>,
+    scale: f64,
+    wrt: usize,
+) -> R<Value<'c, 'a>> {
     let [b, n, s, _] = four(ds);
     let ds = cx.lin.map_n(&cx.block, &[(ds, identity(4))], &[b, n, s, s], move |sc, a| sc.scale(a[0], scale))?;
     let ds3 = cx.lin.collapse(&cx.block, ds, &[&[0, 1], &[2], &[3]], &[b * n, s, s])?;
@@ -563,7 +738,14 @@ fn scores_grad<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, h: &Heads, ds: Value<'c, 'a>, q:
 
 /// Gradients of the context `C = P v`: `dP = dC vᵀ` (wrt 0), `dv = Pᵀ dC`
 /// summed over each value head's group (wrt 1).
-fn context_grad<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, h: &Heads, dc: Value<'c, 'a>, p: Value<'c, 'a>, v: Value<'c, 'a>, wrt: usize) -> R<Value<'c, 'a>> {
+fn context_grad<'c, 'a>(
+    cx: &Cx<'_, 'c, 'a, '_>,
+    h: &Heads,
+    dc: Value<'c, 'a>,
+    p: Value<'c, 'a>,
+    v: Value<'c, 'a>,
+    wrt: usize,
+) -> R<Value<'c, 'a>> {
     let [b, n, s, _] = four(p);
     let dch = heads_major(cx, dc, h.heads, h.d)?;
     if wrt == 0 {

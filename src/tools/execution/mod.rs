@@ -39,7 +39,7 @@ pub const TO_LLVM_VIA_MPI_PIPELINE: &str = "builtin.module(\
 /// (`convert-linalg-matmul-to-kernels`), the rest to loops, and the
 /// standard conversions.
 pub const TRAIN_STEP_TO_LLVM_PIPELINE: &str = "builtin.module(\
-    one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
+    symbol-dce, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
     buffer-results-to-out-params{modify-public-functions hoist-static-allocs}, ownership-based-buffer-deallocation, canonicalize, \
     buffer-deallocation-simplification, bufferization-lower-deallocations, convert-bufferization-to-memref, \
     convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-math-to-llvm, \
