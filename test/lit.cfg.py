@@ -66,3 +66,25 @@ if _problem is None:
     config.available_features.add("mpi")
 else:
     lit_config.note("MPI cannot start, skipping the MPI tests: " + _problem)
+
+# Execution tests (`REQUIRES: jax`) compare blueprint-run --train-step with
+# the JAX reference in the venv tools/setup-python.sh makes (target/venv);
+# without it lit reports them UNSUPPORTED, with a note.
+venv_python = os.environ.get("BLUEPRINT_REFERENCE_PYTHON", os.path.join(repo_root, "target", "venv", "bin", "python"))
+
+
+def _jax_problem():
+    if not os.path.exists(venv_python):
+        return "no %s (bash tools/setup-python.sh makes it)" % venv_python
+    probe = subprocess.run([venv_python, "-c", "import jax, safetensors"], capture_output=True, timeout=120)
+    if probe.returncode != 0:
+        return "%s cannot import jax and safetensors: %s" % (venv_python, probe.stderr.decode(errors="replace").strip()[-200:])
+    return None
+
+
+jax_problem = _jax_problem()
+if jax_problem is None:
+    config.available_features.add("jax")
+else:
+    lit_config.note("execution tests against the JAX reference are UNSUPPORTED: " + jax_problem)
+config.substitutions.append(("%refpy", venv_python))

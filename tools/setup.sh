@@ -7,7 +7,7 @@ set -euo pipefail
 
 PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools libpolly-22-dev
-  libclang-22-dev clang-22 libzstd-dev python3 mpich libmpich-dev
+  libclang-22-dev clang-22 libzstd-dev python3 python3-venv mpich libmpich-dev
 )
 
 missing=()
@@ -36,3 +36,6 @@ for tool in mlir-opt FileCheck lit not; do
   fi
 done
 command -v cargo >/dev/null || { echo "setup: cargo (Rust toolchain) not found" >&2; exit 1; }
+
+# The execution tests' JAX reference, in its own venv (target/venv).
+bash "$(dirname "${BASH_SOURCE[0]}")/setup-python.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent JAX reference for a Blueprint training step.
 
-Written from /work/shared/EXECUTION.md ("What a Blueprint training step
+Written from test/Execution/EXECUTION.md ("What a Blueprint training step
 computes") alone: the forward math of the GPT and Llama blocks, the step
 (forward, backward from `block.out.grad`, gradients summed over the global
 batch, one optimizer step) and the tensor names of its files. The backward is

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""One execution case: random parameters and inputs for SPEC (the JAX
+reference's make-inputs), the step imported into ModelIR (and decomposed
+with --decompose), run by `blueprint-run --train-step`, and every output
+compared with the reference computed in float64 (EXECUTION.md's tolerance).
+
+usage: run_case.py SPEC --seed N --work DIR [--decompose] [--reference-f32]
+Prints the comparison's summary; exits 1 on any difference or failure.
+Run with the reference's venv python (tools/setup-python.sh).
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFERENCE = os.path.join(HERE, "..", "reference.py")
+
+
+def run(argv, **kw):
+    result = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if result.returncode != 0:
+        sys.stderr.write(f"run_case: {' '.join(argv)} failed ({result.returncode})\n{result.stdout}{result.stderr}")
+        sys.exit(1)
+    return result
+
+
+def main():
+    sys.path.insert(0, os.path.dirname(REFERENCE))
+    import reference as ref  # one JAX import for every step of the case
+
+    p = argparse.ArgumentParser()
+    p.add_argument("spec")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--decompose", action="store_true")
+    p.add_argument("--reference-f32", action="store_true", help="compare with the float32 reference")
+    a = p.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    f = lambda name: os.path.join(a.work, name)
+    spec = ref.load_spec(a.spec)
+    params, inputs = ref.make_inputs(spec, a.seed)
+    ref.save(f("p.safetensors"), params)
+    ref.save(f("i.safetensors"), inputs)
+    run(["blueprint-translate", "--import-transformer-training", a.spec, "-o", f("step.mlir")])
+    step = f("step.mlir")
+    if a.decompose:
+        run(["blueprint-opt", step, "--model-decompose-transformer", "-o", f("decomposed.mlir")])
+        step = f("decomposed.mlir")
+    run(["blueprint-run", step, "--train-step", "--params", f("p.safetensors"), "--inputs", f("i.safetensors"), "-o", f("got.safetensors")])
+    want = ref.compute_step(spec, params, inputs, ref.jnp.float32 if a.reference_f32 else ref.jnp.float64)
+    ref.save(f("want.safetensors"), want)
+    ok = ref.compare(ref.load_file(f("want.safetensors")), ref.load_file(f("got.safetensors")))
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
