@@ -86,6 +86,10 @@ MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToRuntimePass(void);
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToMpiPass(void);
 /// `dist-sink-waits`.
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistSinkWaitsPass(void);
+/// `convert-model-to-linalg`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintConvertModelToLinalgPass(void);
+/// `convert-linalg-matmul-to-kernels`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintConvertLinalgMatmulToKernelsPass(void);
 
 /*===-- Entry points that are not passes ---------------------------------===*/
 

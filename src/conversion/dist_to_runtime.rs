@@ -516,7 +516,8 @@ impl Lowering<'_, '_> {
             | RuntimeFunction::Broadcast(e)
             | RuntimeFunction::SendRecv(e)
             | RuntimeFunction::CopyReshape(e)
-            | RuntimeFunction::CopyPermute(e) => e.mlir(),
+            | RuntimeFunction::CopyPermute(e)
+            | RuntimeFunction::Matmul(e) => e.mlir(),
             RuntimeFunction::Wait | RuntimeFunction::NProcs | RuntimeFunction::PRank | RuntimeFunction::Op => "i64",
         }
     }

@@ -2,7 +2,9 @@
 //! ops they change first (validating everything), then mutate through
 //! these, so a failing pass leaves its input untouched.
 
-use melior::ir::{operation::OperationLike, Attribute, Identifier, OperationRef, Type, Value, ValueLike};
+use melior::ir::{
+    block::BlockLike, operation::OperationLike, Attribute, Identifier, Module, OperationRef, RegionLike, Type, Value, ValueLike,
+};
 
 // melior's `ContextRef::to_ref` borrows a temporary, so helpers here build
 // types, attributes and identifiers from the raw context of an existing op.
@@ -65,4 +67,26 @@ pub fn move_before(op: OperationRef, before: OperationRef) {
 #[must_use]
 pub fn attributes_of<'c>(op: OperationRef<'c, '_>) -> Vec<(Identifier<'c>, Attribute<'c>)> {
     op.attributes().collect()
+}
+
+/// Moves every top-level op of `generated` to the end of `module`'s body;
+/// returns the first one moved.
+pub fn move_into<'c, 'a>(generated: &Module, module: OperationRef<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
+    let (Ok(target), source) = (module.region(0), generated.body()) else { return None };
+    let target = target.first_block()?;
+    let mut moved = Vec::new();
+    let mut next = source.first_operation();
+    while let Some(op) = next {
+        moved.push(op.to_raw());
+        next = op.next_in_block();
+    }
+    for &raw in &moved {
+        // SAFETY: each op is live and owned by `generated`; it moves to `target`.
+        unsafe {
+            mlir_sys::mlirOperationRemoveFromParent(raw);
+            mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
+        }
+    }
+    // SAFETY: now owned by the module, which outlives 'a.
+    moved.first().map(|raw| unsafe { OperationRef::from_raw(*raw) })
 }

@@ -446,9 +446,9 @@ typed_entry_points! {
         _bprt_send_recv_index, _bprt_copy_reshape_index, _bprt_copy_permute_index],
 }
 
-/// Name and address of every `_bprt_*` entry point, for a JIT to bind
-/// (e.g. MLIR `ExecutionEngine::register_symbol`).
-pub fn symbols() -> Vec<(&'static str, *mut ())> {
+/// Name and address of every communication and query entry point (the
+/// kernels add theirs in [`super::symbols`]).
+pub(super) fn symbols() -> Vec<(&'static str, *mut ())> {
     let mut table: Vec<(&'static str, *mut ())> = vec![
         ("_bprt_nprocs", _bprt_nprocs as *mut ()),
         ("_bprt_prank", _bprt_prank as *mut ()),

@@ -91,6 +91,8 @@ pub enum RuntimeFunction {
     PRank,
     /// `_bprt_op(memref<*xi8>)`: names the op whose calls follow.
     Op,
+    /// `_bprt_matmul_<e>(A, B, C)`: `C += A B` (rank 2, or batched rank 3).
+    Matmul(ElementType),
 }
 
 impl RuntimeFunction {
@@ -111,6 +113,7 @@ impl RuntimeFunction {
             Self::NProcs => "_bprt_nprocs".into(),
             Self::PRank => "_bprt_prank".into(),
             Self::Op => "_bprt_op".into(),
+            Self::Matmul(e) => typed("matmul", e),
         }
     }
 
@@ -136,6 +139,7 @@ impl RuntimeFunction {
             }
             Self::Wait | Self::NProcs | Self::PRank => vec!["i64".into()],
             Self::Op => vec!["memref<*xi8>".into()],
+            Self::Matmul(e) => vec![data(e), data(e), data(e)],
         }
     }
 
@@ -207,7 +211,13 @@ mod tests {
     #[test]
     fn every_lowered_entry_point_is_exported_by_the_runtime() {
         let exported: Vec<&str> = crate::runtime::symbols().into_iter().map(|(name, _)| name).collect();
-        let mut functions = vec![RuntimeFunction::Wait, RuntimeFunction::NProcs, RuntimeFunction::PRank, RuntimeFunction::Op];
+        let mut functions = vec![
+            RuntimeFunction::Wait,
+            RuntimeFunction::NProcs,
+            RuntimeFunction::PRank,
+            RuntimeFunction::Op,
+            RuntimeFunction::Matmul(ElementType::F32),
+        ];
         for e in ElementType::ALL {
             functions.extend([
                 RuntimeFunction::AllReduce(e),

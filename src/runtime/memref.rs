@@ -116,6 +116,34 @@ impl StridedView {
         Ok(StridedView { aligned, offset, sizes, strides, elem_size, numel })
     }
 
+    /// The address of the first element (the aligned pointer plus the
+    /// offset), for kernels that walk the strides themselves.
+    pub fn first_element(&self) -> *mut u8 {
+        self.aligned.wrapping_add(self.offset as usize * self.elem_size)
+    }
+
+    /// The bytes the view addresses, from its lowest to past its highest
+    /// element (`None` for an empty view): two views whose spans are
+    /// disjoint share no element.
+    pub fn span(&self) -> Option<std::ops::Range<usize>> {
+        if self.numel == 0 {
+            return None;
+        }
+        let (mut lo, mut hi) = (self.offset, self.offset);
+        for (&s, &st) in self.sizes.iter().zip(&self.strides) {
+            let extent = (s - 1) * st;
+            if extent < 0 {
+                lo += extent;
+            } else {
+                hi += extent;
+            }
+        }
+        // Validated: every addressed element lies at or after `aligned`
+        // and the range does not overflow.
+        let base = self.aligned as usize;
+        Some(base + lo as usize * self.elem_size..base + (hi as usize + 1) * self.elem_size)
+    }
+
     /// The memref's sizes.
     pub fn sizes(&self) -> &[i64] {
         &self.sizes

@@ -63,7 +63,17 @@ pub mod world;
 #[cfg(test)]
 mod tests;
 
-pub use abi::{set_stop_hook, symbols, StopHook};
+pub use abi::{set_stop_hook, StopHook};
+
+/// Name and address of every `_bprt_*` entry point, for a JIT to bind
+/// (e.g. MLIR `ExecutionEngine::register_symbol`): communication, queries
+/// and the kernels.
+#[must_use]
+pub fn symbols() -> Vec<(&'static str, *mut ())> {
+    let mut table = abi::symbols();
+    table.extend(kernels::symbols());
+    table
+}
 pub use dtype::{ElementType, ReduceOp};
 pub use error::{clear_last_error, last_error, ErrorCode, RtError, RtResult};
 pub use memref::{OwnedMemRef, StridedView};

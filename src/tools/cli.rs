@@ -27,6 +27,34 @@ pub fn run(main: fn(&[String]) -> i32) -> i32 {
     }
 }
 
+/// A tool's input that could not be read: the name diagnostics use (the
+/// path, or `<stdin>`) and why.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read '{name}': {source}")]
+pub struct InputError {
+    pub name: String,
+    pub source: std::io::Error,
+}
+
+/// Reads a tool's input: the file at `path`, or standard input for `None`
+/// or `-`. Returns the name diagnostics use (the path, or `<stdin>`) with
+/// the bytes.
+pub fn read_input(path: Option<&str>) -> Result<(String, Vec<u8>), InputError> {
+    use std::io::Read;
+    let name = match path {
+        None | Some("-") => "<stdin>",
+        Some(path) => path,
+    };
+    let read = match path {
+        None | Some("-") => {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).map(|_| bytes)
+        }
+        Some(path) => std::fs::read(path),
+    };
+    read.map(|bytes| (name.to_string(), bytes)).map_err(|source| InputError { name: name.to_string(), source })
+}
+
 /// Writes `bytes` to `path` so that a failure leaves nothing half-written:
 /// a regular file (or a missing one) is replaced by renaming a uniquely
 /// named temporary file beside it, which keeps the existing file's

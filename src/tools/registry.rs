@@ -30,12 +30,6 @@ pub static PASSES: &[PassInfo] = &[
         changes_ir: true,
     },
     PassInfo {
-        name: "convert-model-to-linalg",
-        summary: "Lower decomposed float32 ModelIR to linalg on tensors (and, under a training spec, the whole training step as @train_step)",
-        create: crate::conversion::model_to_linalg::create,
-        changes_ir: true,
-    },
-    PassInfo {
         name: "distribute-transformer-training",
         summary: "Derive the dist program of the whole training step (every block over the pipeline stages, its schedule, data parallelism, memory per stage) from ModelIR and its strategy",
         create: crate::transforms::transformer::distribute::create,
@@ -123,6 +117,18 @@ pub static PASSES: &[PassInfo] = &[
         name: "dist-sink-waits",
         summary: "Move each dist.wait down to just before the first use of its results",
         create: crate::transforms::dist::sink_waits::create,
+        changes_ir: true,
+    },
+    PassInfo {
+        name: "convert-model-to-linalg",
+        summary: "Lower decomposed float32 ModelIR to linalg on tensors (and, under a training spec, the whole training step as @train_step)",
+        create: crate::conversion::model_to_linalg::create,
+        changes_ir: true,
+    },
+    PassInfo {
+        name: "convert-linalg-matmul-to-kernels",
+        summary: "Replace f32 linalg.matmul / linalg.batch_matmul on memrefs by calls of the runtime's strided matrix-product kernel",
+        create: crate::conversion::linalg_to_kernels::create,
         changes_ir: true,
     },
 ];

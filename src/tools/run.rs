@@ -3,7 +3,7 @@
 //! function on every rank, in-process (one thread per rank) or on MPI (one
 //! rank per process, under `mpirun`), then prints every rank's results.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -307,33 +307,8 @@ unsafe impl Send for Program {}
 // SAFETY: as above.
 unsafe impl Sync for Program {}
 
-pub(super) fn read_input(path: &str) -> Result<(String, Vec<u8>), String> {
-    if path == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("cannot read stdin: {e}"))?;
-        return Ok(("<stdin>".into(), bytes));
-    }
-    std::fs::read(path).map(|b| (path.to_string(), b)).map_err(|e| format!("cannot read '{path}': {e}"))
-}
-
-/// The upstream runner utilities (`printMemrefF32`, ...), where installed.
-pub(super) fn runner_utils() -> Vec<String> {
-    let mut dirs = Vec::new();
-    if let Ok(dir) = std::env::var("BLUEPRINT_RUNNER_UTILS_DIR") {
-        dirs.push(dir);
-    }
-    dirs.push("/usr/lib/llvm-22/lib".into());
-    for dir in dirs {
-        let libs: Vec<String> = ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"].iter().map(|l| format!("{dir}/{l}")).collect();
-        if libs.iter().all(|l| std::path::Path::new(l).exists()) {
-            return libs;
-        }
-    }
-    Vec::new()
-}
-
 fn compile(options: &Options) -> Result<Program, String> {
-    let (name, bytes) = read_input(&options.input)?;
+    let (name, bytes) = crate::tools::cli::read_input(Some(&options.input)).map_err(|e| e.to_string())?;
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
     let report = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
@@ -377,7 +352,8 @@ fn compile(options: &Options) -> Result<Program, String> {
     if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
         return Err(format!("{e}\n{}", report(&sink)));
     }
-    let jit = Jit::with_libraries(&module, &symbols(), &runner_utils()).map_err(|e| format!("{e}\n{}", report(&sink)))?;
+    let jit = Jit::with_libraries(&module, &symbols(), &crate::tools::execution::runner_utils())
+        .map_err(|e| format!("{e}\n{}", report(&sink)))?;
     let address = jit.lookup(&format!("_mlir_ciface_{}", options.entry)).map_err(|e| e.to_string())? as usize;
     Ok(Program { _jit: jit, address, results })
 }

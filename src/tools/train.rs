@@ -51,7 +51,9 @@ pub struct Tensor {
 }
 
 impl Tensor {
-    fn len(&self) -> usize {
+    /// Elements of the tensor.
+    #[must_use]
+    pub fn len(&self) -> usize {
         self.shape.iter().map(|d| usize::try_from(*d).unwrap_or(0)).product()
     }
 }
@@ -69,7 +71,7 @@ pub struct Signature {
 /// A message naming the file, tensor or op at fault; `options.output` is
 /// not written.
 pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
-    let (name, bytes) = super::run::read_input(&options.step)?;
+    let (name, bytes) = crate::tools::cli::read_input(Some(&options.step)).map_err(|e| e.to_string())?;
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
     let report = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
@@ -94,11 +96,9 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
             return Err(format!("'{file}' holds tensor '{name}', which the step does not take ({} such tensors)", extra.len()));
         }
     }
-    run_pipeline(&context, &mut module, TRAIN_STEP_TO_LLVM_PIPELINE).map_err(|e| with_diagnostics(e.to_string(), &report(&sink)))?;
-    codegen_options();
-    let jit = Jit::with_libraries(&module, &crate::runtime::kernels::symbols(), &super::run::runner_utils())
-        .map_err(|e| with_diagnostics(e.to_string(), &report(&sink)))?;
-    let outputs = call(&jit, &signature, arguments)?;
+    let step = CompiledStep::compile(&context, module, signature).map_err(|e| with_diagnostics(e, &report(&sink)))?;
+    let signature = &step.signature;
+    let outputs = step.run(arguments)?;
     let views: Vec<(String, TensorView)> = signature
         .outputs
         .iter()
@@ -229,6 +229,45 @@ fn bytemuck_f32(data: &[f32]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
 }
 
+/// A training step lowered and JIT-compiled, ready to run.
+pub struct CompiledStep {
+    jit: Jit,
+    pub signature: Signature,
+}
+
+impl CompiledStep {
+    /// Lowers `module` (prepared: `@train_step` on tensors) to LLVM and
+    /// compiles it.
+    ///
+    /// # Errors
+    /// A failing lowering or JIT.
+    pub fn compile(context: &melior::Context, mut module: Module, signature: Signature) -> Result<Self, String> {
+        run_pipeline(context, &mut module, TRAIN_STEP_TO_LLVM_PIPELINE).map_err(|e| e.to_string())?;
+        codegen_options();
+        keep_freed_memory();
+        let jit = Jit::with_libraries(&module, &crate::runtime::kernels::symbols(), &crate::tools::execution::runner_utils())
+            .map_err(|e| e.to_string())?;
+        Ok(Self { jit, signature })
+    }
+
+    /// Runs the step on `arguments` (one row-major f32 buffer per input,
+    /// in signature order, each of its shape); returns the outputs.
+    ///
+    /// # Errors
+    /// A buffer whose length is not its input's size.
+    pub fn run(&self, arguments: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>, String> {
+        for (t, data) in self.signature.inputs.iter().zip(&arguments) {
+            if data.len() != t.len() {
+                return Err(format!("'{}' has {} elements, but the step takes {:?}", t.name, data.len(), t.shape));
+            }
+        }
+        if arguments.len() != self.signature.inputs.len() {
+            return Err(format!("{} inputs given, the step takes {}", arguments.len(), self.signature.inputs.len()));
+        }
+        call(&self.jit, &self.signature, arguments)
+    }
+}
+
 /// Calls the compiled step: inputs, then outputs as out-params (the
 /// lowering makes every result an out-param), through the packed C
 /// interface (one pointer per argument).
@@ -263,4 +302,22 @@ fn codegen_options() {
         // what it keeps. Called once, before any code is generated.
         unsafe { mlir_sys::LLVMParseCommandLineOptions(pointers.len() as i32, pointers.as_ptr(), std::ptr::null()) };
     });
+}
+
+/// glibc returns large freed blocks to the kernel (mmap'ed above 128 KiB,
+/// trimmed at the top of the heap), so every step faulted in fresh zeroed
+/// pages for its activations (a seventh of a step's time at hidden 256);
+/// kept in the heap, a step reuses the previous step's pages.
+fn keep_freed_memory() {
+    unsafe extern "C" {
+        fn mallopt(param: i32, value: i32) -> i32;
+    }
+    const M_TRIM_THRESHOLD: i32 = -1;
+    const M_MMAP_THRESHOLD: i32 = -3;
+    // SAFETY: glibc's documented tuning calls; they take effect for later
+    // allocations and fail harmlessly (returning 0) elsewhere.
+    unsafe {
+        mallopt(M_MMAP_THRESHOLD, 1 << 30);
+        mallopt(M_TRIM_THRESHOLD, i32::MAX);
+    }
 }

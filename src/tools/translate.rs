@@ -10,7 +10,7 @@
 //! Bad input gets a diagnostic naming the problem and exit code 1, and
 //! nothing is written.
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use melior::ir::operation::{OperationLike, OperationPrintingFlags};
 
@@ -147,16 +147,7 @@ fn run(args: &[String]) -> Result<(), String> {
 }
 
 fn read_input(path: Option<&str>) -> Result<(String, Vec<u8>), String> {
-    match path {
-        None | Some("-") => {
-            let mut bytes = Vec::new();
-            std::io::stdin().read_to_end(&mut bytes).map_err(|e| format!("blueprint-translate: cannot read <stdin>: {e}"))?;
-            Ok(("<stdin>".into(), bytes))
-        }
-        Some(path) => std::fs::read(path)
-            .map(|bytes| (path.to_string(), bytes))
-            .map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}")),
-    }
+    crate::tools::cli::read_input(path).map_err(|e| format!("blueprint-translate: {e}"))
 }
 
 fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {

@@ -133,10 +133,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::{
-        ir::{context::create_context, diagnostics::DiagnosticSink, parse::parse_module},
-        transforms::transformer::move_into,
-    };
+    use crate::ir::{context::create_context, diagnostics::DiagnosticSink, parse::parse_module, rewrite::move_into};
 
     const HEADER: &str = "plan.header schema \"blueprint.plan\" version \"1.0\" source \"sha256:2222222222222222222222222222222222222222222222222222222222222222\"\n";
 

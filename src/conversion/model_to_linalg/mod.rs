@@ -77,7 +77,7 @@ fn run(module: OperationRef, pass: ExternalPass) {
             for op in replaced {
                 erase(op);
             }
-            let _ = crate::transforms::transformer::move_into(&generated, module);
+            let _ = crate::ir::rewrite::move_into(&generated, module);
         }
         Err((op, message)) => {
             emit_error(op.location(), &message);
@@ -106,8 +106,11 @@ fn build<'c, 'm>(module: OperationRef<'c, 'm>, generated: &Module<'c>) -> Result
     if functions.is_empty() {
         return Err((module, "convert-model-to-linalg: the module holds no ModelIR function".into()));
     }
-    // SAFETY: the pass's module lives in its context for the whole pass.
-    let context = unsafe { module.context().to_ref() };
+    // SAFETY: `to_ref` reinterprets the `ContextRef` it is called on, so
+    // that handle must outlive every use: it lives until `build` returns,
+    // and nothing built keeps the reference.
+    let context_ref = module.context();
+    let context = unsafe { context_ref.to_ref() };
     let lin = Lin::new(context, module.location()).map_err(|e| (module, e.to_string()))?;
     let outliner = Outliner::new(generated.body());
     for function in &functions {

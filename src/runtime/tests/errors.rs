@@ -424,8 +424,8 @@ fn error_codes_round_trip() {
 
 #[test]
 fn symbol_table_lists_every_entry_point_once() {
-    let table = symbols();
-    assert_eq!(table.len(), 5 + 8 * 10);
+    let table = super::super::symbols();
+    assert_eq!(table.len(), 5 + 8 * 10 + 1);
     let names: HashSet<&str> = table.iter().map(|(n, _)| *n).collect();
     assert_eq!(names.len(), table.len());
     for suffix in ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "i1", "index"] {
@@ -433,6 +433,7 @@ fn symbol_table_lists_every_entry_point_once() {
             assert!(names.contains(format!("_bprt_{op}_{suffix}").as_str()), "{op}_{suffix}");
         }
     }
+    assert!(names.contains("_bprt_matmul_f32"));
     assert!(table.iter().all(|(_, p)| !p.is_null()));
     // Call through the table as a JIT would.
     let (_, nprocs) = table.iter().find(|(n, _)| *n == "_bprt_nprocs").unwrap();

@@ -4,6 +4,7 @@
 mod collectives;
 mod copies;
 mod errors;
+mod kernels;
 
 use std::ffi::c_void;
 

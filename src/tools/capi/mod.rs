@@ -182,7 +182,9 @@ pass_constructors! {
     { mlirCreateBlueprintDistCanonicalizePass = "dist-canonicalize" },
     { mlirCreateBlueprintLowerDistToRuntimePass = "lower-dist-to-runtime" },
     { mlirCreateBlueprintLowerDistToMpiPass = "lower-dist-to-mpi" },
-    { mlirCreateBlueprintDistSinkWaitsPass = "dist-sink-waits" }
+    { mlirCreateBlueprintDistSinkWaitsPass = "dist-sink-waits" },
+    { mlirCreateBlueprintConvertModelToLinalgPass = "convert-model-to-linalg" },
+    { mlirCreateBlueprintConvertLinalgMatmulToKernelsPass = "convert-linalg-matmul-to-kernels" }
 }
 
 /// Imports a training spec into `context`.

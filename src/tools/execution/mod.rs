@@ -42,7 +42,7 @@ pub const TRAIN_STEP_TO_LLVM_PIPELINE: &str = "builtin.module(\
     symbol-dce, one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}, \
     buffer-results-to-out-params{modify-public-functions hoist-static-allocs}, ownership-based-buffer-deallocation, canonicalize, \
     buffer-deallocation-simplification, bufferization-lower-deallocations, convert-bufferization-to-memref, \
-    convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, convert-math-to-llvm, \
+    convert-linalg-matmul-to-kernels, convert-linalg-to-loops, expand-strided-metadata, lower-affine, convert-scf-to-cf, math-expand-ops, convert-math-to-llvm, \
     finalize-memref-to-llvm, convert-arith-to-llvm, convert-index-to-llvm, convert-func-to-llvm, \
     convert-cf-to-llvm, reconcile-unrealized-casts)";
 
@@ -69,6 +69,24 @@ pub fn run_pipeline(context: &Context, module: &mut Module, pipeline: &str) -> R
         crate::error::Error::Pipeline { reason, .. } if reason.starts_with("a pass failed") => ExecutionError::Lowering,
         other => ExecutionError::Pipeline(other.to_string()),
     })
+}
+
+/// The upstream runner utilities (`printMemrefF32`, `memrefCopy`, ...),
+/// where installed: `$BLUEPRINT_RUNNER_UTILS_DIR`, else LLVM 22's lib/.
+#[must_use]
+pub fn runner_utils() -> Vec<String> {
+    let mut dirs = Vec::new();
+    if let Ok(dir) = std::env::var("BLUEPRINT_RUNNER_UTILS_DIR") {
+        dirs.push(dir);
+    }
+    dirs.push("/usr/lib/llvm-22/lib".into());
+    for dir in dirs {
+        let libs: Vec<String> = ["libmlir_c_runner_utils.so", "libmlir_runner_utils.so"].iter().map(|l| format!("{dir}/{l}")).collect();
+        if libs.iter().all(|l| std::path::Path::new(l).exists()) {
+            return libs;
+        }
+    }
+    Vec::new()
 }
 
 /// A JIT-compiled module.

@@ -8,7 +8,7 @@
 
 mod diagnostics_check;
 
-use std::io::{Read, Write};
+use std::io::Write;
 
 use melior::{
     ir::{operation::OperationPrintingFlags, Module},
@@ -193,16 +193,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
 }
 
 fn read_input(options: &Options) -> Result<(String, Vec<u8>)> {
-    match options.input.as_deref() {
-        None | Some("-") => {
-            let mut bytes = Vec::new();
-            std::io::stdin().read_to_end(&mut bytes).map_err(|source| Error::ReadInput { path: "<stdin>".into(), source })?;
-            Ok(("<stdin>".into(), bytes))
-        }
-        Some(path) => {
-            std::fs::read(path).map(|bytes| (path.to_string(), bytes)).map_err(|source| Error::ReadInput { path: path.to_string(), source })
-        }
-    }
+    crate::tools::cli::read_input(options.input.as_deref()).map_err(|e| Error::ReadInput { path: e.name, source: e.source })
 }
 
 /// Splits the input on `// -----` lines; each chunk's text is padded with

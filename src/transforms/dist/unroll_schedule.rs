@@ -55,7 +55,7 @@ fn run(module: OperationRef, pass: ExternalPass) {
     let generated = Module::new(module.location());
     match unroll(module, &generated) {
         Ok(replaced) => {
-            let _ = crate::transforms::transformer::move_into(&generated, module);
+            let _ = crate::ir::rewrite::move_into(&generated, module);
             for op in replaced.erase {
                 // SAFETY: each op is a live top-level op of `module`, erased once.
                 unsafe { mlir_sys::mlirOperationDestroy(op.to_raw()) };

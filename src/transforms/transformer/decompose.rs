@@ -27,9 +27,10 @@ use melior::{
 use super::block::TrainingBlock;
 use super::{
     import::{block_parameters, datatype_case, effects, element, optimizer_case, tensor_type},
-    move_into, Failure,
+    Failure,
 };
 use crate::dialect::model::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC};
+use crate::ir::rewrite::move_into;
 use crate::{
     analysis::workload::{Datatype, InferenceSpec, Norm, Optimizer, OptimizerKind, TrainingSpec},
     dialect::{

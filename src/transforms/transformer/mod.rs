@@ -10,9 +10,9 @@ pub(crate) mod emit;
 pub mod import;
 pub mod plan;
 
-use melior::ir::{block::BlockLike, operation::OperationLike, Module, OperationRef, RegionLike};
+use melior::ir::{operation::OperationLike, Module, OperationRef};
 
-use crate::ir::diagnostics::emit_error;
+use crate::ir::{diagnostics::emit_error, rewrite::move_into};
 
 /// The op a pass blames and why.
 pub(crate) type Failure<'c, 'a> = (OperationRef<'c, 'a>, String);
@@ -64,26 +64,4 @@ pub(crate) fn run_building<'c, 'a>(
             pass.signal_failure();
         }
     }
-}
-
-/// Moves every top-level op of `generated` to the end of `module`'s body;
-/// returns the first one moved.
-pub(crate) fn move_into<'c, 'a>(generated: &Module, module: OperationRef<'c, 'a>) -> Option<OperationRef<'c, 'a>> {
-    let (Ok(target), source) = (module.region(0), generated.body()) else { return None };
-    let target = target.first_block()?;
-    let mut moved = Vec::new();
-    let mut next = source.first_operation();
-    while let Some(op) = next {
-        moved.push(op.to_raw());
-        next = op.next_in_block();
-    }
-    for &raw in &moved {
-        // SAFETY: each op is live and owned by `generated`; it moves to `target`.
-        unsafe {
-            mlir_sys::mlirOperationRemoveFromParent(raw);
-            mlir_sys::mlirBlockAppendOwnedOperation(target.to_raw(), raw);
-        }
-    }
-    // SAFETY: now owned by the module, which outlives 'a.
-    moved.first().map(|raw| unsafe { OperationRef::from_raw(*raw) })
 }
