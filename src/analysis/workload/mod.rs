@@ -23,6 +23,7 @@
 pub mod facts;
 pub mod inference;
 pub mod inference_spec;
+pub(crate) mod rules;
 pub mod spec;
 pub mod training;
 

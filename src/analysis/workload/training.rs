@@ -13,7 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::spec::{Recompute, SpecError, TpComm, TpOverlap, TrainingSpec};
+use super::rules::{Residency, RuleBuilder, Runs, Strategy, OWNED_STORED, SHARED_UNSTORED};
+use super::spec::{Recompute, SpecError, TpOverlap, TrainingSpec};
 
 /// When, relative to one training step of a block, work happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -324,20 +325,12 @@ struct Dims {
     heads: u64,
     head_dim: u64,
     tp: u64,
-    /// Bytes per element.
-    elem: u64,
-    /// DP shards of optimizer state / weight gradients (1 when unsharded).
-    optim_shards: u64,
     sequence_parallel: bool,
-    /// Calculon's `tensor_par_comm_type == 'rs_ag'` (the tiled linears
-    /// size their buffers by it; `p2p_rs_ag` counts as all-reduce there).
-    rs_ag: bool,
-    overlap: TpOverlap,
 }
 
 impl Dims {
     fn new(spec: &TrainingSpec) -> Self {
-        let (m, map) = (&spec.model, &spec.mapping);
+        let m = &spec.model;
         Self {
             batch: spec.workload.microbatch,
             seq: m.seq_len,
@@ -345,12 +338,8 @@ impl Dims {
             ffn: m.ffn_hidden,
             heads: m.heads,
             head_dim: m.head_dim,
-            tp: map.tp,
-            elem: spec.workload.datatype.bytes(),
-            optim_shards: if map.optimizer_sharding { map.dp } else { 1 },
-            sequence_parallel: map.sequence_parallel(),
-            rs_ag: map.tp_comm == TpComm::RsAg,
-            overlap: map.tp_overlap,
+            tp: spec.mapping.tp,
+            sequence_parallel: spec.mapping.sequence_parallel(),
         }
     }
 
@@ -389,413 +378,8 @@ impl Dims {
     }
 }
 
-/// How a primitive's input activation is held in memory (Calculon's
-/// `activation_reused` / `activation_stored` flags).
-#[derive(Clone, Copy)]
-struct Residency {
-    /// The input is another operation's tensor already counted in working
-    /// space (layer-norm and Q/K/V read the fork's tensor).
-    shared: bool,
-    /// The input is kept for the backward pass.
-    stored: bool,
-}
-
-const OWNED_STORED: Residency = Residency { shared: false, stored: true };
-
-/// Accumulates memory terms; stored and released activations are summed
-/// separately so no intermediate goes negative.
-#[derive(Default)]
-struct MemoryLedger {
-    weights: u64,
-    weight_grads: u64,
-    weight_grads_unsharded: u64,
-    optimizer: u64,
-    act_working: u64,
-    act_stored: u64,
-    /// Outputs a recomputed operation does not keep; Calculon subtracts them
-    /// from storage (`output_stored=False`).
-    act_released: u64,
-    act_grads: u64,
-}
-
-impl MemoryLedger {
-    fn activation(&mut self, bytes: u64, residency: Residency) {
-        if !residency.shared {
-            self.act_working += bytes;
-        }
-        if residency.stored {
-            self.act_stored += bytes;
-        }
-    }
-}
-
-/// Collects invocations per stage so the final list is stage-ordered.
-struct Builder<'a> {
-    dims: &'a Dims,
-    forward: Vec<PrimitiveInvocation>,
-    recompute: Vec<PrimitiveInvocation>,
-    recomm: Vec<PrimitiveInvocation>,
-    /// Backward invocations grouped per operation, reversed at the end.
-    backward: Vec<Vec<PrimitiveInvocation>>,
-    optimizer: Vec<PrimitiveInvocation>,
-    memory: MemoryLedger,
-}
-
-/// Ops and bytes of one primitive in one phase.
-#[derive(Clone, Copy)]
-struct Work {
-    ops: u64,
-    read: u64,
-    write: u64,
-}
-
-fn invocation(source: &str, primitive: Primitive, phase: Phase, work: Work, collective: Option<CollectiveFacts>) -> PrimitiveInvocation {
-    PrimitiveInvocation {
-        name: format!("{source}.{}", phase.suffix()),
-        primitive,
-        phase,
-        engine: primitive.engine(),
-        ops: work.ops,
-        read_bytes: work.read,
-        write_bytes: work.write,
-        collective,
-        source: source.to_owned(),
-        shared_by: 1,
-        tiling: None,
-    }
-}
-
-impl<'a> Builder<'a> {
-    fn new(dims: &'a Dims) -> Self {
-        Self {
-            dims,
-            forward: Vec::new(),
-            recompute: Vec::new(),
-            recomm: Vec::new(),
-            backward: Vec::new(),
-            optimizer: Vec::new(),
-            memory: MemoryLedger::default(),
-        }
-    }
-
-    /// Forward invocation, cloned with phase `Recompute` when the operation
-    /// is recomputed before the backward pass.
-    fn forward(&mut self, source: &str, primitive: Primitive, work: Work, recompute: bool) {
-        if recompute {
-            self.recompute.push(invocation(source, primitive, Phase::Recompute, work, None));
-        }
-        self.forward.push(invocation(source, primitive, Phase::Forward, work, None));
-    }
-
-    fn backward(&mut self, source: &str, primitive: Primitive, agrad: Work, wgrad: Option<Work>) {
-        let mut group = vec![invocation(source, primitive, Phase::ActivationGradient, agrad, None)];
-        if let Some(wgrad) = wgrad {
-            group.push(invocation(source, primitive, Phase::WeightGradient, wgrad, None));
-        }
-        self.backward.push(group);
-    }
-
-    /// Parameters of an operation: weights, gradients, Adam state and step.
-    fn parameters(&mut self, source: &str, count: u64) {
-        let d = self.dims;
-        // Master fp32 copy only when training below fp32; two fp32 moments.
-        let master = if d.elem < 4 { 4 * count } else { 0 };
-        let moments = 4 * (2 * count);
-        let state = master + moments;
-        self.memory.weights += count * d.elem;
-        self.memory.weight_grads += count * d.elem;
-        self.memory.weight_grads_unsharded += 4 * count;
-        self.memory.optimizer += state;
-        // Calculon: 11 ops per gradient element, and the state is touched
-        // once; the in-place write-back is not counted separately, so the
-        // whole state is recorded as read. Under optimizer sharding the DP
-        // group splits the step evenly.
-        let step = Work { ops: 11 * count, read: state, write: 0 };
-        let mut step = invocation(source, Primitive::Adam, Phase::Optimizer, step, None);
-        step.shared_by = d.optim_shards;
-        self.optimizer.push(step);
-    }
-
-    /// A branch point: no forward work; its backward sums `users` gradients.
-    fn fork(&mut self, source: &str, elems: u64, users: u64, stored: bool) {
-        let e = self.dims.elem;
-        let agrad = Work { ops: users * elems, read: users * elems * e, write: elems * e };
-        self.backward(source, Primitive::GradientSum, agrad, None);
-        // The fork owns the branched tensor; its gradient buffer is counted
-        // by the users (Calculon sets the fork's activation_grads to 0).
-        self.memory.activation(elems * e, Residency { shared: false, stored });
-    }
-
-    /// Layer-norm over `elems` with replicated `2h` parameters; its input is
-    /// the preceding fork's tensor.
-    fn layer_norm(&mut self, source: &str, elems: u64, recompute: bool) {
-        let e = self.dims.elem;
-        let params = 2 * self.dims.hidden;
-        let fwd = Work { ops: 9 * elems, read: (elems + params) * e, write: elems * e };
-        let agrad = Work { ops: 14 * elems, read: (params + elems) * e, write: elems * e };
-        let wgrad = Work { ops: 7 * elems, read: 2 * elems * e, write: params * e };
-        self.forward(source, Primitive::LayerNorm, fwd, recompute);
-        self.backward(source, Primitive::LayerNorm, agrad, Some(wgrad));
-        self.parameters(source, params);
-        self.memory.activation(elems * e, Residency { shared: true, stored: false });
-        self.memory.act_grads += elems * e;
-    }
-
-    /// `Y[m,k] = X[m,n]·W[n,k]` (already TP-local): three matmuls of `2mnk`.
-    fn linear(&mut self, source: &str, (m, n, k): (u64, u64, u64), recompute: bool, input: Residency) {
-        let e = self.dims.elem;
-        let ops = 2 * m * n * k;
-        let (x, w, y) = (m * n * e, n * k * e, m * k * e);
-        let fwd = Work { ops, read: x + w, write: y };
-        // dX = dY·Wᵀ reads W and dY, writes dX; dW = Xᵀ·dY reads X and dY.
-        let agrad = Work { ops, read: w + y, write: x };
-        let wgrad = Work { ops, read: x + y, write: w };
-        self.forward(source, Primitive::Matmul, fwd, recompute);
-        self.backward(source, Primitive::Matmul, agrad, Some(wgrad));
-        self.parameters(source, n * k);
-        self.memory.activation(x, input);
-        self.memory.act_grads += y;
-    }
-
-    /// `batch` products `[m,n]·[n,k]` of two activations; backward produces
-    /// both operand gradients (twice the forward FLOPs).
-    fn batch_matmul(&mut self, source: &str, (batch, m, n, k): (u64, u64, u64, u64), recompute: bool, output_kept: bool) {
-        let e = self.dims.elem;
-        let ops = batch * 2 * m * n * k;
-        let inputs = batch * (m * n + n * k) * e;
-        let output = batch * m * k * e;
-        let fwd = Work { ops, read: inputs, write: output };
-        let agrad = Work { ops: 2 * ops, read: output, write: inputs };
-        self.forward(source, Primitive::BatchMatmul, fwd, recompute);
-        self.backward(source, Primitive::BatchMatmul, agrad, None);
-        self.memory.activation(inputs, OWNED_STORED);
-        if !output_kept {
-            self.memory.act_released += output;
-        }
-        self.memory.act_grads += output;
-    }
-
-    fn softmax(&mut self, source: &str, elems: u64, recompute: bool, output_kept: bool) {
-        let bytes = elems * self.dims.elem;
-        let fwd = Work { ops: 5 * elems, read: bytes, write: bytes };
-        let agrad = Work { ops: 8 * elems, read: bytes, write: bytes };
-        self.forward(source, Primitive::Softmax, fwd, recompute);
-        self.backward(source, Primitive::Softmax, agrad, None);
-        self.memory.activation(bytes, OWNED_STORED);
-        if !output_kept {
-            self.memory.act_released += bytes;
-        }
-        self.memory.act_grads += bytes;
-    }
-
-    /// Dropout keeps a one-byte-per-element mask as its only activation.
-    fn dropout(&mut self, source: &str, elems: u64, recompute: bool, mask_kept: bool) {
-        let bytes = elems * self.dims.elem;
-        let mask = elems;
-        let fwd = Work { ops: elems, read: bytes, write: bytes + mask };
-        let agrad = Work { ops: elems, read: bytes + mask, write: bytes };
-        self.forward(source, Primitive::Dropout, fwd, recompute);
-        self.backward(source, Primitive::Dropout, agrad, None);
-        self.memory.activation(mask, Residency { shared: false, stored: mask_kept });
-        // Calculon sizes the dropout gradient buffer like the mask (one byte
-        // per element, `DropOut.get_activation_grad`); kept for agreement.
-        self.memory.act_grads += mask;
-    }
-
-    /// `GeLU`; when fused into the preceding linear it keeps no activation or
-    /// gradient buffer of its own but still does the same work.
-    fn gelu(&mut self, source: &str, elems: u64, recompute: bool, fused: bool) {
-        let bytes = elems * self.dims.elem;
-        let fwd = Work { ops: 8 * elems, read: bytes, write: bytes };
-        let agrad = Work { ops: 13 * elems, read: bytes, write: bytes };
-        self.forward(source, Primitive::Gelu, fwd, recompute);
-        self.backward(source, Primitive::Gelu, agrad, None);
-        if !fused {
-            self.memory.activation(bytes, OWNED_STORED);
-            self.memory.act_grads += bytes;
-        }
-    }
-
-    /// `y = x + r`; both operands are tensors owned elsewhere (the fork).
-    fn residual(&mut self, source: &str, elems: u64, recompute: bool) {
-        let bytes = elems * self.dims.elem;
-        let fwd = Work { ops: elems, read: 2 * bytes, write: bytes };
-        let agrad = Work { ops: 2 * elems, read: bytes, write: 2 * bytes };
-        self.forward(source, Primitive::ResidualAdd, fwd, recompute);
-        self.backward(source, Primitive::ResidualAdd, agrad, None);
-        self.memory.activation(2 * bytes, Residency { shared: true, stored: false });
-        self.memory.act_grads += bytes;
-    }
-
-    /// One collective over the full `b·s·h` tensor: it reads and writes the
-    /// tensor once; reductions add `(t-1)/t` of its elements.
-    fn collective_work(&self, kind: CollectiveKind) -> (Work, CollectiveFacts) {
-        let d = self.dims;
-        let elems = d.activation();
-        let bytes = elems * d.elem;
-        let ops = match kind {
-            CollectiveKind::AllGather => 0,
-            // t | h (validated), so this is exact.
-            CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => elems / d.tp * (d.tp - 1),
-        };
-        let work = Work { ops, read: bytes, write: bytes };
-        let facts = CollectiveFacts { kind, message_bytes: bytes };
-        (work, facts)
-    }
-
-    fn collective(&mut self, source: &str, phase: Phase, kind: CollectiveKind) {
-        let (work, facts) = self.collective_work(kind);
-        let inv = invocation(source, Primitive::Collective, phase, work, Some(facts));
-        match phase {
-            Phase::Forward => self.forward.push(inv),
-            Phase::Recommunication => self.recomm.push(inv),
-            _ => self.backward.push(vec![inv]),
-        }
-    }
-
-    /// Megatron's `f` operator before a column-parallel linear: identity
-    /// forward / all-reduce backward, or all-gather / reduce-scatter under
-    /// sequence parallelism. `recommunicate` redoes the all-gather in the
-    /// backward pass (nothing to redo for the AR identity).
-    fn tp_entry(&mut self, source: &str, recommunicate: bool) {
-        let d = self.dims;
-        if d.tp == 1 {
-            return;
-        }
-        let full = d.activation() * d.elem;
-        if d.sequence_parallel {
-            self.collective(source, Phase::Forward, CollectiveKind::AllGather);
-            if recommunicate {
-                self.collective(source, Phase::Recommunication, CollectiveKind::AllGather);
-            }
-            self.collective(source, Phase::ActivationGradient, CollectiveKind::ReduceScatter);
-            // Only the sequence shard is held (Calculon TPComm.get_activation).
-            self.memory.activation(full / d.tp, OWNED_STORED);
-            self.memory.act_grads += full / d.tp;
-        } else {
-            self.collective(source, Phase::ActivationGradient, CollectiveKind::AllReduce);
-            // Identity forward holds nothing; the backward all-reduce buffer
-            // is a full-size gradient.
-            self.memory.act_grads += full;
-        }
-    }
-
-    /// Megatron's `g` operator after a row-parallel linear: all-reduce
-    /// forward / identity backward, or reduce-scatter / all-gather under
-    /// sequence parallelism. Its input is not kept for the backward pass.
-    fn tp_exit(&mut self, source: &str, recommunicate: bool) {
-        let d = self.dims;
-        if d.tp == 1 {
-            return;
-        }
-        let full = d.activation() * d.elem;
-        let not_stored = Residency { shared: false, stored: false };
-        let forward_kind = if d.sequence_parallel { CollectiveKind::ReduceScatter } else { CollectiveKind::AllReduce };
-        self.collective(source, Phase::Forward, forward_kind);
-        if recommunicate {
-            self.collective(source, Phase::Recommunication, forward_kind);
-        }
-        if d.sequence_parallel {
-            self.collective(source, Phase::ActivationGradient, CollectiveKind::AllGather);
-            self.memory.activation(full / d.tp, not_stored);
-            self.memory.act_grads += full / d.tp;
-        } else {
-            self.memory.activation(full, not_stored);
-        }
-    }
-
-    /// A linear tiled with its TP collectives (`mapping.tp_overlap`), sized
-    /// as Calculon's `LinearOverlapped`: `(m, n, k)` are the full sizes; an
-    /// entry (`exit == false`, column-parallel) splits `k` by TP and gathers
-    /// its input (all-gather forward under `rs_ag`, identity otherwise;
-    /// reduce-scatter or all-reduce backward), an exit (row-parallel) splits
-    /// `n` and reduces its output (reduce-scatter or all-reduce forward,
-    /// all-gather or identity backward). `regather` re-issues the forward
-    /// collective for the weight gradient.
-    fn tiled_linear(&mut self, source: &str, comm: &str, (m, n, k): (u64, u64, u64), exit: bool, recompute: bool, regather: bool) {
-        let d = self.dims;
-        let (e, t) = (d.elem, d.tp);
-        let (n, k) = if exit { (n / t, k) } else { (n, k / t) };
-        let ops = 2 * m * n * k;
-        // Calculon's activation (`act_space`) and gradient (`act_grads` plus
-        // the network buffer) elements of the tiled linear.
-        let (act, act_grads) = match (exit, d.rs_ag) {
-            (false, true) => (m * n / t, m * k),
-            (false, false) => (m * n, 0),
-            (true, true) => (m * n, 2 * (m * k / t)),
-            (true, false) => (0, 2 * m * k),
-        };
-        let (x, w, y) = (m * n * e, n * k * e, m * k * e);
-        let fwd = Work { ops, read: x + w, write: y };
-        // Calculon counts the weights plus its activation and gradient
-        // buffers for both gradients (`Layer.get_agrad_mem_accessed`).
-        let agrad = Work { ops, read: w + act_grads * e, write: act * e };
-        let wgrad = Work { ops, read: (act + act_grads) * e, write: w };
-        self.forward(source, Primitive::Matmul, fwd, recompute);
-        self.backward(source, Primitive::Matmul, agrad, Some(wgrad));
-        self.parameters(source, n * k);
-        self.memory.activation(act * e, OWNED_STORED);
-        self.memory.act_grads += act_grads * e;
-
-        let tiling = Tiling { with: source.to_owned(), tiles: t, overlap: d.overlap };
-        let (forward, backward) = match (exit, d.rs_ag) {
-            (false, true) => (Some(CollectiveKind::AllGather), Some(CollectiveKind::ReduceScatter)),
-            (false, false) => (None, Some(CollectiveKind::AllReduce)),
-            (true, true) => (Some(CollectiveKind::ReduceScatter), Some(CollectiveKind::AllGather)),
-            (true, false) => (Some(CollectiveKind::AllReduce), None),
-        };
-        let mut tiled = |phase, kind| {
-            let (mut work, facts) = self.collective_work(kind);
-            (work.read, work.write) = (0, 0);
-            let mut inv = invocation(comm, Primitive::Collective, phase, work, Some(facts));
-            inv.tiling = Some(tiling.clone());
-            match phase {
-                Phase::Forward => self.forward.push(inv),
-                Phase::Recommunication => self.recomm.push(inv),
-                _ => self.backward.push(vec![inv]),
-            }
-        };
-        if let Some(kind) = forward {
-            tiled(Phase::Forward, kind);
-            if regather {
-                tiled(Phase::Recommunication, kind);
-            }
-        }
-        if let Some(kind) = backward {
-            tiled(Phase::ActivationGradient, kind);
-        }
-    }
-
-    fn finish(self, spec: &TrainingSpec) -> BlockDerivation {
-        let d = self.dims;
-        let full_recompute = spec.mapping.recompute == Recompute::Full;
-        let ledger = self.memory;
-        let memory = BlockMemory {
-            weights: ledger.weights,
-            act_working_space: ledger.act_working,
-            // Under full recompute only the checkpoint survives the forward.
-            // Otherwise released outputs are always among the stored inputs
-            // (the score / probability tensors are also inputs of the next
-            // primitive), so the difference never saturates.
-            act_storage_space: if full_recompute { 0 } else { ledger.act_stored.saturating_sub(ledger.act_released) },
-            // The full (not sequence-split) block input, as Calculon counts it.
-            act_checkpoint: if full_recompute { d.activation() * d.elem } else { 0 },
-            weight_grads: ledger.weight_grads,
-            weight_grads_unsharded: ledger.weight_grads_unsharded,
-            act_grads: ledger.act_grads,
-            optimizer: ledger.optimizer,
-            shards: d.optim_shards,
-        };
-        let mut invocations = self.forward;
-        invocations.extend(self.recompute);
-        invocations.extend(self.recomm);
-        invocations.extend(self.backward.into_iter().rev().flatten());
-        invocations.extend(self.optimizer);
-        BlockDerivation { invocations, memory }
-    }
-}
-
 /// Derivation proper; `spec` must have passed [`TrainingSpec::validate`].
+/// Calculon's block, op by op, through the rules every derivation shares.
 fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     let dims = Dims::new(spec);
     let map = &spec.mapping;
@@ -809,26 +393,28 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
 
     let tokens = dims.tokens();
     let boundary = dims.boundary_activation();
+    let activation = dims.activation();
     let hidden = dims.hidden;
     let attn_width = dims.local_attn_width();
-    let shared_unstored = Residency { shared: true, stored: false };
+    let params = 2 * hidden;
+    let runs = Runs::recomputed(full);
 
-    let mut b = Builder::new(&dims);
+    let mut b = RuleBuilder::new(Strategy::of(spec));
 
     let tiled = map.tp_overlap.is_overlapped();
     let attn_full_width = dims.heads * dims.head_dim;
 
     // Attention half.
     b.fork("attn.fork", boundary, 2, true);
-    b.layer_norm("attn.ln", boundary, full);
+    b.layer_norm("attn.ln", boundary, params, runs, SHARED_UNSTORED);
     if tiled {
         // Calculon fuses Q, K and V into one tiled linear.
         b.tiled_linear("attn.qkv", "attn.tp_entry", (tokens, hidden, 3 * attn_full_width), false, full, drop_attn_input);
     } else {
-        b.tp_entry("attn.tp_entry", drop_attn_input);
-        b.fork("attn.qkv_fork", dims.activation(), 3, !drop_attn_input);
+        b.tp_entry("attn.tp_entry", activation, drop_attn_input);
+        b.fork("attn.qkv_fork", activation, 3, !drop_attn_input);
         for source in ["attn.q", "attn.k", "attn.v"] {
-            b.linear(source, (tokens, hidden, attn_width), full, shared_unstored);
+            b.linear(source, (tokens, hidden, attn_width), runs, SHARED_UNSTORED);
         }
     }
     let (head_batch, s, hd) = (dims.local_head_batch(), dims.seq, dims.head_dim);
@@ -839,32 +425,32 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     if tiled {
         b.tiled_linear("attn.proj", "attn.tp_exit", (tokens, attn_full_width, hidden), true, full, full);
     } else {
-        b.linear("attn.proj", (tokens, attn_width, hidden), full, OWNED_STORED);
-        b.tp_exit("attn.tp_exit", full);
+        b.linear("attn.proj", (tokens, attn_width, hidden), runs, OWNED_STORED);
+        b.tp_exit("attn.tp_exit", activation, full);
     }
     b.dropout("attn.dropout", boundary, full, true);
     b.residual("attn.residual", boundary, full);
 
     // MLP half.
     b.fork("mlp.fork", boundary, 2, true);
-    b.layer_norm("mlp.ln", boundary, full);
+    b.layer_norm("mlp.ln", boundary, params, runs, SHARED_UNSTORED);
     let ffn_local = dims.ffn / dims.tp;
     if tiled {
         b.tiled_linear("mlp.fc1", "mlp.tp_entry", (tokens, hidden, dims.ffn), false, full, drop_mlp_input);
     } else {
-        b.tp_entry("mlp.tp_entry", drop_mlp_input);
+        b.tp_entry("mlp.tp_entry", activation, drop_mlp_input);
         let fc1_input = Residency { shared: false, stored: !drop_mlp_input };
-        b.linear("mlp.fc1", (tokens, hidden, ffn_local), full, fc1_input);
+        b.linear("mlp.fc1", (tokens, hidden, ffn_local), runs, fc1_input);
     }
     b.gelu("mlp.gelu", tokens * ffn_local, full, map.fused_activation);
     if tiled {
         b.tiled_linear("mlp.fc2", "mlp.tp_exit", (tokens, dims.ffn, hidden), true, full, full);
     } else {
-        b.linear("mlp.fc2", (tokens, ffn_local, hidden), full, OWNED_STORED);
-        b.tp_exit("mlp.tp_exit", full);
+        b.linear("mlp.fc2", (tokens, ffn_local, hidden), runs, OWNED_STORED);
+        b.tp_exit("mlp.tp_exit", activation, full);
     }
     b.dropout("mlp.dropout", boundary, full, true);
     b.residual("mlp.residual", boundary, full);
 
-    b.finish(spec)
+    b.finish(activation * spec.workload.datatype.bytes())
 }
