@@ -18,7 +18,14 @@ pub fn model_op_id(inv: &PrimitiveInvocation) -> String {
         "mlp.tp_exit" => "mlp.dropout",
         other => other,
     };
-    match inv.phase {
+    model_op_id_for(base, inv.phase)
+}
+
+/// The id of the ModelIR op that does `phase`'s work of the forward op
+/// `base`.
+#[must_use]
+pub fn model_op_id_for(base: &str, phase: Phase) -> String {
+    match phase {
         Phase::ActivationGradient => format!("{base}.agrad"),
         Phase::WeightGradient => format!("{base}.wgrad"),
         Phase::Optimizer => format!("{base}.optim"),

@@ -239,3 +239,76 @@ fn estimate_reading_equals_the_full_reading() {
         }
     });
 }
+
+/// The block's decomposed ModelIR, read into a graph.
+fn decomposed_graph(spec: &TrainingSpec) -> crate::analysis::workload::BlockGraph {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, training_text(spec).as_bytes(), "spec").expect("import parses");
+    if let Err(e) = run_pipeline(&context, &mut module, "builtin.module(model-decompose-transformer)") {
+        panic!("{e}: {:?}", sink.take());
+    }
+    let function = crate::ir::read::collect_ops(module.as_operation())
+        .into_iter()
+        .find(|op| crate::ir::read::name_of(*op) == "func.func")
+        .expect("the block's function");
+    crate::dialect::model::graph::read_block(function).map(|read| read.graph).unwrap_or_else(|(_, e)| panic!("reads: {e}"))
+}
+
+/// Specs over every strategy choice the block's derivation reads (TP
+/// degree and communication, recompute, the sequence-parallel redo, fused
+/// activation, optimizer sharding, TP overlap, datatype), on small models
+/// whose sizes are not all powers of two.
+fn strategy_sweep() -> Vec<TrainingSpec> {
+    let mut specs = Vec::new();
+    let mut next = crate::runtime::dtype::xorshift(0x5eed_1234_abcd_0001);
+    let models = [(64, 256, 16, 4, 16), (96, 160, 24, 8, 12), (48, 192, 8, 4, 12)];
+    for (i, (hidden, ffn, seq, heads, head_dim)) in models.into_iter().enumerate() {
+        for tp in [1, 2, 4] {
+            for tp_comm in ["ar", "rs_ag", "p2p_rs_ag"] {
+                for recompute in ["none", "attn_only", "full"] {
+                    let pick = |n: u64, next: &mut dyn FnMut() -> u64| next() % n;
+                    let overlap = ["none", "ring", "pipe"][pick(3, &mut next) as usize];
+                    let datatype = ["float16", "bfloat16", "float32", "float8"][pick(4, &mut next) as usize];
+                    let json = serde_json::json!({
+                        "model": {"name": format!("sweep{i}"), "hidden": hidden, "ffn_hidden": ffn, "seq_len": seq,
+                                  "heads": heads, "head_dim": head_dim, "blocks": 4},
+                        "workload": {"global_batch": 8, "microbatch": 2, "datatype": datatype},
+                        "mapping": {"tp": tp, "pp": 2, "dp": 2, "pipeline_interleaving": 1, "recompute": recompute,
+                                    "tp_comm": tp_comm,
+                                    "seq_par_ag_redo": tp_comm == "rs_ag" && recompute != "full" && pick(2, &mut next) == 1,
+                                    "fused_activation": pick(2, &mut next) == 1, "optimizer_sharding": pick(2, &mut next) == 1,
+                                    "tp_overlap": if tp == 1 { "none" } else { overlap }}
+                    });
+                    let spec = TrainingSpec::from_json(&json.to_string()).expect("a spec");
+                    spec.validate_counted().unwrap_or_else(|e| panic!("{json}: {e}"));
+                    specs.push(spec);
+                }
+            }
+        }
+    }
+    specs
+}
+
+/// Distribution reads the ModelIR: the block's work derived from its
+/// decomposed IR (shapes from the types, sharding from the dataflow) is the
+/// workload algebra's, invocation by invocation and in memory, on every
+/// oracle case and over every strategy choice.
+#[test]
+fn the_derivation_from_modelir_equals_the_algebra() {
+    use crate::analysis::workload::{derive_from_graph, derive_training_block};
+    let mut specs: Vec<TrainingSpec> = all_oracle_cases().iter().map(spec_of).collect();
+    let oracle = specs.len();
+    specs.extend(strategy_sweep());
+    assert_eq!(specs.len(), oracle + 81, "the sweep covers the strategy space");
+    for (i, spec) in specs.iter().enumerate() {
+        let want = derive_training_block(spec).expect("the algebra derives");
+        let got = derive_from_graph(&decomposed_graph(spec), spec).unwrap_or_else(|e| panic!("spec {i}: {:?}: {e}", e.op)).derivation;
+        let names = |d: &crate::analysis::workload::BlockDerivation| d.invocations.iter().map(|v| v.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&got), names(&want), "spec {i} ({:?}): the tasks", spec.mapping);
+        for (g, w) in got.invocations.iter().zip(&want.invocations) {
+            assert_eq!(g, w, "spec {i} ({:?})", spec.mapping);
+        }
+        assert_eq!(got.memory, want.memory, "spec {i} ({:?}): memory", spec.mapping);
+    }
+}

@@ -11,8 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::invocation::{share, BlockDerivation, BlockMemory, CollectiveKind, Phase, PrimitiveInvocation};
 use super::spec::TrainingSpec;
-use super::training::{share, BlockDerivation, BlockMemory, CollectiveKind, Phase, PrimitiveInvocation};
 
 /// Relative tolerance for the per-rank shares of sharded state and work,
 /// which are quotients (Calculon computes them in floating point).

@@ -57,8 +57,8 @@ use serde::{Deserialize, Serialize};
 
 use super::facts::WorkTotals;
 use super::inference_spec::{InferencePhase, InferenceSpec};
+use super::invocation::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation};
 use super::spec::SpecError;
-use super::training::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation};
 
 /// One derived inference pass: the block's invocations plus the KV-cache
 /// and weight traffic that the invocation bytes contain.

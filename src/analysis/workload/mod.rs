@@ -21,8 +21,11 @@
 //! phases [`Phase::Prefill`] and [`Phase::Decode`].
 
 pub mod facts;
+pub mod graph;
+pub mod graph_derivation;
 pub mod inference;
 pub mod inference_spec;
+pub mod invocation;
 pub(crate) mod rules;
 pub mod spec;
 pub mod training;
@@ -33,17 +36,20 @@ mod inference_tests;
 mod tests;
 
 pub use facts::{facts_from_work, pipeline_message_bytes, BlockFacts, FactValue, PhaseSum, WorkItem, WorkTotals, SHARE_TOLERANCE};
+pub use graph::{BlockGraph, GraphOp, GraphOpKind, GraphValue, ValueRole};
+pub use graph_derivation::{derive_from_graph, GraphDerivation, GraphError};
 pub use inference::{
     derive_decode_block, derive_decode_pass, derive_prefill_block, derive_prefill_pass, invocation_phase, kv_cache_bytes, DecodeRunTotals,
     InferenceFacts, InferencePass, InferencePassFacts, GATED_ACTIVATION,
 };
 pub use inference_spec::{InferenceMappingSpec, InferencePhase, InferenceSpec, InferenceWorkloadSpec};
+pub use invocation::{
+    share, tiled_phase, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine, Phase, Primitive, PrimitiveInvocation,
+    Tiling,
+};
 pub use spec::{
     Datatype, Dropout, ModelSpec, Norm, Optimizer, OptimizerKind, OptimizerSpec, PipelineSchedule, Real, Recompute, ScheduleKind,
     SpecError, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec, DEFAULT_ROPE_THETA, MAX_SPEC_INTEGER,
     MAX_WORLD_SIZE,
 };
-pub use training::{
-    derive_training_block, share, tiled_phase, BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Engine, Phase, Primitive,
-    PrimitiveInvocation, Tiling,
-};
+pub use training::derive_training_block;

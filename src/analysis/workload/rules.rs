@@ -12,8 +12,8 @@
 //! so the per-phase sums equal its block statistics exactly; see
 //! `test/oracles/calculon/FULL-MODEL.md`.
 
+use super::invocation::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation, Tiling};
 use super::spec::{Recompute, TpComm, TpOverlap, TrainingSpec};
-use super::training::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation, Tiling};
 
 /// What the strategy says about how every rule counts: tensor
 /// parallelism, datatype, optimizer sharding, TP communication.
@@ -153,10 +153,6 @@ impl RuleBuilder {
             optimizer: Vec::new(),
             memory: MemoryLedger::default(),
         }
-    }
-
-    pub fn strategy(&self) -> &Strategy {
-        &self.s
     }
 
     /// Forward invocation, cloned with phase `Recompute` when the operation

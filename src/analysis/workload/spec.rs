@@ -179,6 +179,17 @@ pub enum OptimizerKind {
     Adam,
 }
 
+impl OptimizerKind {
+    /// The spec's spelling.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Sgd => "sgd",
+            Self::Adam => "adam",
+        }
+    }
+}
+
 /// `workload.optimizer`: `{"kind": "sgd", "lr": η}` or `{"kind": "adam",
 /// "lr": η, "beta1": β1, "beta2": β2, "eps": ε}` (the betas and `eps`
 /// default to `torch.optim.Adam`'s 0.9, 0.999 and 1e-8).
@@ -286,6 +297,17 @@ pub enum Datatype {
 }
 
 impl Datatype {
+    /// The spec's spelling.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Float8 => "float8",
+            Self::Float16 => "float16",
+            Self::Bfloat16 => "bfloat16",
+            Self::Float32 => "float32",
+        }
+    }
+
     /// Bytes per element (Calculon's `System.TypeSizes`).
     #[must_use]
     pub const fn bytes(self) -> u64 {

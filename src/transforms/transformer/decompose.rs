@@ -413,6 +413,20 @@ fn outputs_of<'c>(value: impl ValueLike<'c>) -> Vec<(String, Option<Role>)> {
 
 /// Builds the decomposed replacement of the function holding `block` into
 /// `generated`; returns the function to replace.
+/// Decomposes the coarse training `block` into a new function in `scratch`
+/// (the input is not changed); returns that function.
+///
+/// # Errors
+/// What [`model-decompose-transformer`](self) reports for the block.
+pub(super) fn decompose_into<'c, 'a, 's>(
+    module: OperationRef<'c, 'a>,
+    block: OperationRef<'c, 'a>,
+    scratch: &'s Module<'c>,
+) -> Result<OperationRef<'c, 's>, Failure<'c, 'a>> {
+    plan(module, block, scratch)?;
+    scratch.body().first_operation().ok_or_else(|| fail(block, "decomposes to nothing"))
+}
+
 fn plan<'c, 'a>(
     module: OperationRef<'c, 'a>,
     block: OperationRef<'c, 'a>,

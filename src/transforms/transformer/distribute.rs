@@ -45,13 +45,16 @@ use super::{
     emit::{emit_invocation, token, Emitter, Placement},
     Failure,
 };
-use crate::dialect::model::binding::{read_spec, TRAINING_SPEC};
+use crate::dialect::model::{
+    binding::{read_spec, TRAINING_SPEC},
+    graph::read_block,
+};
 use crate::{
     analysis::{
         schedule::{Direction, Schedule},
         workload::{
-            derive_training_block, pipeline_message_bytes, BlockDerivation, BlockFacts, Phase, PipelineSchedule, PrimitiveInvocation,
-            Recompute, TrainingSpec,
+            derive_from_graph, pipeline_message_bytes, BlockDerivation, BlockFacts, GraphDerivation, Phase, PipelineSchedule,
+            PrimitiveInvocation, Recompute, TrainingSpec,
         },
     },
     dialect::{
@@ -81,9 +84,10 @@ fn run(module: OperationRef, pass: ExternalPass) {
 fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result<(), Failure<'c, 'a>> {
     let ops = collect_ops(module);
     super::ensure_no_dist_program(&ops, "distribute-transformer-training")?;
-    // The block: the coarse op, or a decomposed block (its `attn.q` matmul).
+    // The block: the coarse op, or a decomposed block (the function of its
+    // first matmul).
     let coarse: Vec<OperationRef> = ops.iter().copied().filter(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining)).collect();
-    let decomposed = ops.iter().copied().find(|op| OpKind::of(*op) == Some(OpKind::ModelMatmul) && str_attr(*op, "id") == Some("attn.q"));
+    let decomposed = ops.iter().copied().find(|op| OpKind::of(*op) == Some(OpKind::ModelMatmul));
     let block = match (coarse.as_slice(), decomposed) {
         ([block], _) => *block,
         ([], Some(anchor)) => anchor,
@@ -102,22 +106,52 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     };
     let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
         .map_err(|e| (block, format!("distribute-transformer-training: {e}")))?;
-    if OpKind::of(block) == Some(OpKind::ModelDecoderTraining) {
+    let is_coarse = OpKind::of(block) == Some(OpKind::ModelDecoderTraining);
+    if is_coarse {
         check_dimensions(block, &spec)?;
     }
-    let derivation = derive_training_block(&spec).map_err(|e| (block, e.to_string()))?;
-    check_step_size(&spec, &derivation).map_err(|e| (block, format!("distribute-transformer-training: {e}")))?;
+    // A coarse block is decomposed first, into a scratch module; the
+    // derivation reads the primitive ops either way.
+    let derived = if is_coarse {
+        let scratch = Module::new(block.location());
+        let function = super::decompose::decompose_into(module, block, &scratch)?;
+        derive_block(function, &spec).map_err(|(_, e)| (block, e))?
+    } else {
+        let function = block.parent_operation().filter(|f| name_of(*f) == "func.func").ok_or_else(|| {
+            (block, "distribute-transformer-training: the decomposed block must be the body of a 'func.func'".to_string())
+        })?;
+        derive_block(function, &spec)?
+    };
+    let derivation = &derived.derivation;
+    check_step_size(&spec, derivation).map_err(|e| (block, format!("distribute-transformer-training: {e}")))?;
     let model_ids: HashSet<String> =
         ops.iter().filter(|op| dialect_of(&name_of(**op)) == "model").filter_map(|op| str_attr(*op, "id").map(str::to_string)).collect();
     let block_id = str_attr(block, "id").unwrap_or("block").to_string();
     let owner = |own: String| if model_ids.contains(&own) { own } else { block_id.clone() };
-    let lineage = |inv: &PrimitiveInvocation| owner(crate::ir::lineage::model_op_id(inv));
+    let lineage = |inv: &PrimitiveInvocation| {
+        owner(match derived.anchor(&inv.source) {
+            Some(op) => crate::ir::lineage::model_op_id_for(op, inv.phase),
+            None => crate::ir::lineage::model_op_id(inv),
+        })
+    };
     // Cross-stage values: the block output forward (the last residual of a
     // decomposed block), its input gradient backward.
     let boundary_lineage = [owner("mlp.residual".to_string()), owner("attn.fork.agrad".to_string())];
     let digest = layer_digest(module, "model");
-    let step = Step { spec: &spec, derivation: &derivation, lineage: &lineage, boundary_lineage: &boundary_lineage };
+    let step = Step { spec: &spec, derivation, lineage: &lineage, boundary_lineage: &boundary_lineage };
     step.program(generated, &digest, block.location()).map_err(|e| (block, e.to_string()))
+}
+
+/// The distributed work of the block in `function`, or the op at fault
+/// (the function when no op is) and why.
+fn derive_block<'c, 'x>(function: OperationRef<'c, 'x>, spec: &TrainingSpec) -> Result<GraphDerivation, Failure<'c, 'x>> {
+    let read = read_block(function).map_err(|(op, e)| {
+        (op, format!("distribute-transformer-training: '{}' op '{}' {e}", name_of(op), str_attr(op, "id").unwrap_or("?")))
+    })?;
+    derive_from_graph(&read.graph, spec).map_err(|e| match &e.op {
+        Some(id) => (read.op(id).unwrap_or(function), format!("distribute-transformer-training: '{id}': {}", e.message)),
+        None => (function, format!("distribute-transformer-training: {}", e.message)),
+    })
 }
 
 /// Most (microbatch, chunk) slots the schedules of one step may hold: the

@@ -1,0 +1,144 @@
+//! A decoder block as ModelIR states it, read into plain data: its ops in
+//! program order, each with its kind, the attributes its rules read and
+//! its operand and result values, and every value's (logical, unsharded)
+//! shape. `dialect::model::graph` reads it off the IR; the derivation of
+//! the block's distributed work ([`super::graph_derivation`]) walks it.
+
+use super::spec::OptimizerKind;
+
+/// A value of the block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphValue {
+    /// The logical shape (every dimension static).
+    pub shape: Vec<u64>,
+    /// Bytes per element.
+    pub elem_bytes: u64,
+    /// The op defining it (index into [`BlockGraph::ops`]).
+    pub producer: usize,
+}
+
+impl GraphValue {
+    /// Elements of the logical tensor.
+    #[must_use]
+    pub fn elems(&self) -> u64 {
+        self.shape.iter().product()
+    }
+}
+
+/// The state role a `model.value` introduces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueRole {
+    Parameter,
+    Activation,
+    ActivationGradient,
+    OptimizerState,
+    Other,
+}
+
+/// What an op is, with the attributes its rules read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GraphOpKind {
+    /// `model.value`: introduces a value with a role.
+    Value(ValueRole),
+    /// `model.output`.
+    Output,
+    Fork,
+    LayerNorm,
+    RmsNorm,
+    Matmul,
+    AttentionScores {
+        heads: u64,
+        kv_heads: u64,
+        head_dim: u64,
+    },
+    AttentionContext {
+        heads: u64,
+        kv_heads: u64,
+        head_dim: u64,
+    },
+    Softmax {
+        dim: u64,
+    },
+    Gelu,
+    Swiglu,
+    Dropout,
+    Add,
+    Rope {
+        heads: u64,
+    },
+    /// `model.activation_gradient` of the forward op `of`.
+    ActivationGradient {
+        of: String,
+    },
+    /// `model.weight_gradient` of the forward op `of`.
+    WeightGradient {
+        of: String,
+    },
+    OptimizerStep {
+        kind: OptimizerKind,
+    },
+    /// An op no training rule covers (its name).
+    Other(String),
+}
+
+impl GraphOpKind {
+    /// Whether the op is forward computation (not a value, an output, a
+    /// gradient or an optimizer step).
+    #[must_use]
+    pub fn is_forward(&self) -> bool {
+        !matches!(
+            self,
+            Self::Value(_) | Self::Output | Self::ActivationGradient { .. } | Self::WeightGradient { .. } | Self::OptimizerStep { .. }
+        )
+    }
+}
+
+/// One op of the block.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphOp {
+    /// The op's ModelIR id.
+    pub id: String,
+    pub kind: GraphOpKind,
+    /// Values read, in operand order (indices into [`BlockGraph::values`]).
+    pub operands: Vec<usize>,
+    /// Values defined, in result order.
+    pub results: Vec<usize>,
+}
+
+/// The ops of one block in program order and the values they exchange.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BlockGraph {
+    pub values: Vec<GraphValue>,
+    pub ops: Vec<GraphOp>,
+}
+
+impl BlockGraph {
+    /// Appends an op defining values of the given `(shape, element bytes)`;
+    /// returns its result values.
+    pub fn push(&mut self, id: &str, kind: GraphOpKind, operands: &[usize], results: &[(Vec<u64>, u64)]) -> Vec<usize> {
+        let producer = self.ops.len();
+        let first = self.values.len();
+        self.values.extend(results.iter().map(|(shape, elem_bytes)| GraphValue {
+            shape: shape.clone(),
+            elem_bytes: *elem_bytes,
+            producer,
+        }));
+        let results: Vec<usize> = (first..self.values.len()).collect();
+        self.ops.push(GraphOp { id: id.to_string(), kind, operands: operands.to_vec(), results: results.clone() });
+        results
+    }
+
+    /// The ops reading each value, `(op, operand position)`, in program order.
+    #[must_use]
+    pub fn consumers(&self) -> Vec<Vec<(usize, usize)>> {
+        let mut users = vec![Vec::new(); self.values.len()];
+        for (index, op) in self.ops.iter().enumerate() {
+            for (position, &value) in op.operands.iter().enumerate() {
+                if let Some(list) = users.get_mut(value) {
+                    list.push((index, position));
+                }
+            }
+        }
+        users
+    }
+}
