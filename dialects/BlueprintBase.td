@@ -87,7 +87,9 @@ def Blueprint_Primitive : Blueprint_Enum<"Primitive", "primitive a compute task 
     I32EnumAttrCase<"gelu", 4>, I32EnumAttrCase<"swiglu", 5>,
     I32EnumAttrCase<"dropout", 6>, I32EnumAttrCase<"residual_add", 7>,
     I32EnumAttrCase<"gradient_sum", 8>, I32EnumAttrCase<"adam", 9>,
-    I32EnumAttrCase<"elementwise", 10>]>;
+    I32EnumAttrCase<"elementwise", 10>, I32EnumAttrCase<"rms_norm", 11>,
+    I32EnumAttrCase<"relu", 12>, I32EnumAttrCase<"silu", 13>,
+    I32EnumAttrCase<"rope", 14>, I32EnumAttrCase<"bias_add", 15>]>;
 
 def Blueprint_MemoryKind : Blueprint_Enum<"MemoryKind", "class of per-rank state", [
     I32EnumAttrCase<"weight", 0>, I32EnumAttrCase<"activation_working", 1>,

@@ -380,6 +380,30 @@ def Model_GeluOp : Model_UnaryOp<"gelu",
     "GeLU activation (tanh approximation: `0.5 u (1 + tanh(sqrt(2/pi) (u + 0.044715 u^3)))`)",
     "%a = model.gelu \"mlp.gelu\"(%h) : (tensor<8192x24576xf16>) -> tensor<8192x24576xf16>">;
 
+def Model_ReluOp : Model_UnaryOp<"relu",
+    "ReLU activation: `max(u, 0)`",
+    "%a = model.relu \"mlp.act\"(%h) : (tensor<8192x24576xf16>) -> tensor<8192x24576xf16>">;
+
+def Model_SiluOp : Model_UnaryOp<"silu",
+    "SiLU activation: `u / (1 + e^(-u))`",
+    "%a = model.silu \"mlp.act\"(%h) : (tensor<8192x24576xf16>) -> tensor<8192x24576xf16>">;
+
+def Model_BiasAddOp : Model_PureOp<"bias_add"> {
+  let summary = "Add a bias vector to every row: `y[..., j] = x[..., j] + bias[j]`";
+  let description = [{
+    The bias is a parameter as wide as the input's last dimension; its
+    gradient (`model.weight_gradient`) sums the output gradient over the
+    rows, and the input's gradient is the output's.
+
+    ```mlir
+    %y = model.bias_add "mlp.fc1.bias_add"(%x, %b) : (tensor<2x16x256xf32>, tensor<256xf32>) -> tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = !con((ins AnyRankedTensor:$input, AnyRankedTensor:$bias), Model_CommonAttrs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = !strconcat("$id `(` $input `,` $bias `)` ", Model_EffectsFormat, " attr-dict `:` functional-type(operands, results)");
+}
+
 def Model_DropoutOp : Model_EffectOp<"dropout"> {
   let summary = "Dropout with probability `p`; consumes random state (its `effects` must say so)";
   let description = [{

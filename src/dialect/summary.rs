@@ -41,6 +41,8 @@ pub enum SummaryError {
     Derivation(#[from] crate::analysis::workload::SpecError),
     #[error("the model's invocation '{0}' is attributable to no ModelIR op (expected an op with id '{1}')")]
     Unattributed(String, String),
+    #[error("the ModelIR block does not derive: {0}")]
+    Block(String),
 }
 
 /// What a task contributes to, beyond its phase.
@@ -879,16 +881,30 @@ pub fn model_work_in<'c, 'a>(
     kinds: &[Option<OpKind>],
 ) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
     use crate::{
-        analysis::workload::{derive_training_block, pipeline_message_bytes, Engine, TrainingSpec},
+        analysis::workload::{derive_from_graph, derive_training_block, pipeline_message_bytes, Engine, TrainingSpec},
         dialect::model::binding::{read_spec, TRAINING_SPEC},
         ir::lineage::{model_op_id, phase_name, primitive_name},
     };
     let served = module.attribute(crate::dialect::model::binding::INFERENCE_SPEC).is_ok();
+    let mut lineage = std::collections::HashMap::new();
     let (invocations, memory, facts, coarse, spec) = if !served {
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
-        let derivation = derive_training_block(&spec)?;
-        let facts = BlockFacts::from_derivation(&derivation, &spec);
         let coarse = kinds.contains(&Some(OpKind::ModelDecoderTraining));
+        // A coarse block is Calculon's; a decomposed one is what its ops say.
+        let derivation = match decomposed_function(ops, kinds).filter(|_| !coarse) {
+            Some(function) => {
+                let read = crate::dialect::model::graph::read_block(function)
+                    .map_err(|(op, e)| SummaryError::Block(format!("'{}' {e}", str_attr(op, "id").unwrap_or("?"))))?;
+                let derived = derive_from_graph(&read.graph, &spec).map_err(|e| match e.op {
+                    Some(op) => SummaryError::Block(format!("'{op}': {}", e.message)),
+                    None => SummaryError::Block(e.message),
+                })?;
+                lineage = derived.lineage;
+                derived.derivation
+            }
+            None => derive_training_block(&spec)?,
+        };
+        let facts = BlockFacts::from_derivation(&derivation, &spec);
         (derivation.invocations, BTreeMap::new(), Some(facts), coarse, Some(spec))
     } else {
         let (invocations, memory) = model_invocations(module)?;
@@ -905,7 +921,7 @@ pub fn model_work_in<'c, 'a>(
     let (blocks, microbatches) = spec.as_ref().map_or((1, 1), |s| (s.model.blocks, s.microbatch_count()));
     let mut tasks = Vec::new();
     for inv in &invocations {
-        let owner = model_op_id(inv);
+        let owner = lineage.get(&inv.name).cloned().unwrap_or_else(|| model_op_id(inv));
         if !coarse && !ids.contains(owner.as_str()) {
             return Err(SummaryError::Unattributed(inv.name.clone(), owner));
         }
@@ -967,6 +983,13 @@ pub fn model_work_in<'c, 'a>(
         }
     }
     Ok((LayerWork { tasks, task_ops: Vec::new(), memory, stage_memory: BTreeMap::new(), step: None, schedules: BTreeMap::new() }, facts))
+}
+
+/// The function holding a decomposed training block (that of its first
+/// `model.matmul`), if the module has one.
+fn decomposed_function<'c, 'a>(ops: &[OperationRef<'c, 'a>], kinds: &[Option<OpKind>]) -> Option<OperationRef<'c, 'a>> {
+    let matmul = ops.iter().zip(kinds).find(|(_, kind)| **kind == Some(OpKind::ModelMatmul)).map(|(op, _)| *op)?;
+    matmul.parent_operation().filter(|f| crate::ir::raw::identifier_str(f.name()) == "func.func")
 }
 
 /// Summarizes the plan of `module`, or else its dist program, or else its

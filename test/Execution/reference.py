@@ -68,6 +68,11 @@ class Spec:
     global_batch: int
     microbatch: int
     optimizer: dict  # {"kind": "sgd", "lr"} | {"kind": "adam", "lr", "beta1", "beta2", "eps"}
+    # Variants of the GPT MLP that edited ModelIR computes (not spec fields):
+    # the activation ("gelu" as EXECUTION.md, "relu" or "silu"), and a bias
+    # `mlp.fc1.bias` [ffn] added to fc1's output before the activation.
+    activation: str = "gelu"
+    fc1_bias: bool = False
 
     def block_parameters(self):
         """(id, shape) of one block's parameters, in EXECUTION.md's order."""
@@ -89,6 +94,8 @@ class Spec:
             mlp = [("mlp.gate.weight", (h, f)), ("mlp.up.weight", (h, f)), ("mlp.down.weight", (f, h))]
         else:
             mlp = [("mlp.fc1.weight", (h, f)), ("mlp.fc2.weight", (f, h))]
+            if self.fc1_bias:
+                mlp.insert(1, ("mlp.fc1.bias", (f,)))
         return attn_norm + attn + mlp_norm + mlp
 
     def parameters(self):
@@ -223,6 +230,13 @@ def silu(u):
     return u / (1 + jnp.exp(-u))
 
 
+def relu(u):
+    return jnp.maximum(u, 0)
+
+
+ACTIVATIONS = {"gelu": gelu_tanh, "relu": relu, "silu": silu}
+
+
 def rope_tables(spec, dtype):
     """cos(tθ_j), sin(tθ_j) of shape [s, d/2], θ_j = theta^(-2j/d). The angles
     are computed in float64 and rounded once to `dtype` (the most exact
@@ -279,7 +293,10 @@ def block_forward(spec, p, x, tables):
     if spec.gated_mlp:
         mlp = (silu(c @ p["mlp.gate.weight"]) * (c @ p["mlp.up.weight"])) @ p["mlp.down.weight"]
     else:
-        mlp = gelu_tanh(c @ p["mlp.fc1.weight"]) @ p["mlp.fc2.weight"]
+        u = c @ p["mlp.fc1.weight"]
+        if spec.fc1_bias:
+            u = u + p["mlp.fc1.bias"]
+        mlp = ACTIVATIONS[spec.activation](u) @ p["mlp.fc2.weight"]
     return x1 + mlp
 
 

@@ -60,9 +60,13 @@ pub enum GraphOpKind {
         dim: u64,
     },
     Gelu,
+    Relu,
+    Silu,
     Swiglu,
     Dropout,
     Add,
+    /// A bias (the second operand) added to every row.
+    BiasAdd,
     Rope {
         heads: u64,
     },

@@ -37,8 +37,8 @@ use std::collections::{HashMap, HashSet};
 use thiserror::Error;
 
 use super::graph::{BlockGraph, GraphOpKind, ValueRole};
-use super::invocation::BlockDerivation;
-use super::rules::{Residency, RuleBuilder, Runs, Strategy, OWNED_STORED, SHARED_UNSTORED};
+use super::invocation::{BlockDerivation, Phase};
+use super::rules::{Activation, Residency, RuleBuilder, Runs, Strategy, OWNED_STORED, SHARED_UNSTORED};
 use super::spec::{OptimizerKind, Recompute, TrainingSpec};
 
 /// Why a block cannot be distributed, and the op (by id) at fault.
@@ -106,17 +106,19 @@ enum Mode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraphDerivation {
     pub derivation: BlockDerivation,
-    /// For each TP collective (by source, e.g. `attn.tp_entry`), the
-    /// ModelIR op it sits next to: the producer of an entry's value, the
-    /// first reader of an exit's sum.
-    pub anchors: Vec<(String, String)>,
+    /// For each invocation (by name), the ModelIR op it does the work of:
+    /// the forward op (forward, recompute), its gradient ops, the Adam step
+    /// of its parameters; a TP collective the op it sits next to (the
+    /// producer of an entry's value, the first reader of an exit's sum, or
+    /// their gradients).
+    pub lineage: HashMap<String, String>,
 }
 
 impl GraphDerivation {
-    /// The ModelIR op a collective of `source` sits next to.
+    /// The ModelIR op the invocation `name` does the work of.
     #[must_use]
-    pub fn anchor(&self, source: &str) -> Option<&str> {
-        self.anchors.iter().find(|(s, _)| s == source).map(|(_, op)| op.as_str())
+    pub fn lineage_of(&self, name: &str) -> Option<&str> {
+        self.lineage.get(name).map(String::as_str)
     }
 }
 
@@ -195,9 +197,52 @@ impl<'g> Derivation<'g> {
         }
         let v = &self.g.values[input];
         let derivation = b.finish(v.elems() * v.elem_bytes);
-        let entries = self.entries.iter().map(|e| (e.name.clone(), self.id(self.g.values[e.value].producer).to_string()));
-        let exits = self.exits.iter().map(|x| (x.name.clone(), self.id(x.first_consumer).to_string()));
-        Ok(GraphDerivation { derivation, anchors: entries.chain(exits).collect() })
+        let lineage = self.lineage(&derivation);
+        Ok(GraphDerivation { derivation, lineage })
+    }
+
+    /// The ModelIR op behind each invocation (see [`GraphDerivation::lineage`]).
+    fn lineage(&self, derivation: &BlockDerivation) -> HashMap<String, String> {
+        let g = self.g;
+        let all_consumers = g.consumers();
+        // Per forward op (and per collective's anchor): the first op of each
+        // backward kind, and the Adam step of its first parameter.
+        let mut gradient: HashMap<(&str, bool), &str> = HashMap::new();
+        for node in &g.ops {
+            match &node.kind {
+                GraphOpKind::ActivationGradient { of } => gradient.entry((of.as_str(), false)).or_insert(node.id.as_str()),
+                GraphOpKind::WeightGradient { of } => gradient.entry((of.as_str(), true)).or_insert(node.id.as_str()),
+                _ => continue,
+            };
+        }
+        let step_of = |op: usize| -> Option<&str> {
+            g.ops[op].operands.iter().find_map(|&v| {
+                all_consumers[v].iter().find_map(|&(user, position)| {
+                    (position == 0 && matches!(g.ops[user].kind, GraphOpKind::OptimizerStep { .. })).then(|| g.ops[user].id.as_str())
+                })
+            })
+        };
+        let by_id: HashMap<&str, usize> = g.ops.iter().enumerate().map(|(i, n)| (n.id.as_str(), i)).collect();
+        let anchors: HashMap<&str, &str> = self
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), self.id(g.values[e.value].producer)))
+            .chain(self.exits.iter().map(|x| (x.name.as_str(), self.id(x.first_consumer))))
+            .collect();
+        let mut lineage = HashMap::new();
+        for inv in &derivation.invocations {
+            let base = anchors.get(inv.source.as_str()).copied().unwrap_or(inv.source.as_str());
+            let op = match inv.phase {
+                Phase::ActivationGradient => gradient.get(&(base, false)).copied(),
+                Phase::WeightGradient => gradient.get(&(base, true)).copied(),
+                Phase::Optimizer => by_id.get(base).and_then(|&op| step_of(op)),
+                _ => Some(base),
+            };
+            if let Some(op) = op {
+                lineage.insert(inv.name.clone(), op.to_string());
+            }
+        }
+        lineage
     }
 
     /// The block input: the one forward `model.value` of role activation.
@@ -354,8 +399,24 @@ impl<'g> Derivation<'g> {
                 }
                 set(self, layout);
             }
-            GraphOpKind::Dropout | GraphOpKind::Gelu | GraphOpKind::Rope { .. } => {
+            GraphOpKind::Dropout | GraphOpKind::Gelu | GraphOpKind::Relu | GraphOpKind::Silu => {
                 let layout = self.summed(op, 0)?;
+                set(self, layout);
+            }
+            GraphOpKind::Rope { heads } => {
+                let layout = self.summed(op, 0)?;
+                if layout.split == Split::Last && heads % self.s.tp != 0 {
+                    return Err(at(&node.id, format!("cannot split its {heads} heads over mapping.tp = {}", self.s.tp)));
+                }
+                set(self, layout);
+            }
+            GraphOpKind::BiasAdd => {
+                let layout = self.summed(op, 0)?;
+                if matches!(layout.split, Split::Last) {
+                    self.divisible(op, node.operands[1], 0, "the bias")?;
+                } else if layout.split == Split::Heads {
+                    return Err(at(&node.id, "adds a bias to attention scores split by heads"));
+                }
                 set(self, layout);
             }
             GraphOpKind::Add | GraphOpKind::Swiglu => {
@@ -607,7 +668,9 @@ impl<'g> Derivation<'g> {
                 }
                 let stored = entry.is_none_or(|&e| !self.dropped(e));
                 let result = node.results.first().copied().ok_or_else(|| at(id, "has no result"))?;
-                b.fork(id, self.local(result), node.results.len() as u64, stored);
+                // Its backward sums the gradients of the results in use.
+                let users = node.results.iter().filter(|&&r| !self.consumers[r].is_empty()).count() as u64;
+                b.fork(id, self.local(result), users, stored);
             }
             GraphOpKind::LayerNorm => {
                 let x = first(0)?;
@@ -627,10 +690,27 @@ impl<'g> Derivation<'g> {
             }
             GraphOpKind::Softmax { .. } => b.softmax(id, self.local(first(0)?), recompute, self.output_kept(op)),
             GraphOpKind::Dropout => b.dropout(id, self.local(first(0)?), recompute, !recompute),
-            GraphOpKind::Gelu => b.gelu(id, self.local(first(0)?), recompute, self.spec.mapping.fused_activation),
+            GraphOpKind::Gelu | GraphOpKind::Relu | GraphOpKind::Silu => {
+                let kind = match node.kind {
+                    GraphOpKind::Gelu => Activation::Gelu,
+                    GraphOpKind::Relu => Activation::Relu,
+                    _ => Activation::Silu,
+                };
+                b.activation(id, kind, self.local(first(0)?), recompute, self.spec.mapping.fused_activation);
+            }
+            GraphOpKind::Swiglu => b.swiglu(id, self.local(first(0)?), recompute, self.spec.mapping.fused_activation),
             GraphOpKind::Add => b.residual(id, self.local(first(0)?), recompute),
-            GraphOpKind::RmsNorm | GraphOpKind::Swiglu | GraphOpKind::Rope { .. } => {
-                return Err(at(id, "is not counted yet in training (RMSNorm, SwiGLU and RoPE have no counting rule)"));
+            GraphOpKind::RmsNorm => {
+                let x = first(0)?;
+                let params: u64 = node.operands[1..].iter().map(|&p| g.values[p].elems()).sum();
+                b.rms_norm(id, self.local(x), params, runs, self.residency(x, false));
+            }
+            GraphOpKind::Rope { .. } => b.rope(id, self.local(first(0)?), recompute),
+            GraphOpKind::BiasAdd => {
+                let (x, bias) = (first(0)?, first(1)?);
+                let split = self.layout[x].is_some_and(|l| l.split == Split::Last);
+                let width = g.values[bias].elems() / if split { self.s.tp } else { 1 };
+                b.bias_add(id, self.local(x), width, runs);
             }
             GraphOpKind::Value(_) => {}
             _ => return Err(at(id, "has no counting rule")),

@@ -87,10 +87,17 @@ pub enum Primitive {
     /// Batched matmul of two activations (attention scores / context).
     BatchMatmul,
     LayerNorm,
+    RmsNorm,
     Softmax,
     Gelu,
+    Relu,
+    Silu,
     /// Gated activation of a gated (`SwiGLU`) MLP: `silu(gate) ⊙ up`.
     Swiglu,
+    /// Rotary position embedding of queries or keys.
+    Rope,
+    /// A bias broadcast along the rows.
+    BiasAdd,
     Dropout,
     ResidualAdd,
     /// Backward of a fork: sums the gradients of an activation's users.
@@ -110,9 +117,14 @@ impl Primitive {
             Self::Matmul | Self::BatchMatmul => Engine::Matrix,
             Self::Collective => Engine::Collective,
             Self::LayerNorm
+            | Self::RmsNorm
             | Self::Softmax
             | Self::Gelu
+            | Self::Relu
+            | Self::Silu
             | Self::Swiglu
+            | Self::Rope
+            | Self::BiasAdd
             | Self::Dropout
             | Self::ResidualAdd
             | Self::GradientSum

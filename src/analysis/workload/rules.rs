@@ -47,6 +47,37 @@ impl Strategy {
     }
 }
 
+/// An element-wise activation function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Activation {
+    Gelu,
+    Relu,
+    Silu,
+}
+
+impl Activation {
+    /// Operations per element, forward and backward: GeLU's are
+    /// Calculon's (8 and 13); ReLU is a comparison each way (1, 1); SiLU
+    /// `u / (1 + e^(−u))` is a negation, an exponential, a sum and a
+    /// quotient (4), its gradient `dy·σ(u)·(1 + u·(1 − σ(u)))` the sigmoid's
+    /// 3 and 5 more (8).
+    pub const fn ops(self) -> (u64, u64) {
+        match self {
+            Self::Gelu => (8, 13),
+            Self::Relu => (1, 1),
+            Self::Silu => (4, 8),
+        }
+    }
+
+    pub const fn primitive(self) -> Primitive {
+        match self {
+            Self::Gelu => Primitive::Gelu,
+            Self::Relu => Primitive::Relu,
+            Self::Silu => Primitive::Silu,
+        }
+    }
+}
+
 /// How a primitive's input activation is held in memory (Calculon's
 /// `activation_reused` / `activation_stored` flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,15 +323,97 @@ impl RuleBuilder {
     /// `GeLU`; when fused into the preceding linear it keeps no activation or
     /// gradient buffer of its own but still does the same work.
     pub fn gelu(&mut self, source: &str, elems: u64, recompute: bool, fused: bool) {
+        self.activation(source, Activation::Gelu, elems, recompute, fused);
+    }
+
+    /// An element-wise activation over `elems` elements (its input kept for
+    /// the backward pass, as Calculon's GeLU), counted per element as
+    /// [`Activation::ops`] says; when fused into the preceding linear it
+    /// keeps no activation or gradient buffer of its own.
+    pub fn activation(&mut self, source: &str, kind: Activation, elems: u64, recompute: bool, fused: bool) {
         let bytes = elems * self.s.elem;
-        let fwd = Work { ops: 8 * elems, read: bytes, write: bytes };
-        let agrad = Work { ops: 13 * elems, read: bytes, write: bytes };
-        self.forward(source, Primitive::Gelu, fwd, recompute);
-        self.backward(source, Primitive::Gelu, agrad, None);
+        let (forward_ops, backward_ops) = kind.ops();
+        let fwd = Work { ops: forward_ops * elems, read: bytes, write: bytes };
+        let agrad = Work { ops: backward_ops * elems, read: bytes, write: bytes };
+        self.forward(source, kind.primitive(), fwd, recompute);
+        self.backward(source, kind.primitive(), agrad, None);
         if !fused {
             self.memory.activation(bytes, OWNED_STORED);
             self.memory.act_grads += bytes;
         }
+    }
+
+    /// `silu(gate) ⊙ up` over `elems` elements of each input: 5 operations
+    /// per element forward (SiLU's 4 and the product), 14 backward (the
+    /// gate's gradient `dy·up·silu'(gate)`: 9, the up projection's
+    /// `dy·silu(gate)`: 5); it reads both inputs and writes one tensor
+    /// forward, reads the output gradient and both inputs and writes both
+    /// gradients backward. Both inputs are kept for the backward pass
+    /// (unless fused, as a fused activation).
+    pub fn swiglu(&mut self, source: &str, elems: u64, recompute: bool, fused: bool) {
+        let bytes = elems * self.s.elem;
+        let fwd = Work { ops: 5 * elems, read: 2 * bytes, write: bytes };
+        let agrad = Work { ops: 14 * elems, read: 3 * bytes, write: 2 * bytes };
+        self.forward(source, Primitive::Swiglu, fwd, recompute);
+        self.backward(source, Primitive::Swiglu, agrad, None);
+        if !fused {
+            self.memory.activation(2 * bytes, OWNED_STORED);
+            self.memory.act_grads += 2 * bytes;
+        }
+    }
+
+    /// RMS norm over `elems` elements with `params` (the scale) replicated
+    /// parameters, counted as the layer norm's traffic with its own
+    /// arithmetic: 4 operations per element forward (square, sum, the
+    /// reciprocal root's product, the scale), 7 for the input gradient
+    /// (`g = dy·scale`, the row's `Σ g·x`, and `rstd·(g − x·rstd²·Σ g·x / n)`),
+    /// 3 for the scale's (`Σ dy·x·rstd`).
+    pub fn rms_norm(&mut self, source: &str, elems: u64, params: u64, runs: Runs, input: Residency) {
+        let e = self.s.elem;
+        let fwd = Work { ops: 4 * elems, read: (elems + params) * e, write: elems * e };
+        let agrad = Work { ops: 7 * elems, read: (params + elems) * e, write: elems * e };
+        let wgrad = Work { ops: 3 * elems, read: 2 * elems * e, write: params * e };
+        self.forward(source, Primitive::RmsNorm, fwd, runs.recompute);
+        self.backward(source, Primitive::RmsNorm, agrad, runs.wgrad.then_some(wgrad));
+        if runs.wgrad {
+            self.parameters(source, params);
+        } else {
+            self.memory.weights += params * e;
+        }
+        self.memory.activation(elems * e, Residency { stored: false, ..input });
+        self.memory.act_grads += elems * e;
+    }
+
+    /// Rotary embedding of `elems` elements: 3 operations per element each
+    /// way (two products and a sum: the rotation forward, its transpose
+    /// backward); the angles' tables are not counted. It keeps no
+    /// activation (the backward needs only the positions).
+    pub fn rope(&mut self, source: &str, elems: u64, recompute: bool) {
+        let bytes = elems * self.s.elem;
+        let work = Work { ops: 3 * elems, read: bytes, write: bytes };
+        self.forward(source, Primitive::Rope, work, recompute);
+        self.backward(source, Primitive::Rope, work, None);
+        self.memory.act_grads += bytes;
+    }
+
+    /// `y = x + bias` over `elems` elements with a `width`-element bias: one
+    /// operation per element forward; the input's gradient is the
+    /// output's, passed through (read and written, no arithmetic); the
+    /// bias's sums the rows (one operation per element). It keeps no
+    /// activation.
+    pub fn bias_add(&mut self, source: &str, elems: u64, width: u64, runs: Runs) {
+        let e = self.s.elem;
+        let fwd = Work { ops: elems, read: (elems + width) * e, write: elems * e };
+        let agrad = Work { ops: 0, read: elems * e, write: elems * e };
+        let wgrad = Work { ops: elems, read: elems * e, write: width * e };
+        self.forward(source, Primitive::BiasAdd, fwd, runs.recompute);
+        self.backward(source, Primitive::BiasAdd, agrad, runs.wgrad.then_some(wgrad));
+        if runs.wgrad {
+            self.parameters(source, width);
+        } else {
+            self.memory.weights += width * e;
+        }
+        self.memory.act_grads += elems * e;
     }
 
     /// `y = x + r`; both operands are tensors owned elsewhere (the fork).

@@ -100,7 +100,7 @@ fn passes_through(cx: &Cx, op: OperationRef) -> bool {
     match OpKind::of(op) {
         Some(OpKind::ModelFork | OpKind::ModelDropout) => true,
         Some(OpKind::ModelActivationGradient) => {
-            source(cx, op).is_ok_and(|(f, _)| matches!(OpKind::of(f), Some(OpKind::ModelAdd | OpKind::ModelDropout)))
+            source(cx, op).is_ok_and(|(f, _)| matches!(OpKind::of(f), Some(OpKind::ModelAdd | OpKind::ModelDropout | OpKind::ModelBiasAdd)))
                 && op.operand_count() == 2
         }
         _ => false,
@@ -200,6 +200,13 @@ fn lower_inline(cx: &mut Cx, op: OperationRef) -> Result<(), String> {
         OpKind::ModelFork => vec![args[0]; op.result_count()],
         OpKind::ModelAdd => vec![elementwise(cx, &args, |s, a| s.add(a[0], a[1]))?],
         OpKind::ModelGelu => vec![elementwise(cx, &args, |s, a| gelu(s, a[0]))?],
+        OpKind::ModelRelu => vec![elementwise(cx, &args, |s, a| s.max(a[0], s.constant(0.0)?))?],
+        OpKind::ModelSilu => vec![elementwise(cx, &args, |s, a| silu(s, a[0]))?],
+        OpKind::ModelBiasAdd => {
+            let shape = shape_of(args[0]);
+            let r = shape.len();
+            vec![cx.lin.map_n(&cx.block, &[(args[0], identity(r)), (args[1], last_map(r))], &shape, |s, a| s.add(a[0], a[1]))?]
+        }
         OpKind::ModelSwiglu => vec![elementwise(cx, &args, |s, a| s.mul(silu(s, a[0])?, a[1]))?],
         OpKind::ModelDropout => vec![args[0]],
         OpKind::ModelMatmul => vec![matmul(cx, args[0], args[1], false)?],
@@ -602,7 +609,11 @@ fn activation_gradient<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, op: OperationRef, args: 
     let x = |i| forward_operand(cx, forward, i);
     let e = |r: R<Value<'c, 'a>>| r.map_err(|e| e.to_string());
     match OpKind::of(forward) {
-        Some(OpKind::ModelAdd | OpKind::ModelDropout) => Ok(dy),
+        Some(OpKind::ModelAdd | OpKind::ModelDropout | OpKind::ModelBiasAdd) => Ok(dy),
+        Some(OpKind::ModelRelu) => {
+            e(elementwise(cx, &[dy, x(0)?], |s, a| s.select_if_above(a[1], s.constant(0.0)?, a[0], s.constant(0.0)?)))
+        }
+        Some(OpKind::ModelSilu) => e(elementwise(cx, &[dy, x(0)?], |s, a| s.mul(a[0], silu_grad(s, a[1])?))),
         Some(OpKind::ModelFork) => {
             let mut sum = dy;
             for g in &grads[1..] {
@@ -652,6 +663,8 @@ fn weight_gradient<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, op: OperationRef, args: &[Va
             let d_bias = e(cx.lin.reduce_rows(&cx.block, &[(dy, identity(r))], &shape, |_, a| Ok(a[0])))?;
             Ok(vec![d_scale, d_bias])
         }
+        // d(bias) = Σ over the rows of dY.
+        Some(OpKind::ModelBiasAdd) => Ok(vec![e(cx.lin.reduce_rows(&cx.block, &[(dy, identity(r))], &shape, |_, a| Ok(a[0])))?]),
         Some(OpKind::ModelRmsNorm) => {
             let inv = e(rms(cx, x, eps(forward)))?;
             let ins = [(dy, identity(r)), (x, identity(r)), (inv, row_map(r))];

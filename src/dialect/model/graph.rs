@@ -71,6 +71,9 @@ fn kind_of(op: OperationRef) -> Result<GraphOpKind, String> {
         }
         Some(OpKind::ModelSoftmax) => GraphOpKind::Softmax { dim: int_attr(op, "dim").and_then(|d| u64::try_from(d).ok()).unwrap_or(0) },
         Some(OpKind::ModelGelu) => GraphOpKind::Gelu,
+        Some(OpKind::ModelRelu) => GraphOpKind::Relu,
+        Some(OpKind::ModelSilu) => GraphOpKind::Silu,
+        Some(OpKind::ModelBiasAdd) => GraphOpKind::BiasAdd,
         Some(OpKind::ModelSwiglu) => GraphOpKind::Swiglu,
         Some(OpKind::ModelDropout) => GraphOpKind::Dropout,
         Some(OpKind::ModelAdd) => GraphOpKind::Add,

@@ -23,6 +23,9 @@ fn is_differentiable(kind: OpKind) -> bool {
             | OpKind::ModelRope
             | OpKind::ModelSoftmax
             | OpKind::ModelGelu
+            | OpKind::ModelRelu
+            | OpKind::ModelSilu
+            | OpKind::ModelBiasAdd
             | OpKind::ModelSwiglu
             | OpKind::ModelDropout
             | OpKind::ModelBatchMatmul
@@ -151,6 +154,8 @@ pub fn check(checker: &mut Checker, ops: &[(OpKind, OperationRef)]) {
         match kind {
             OpKind::ModelDecoderInference => check_inference(checker, op),
             OpKind::ModelFork => check_fork(checker, op),
+            OpKind::ModelGelu | OpKind::ModelRelu | OpKind::ModelSilu => check_elementwise(checker, op),
+            OpKind::ModelBiasAdd => check_bias_add(checker, op),
             OpKind::ModelMatmul => check_matmul(checker, op),
             OpKind::ModelOptimizerStep => check_optimizer_step(checker, op),
             OpKind::ModelSplit => check_split(checker, op),
@@ -220,6 +225,27 @@ fn check_fork(checker: &mut Checker, op: OperationRef) {
             );
         }
     }
+}
+
+/// An element-wise activation's result has its input's type.
+fn check_elementwise(checker: &mut Checker, op: OperationRef) {
+    let (Ok(input), Ok(result)) = (op.operand(0), op.result(0)) else { return };
+    if result.r#type() != input.r#type() {
+        checker.error(op, format!("result type {} must be the input's type {}", type_string(result.r#type()), type_string(input.r#type())));
+    }
+}
+
+/// `y[..., j] = x[..., j] + bias[j]`: the bias is as wide as the input's
+/// last dimension; the result has the input's type.
+fn check_bias_add(checker: &mut Checker, op: OperationRef) {
+    let (Ok(input), Ok(bias)) = (op.operand(0), op.operand(1)) else { return };
+    let (Some(x), Some(b)) = (tensor_shape(input.r#type()), tensor_shape(bias.r#type())) else { return };
+    if b.len() != 1 || x.last() != b.first() {
+        let width = x.last().copied().flatten().map_or("?".to_string(), |w| w.to_string());
+        checker
+            .error(op, format!("expects a bias of shape [{width}] (the input's last dimension), but got {}", type_string(bias.r#type())));
+    }
+    check_elementwise(checker, op);
 }
 
 /// `Y[..., K] = X[..., N] x W[N, K]` with static dims checked exactly.

@@ -365,6 +365,7 @@ mod conservation {
         runs: u64,
         phase: &'static str,
         class: TaskClass,
+        primitive: Option<&'static str>,
     }
 
     impl<'c, 'a> Source<'c, 'a> {
@@ -379,6 +380,7 @@ mod conservation {
                 runs: task.runs,
                 phase: task.phase,
                 class: task.class,
+                primitive: task.primitive,
             }
         }
     }
@@ -414,6 +416,12 @@ mod conservation {
             };
             for &i in tasks {
                 let task = &found[i];
+                if let (Some(got), Some(derived)) = (task.primitive, want.primitive.filter(|_| want.class == TaskClass::Compute)) {
+                    if got != derived {
+                        checker.error(at(i), format!("computes '{got}', but the {source}'s op for '{}' derives '{derived}'", want.id));
+                        continue;
+                    }
+                }
                 let got = (task.ops, task.read_bytes, task.write_bytes, task.message_bytes);
                 if got != w || task.phase != want.phase {
                     checker.error(at(i), format!(
@@ -434,7 +442,7 @@ mod conservation {
             }
         }
         for i in unattributable {
-            checker.error(at(i), "is not an invocation of the model's derivation (unattributable work)");
+            checker.error(at(i), format!("'{}' is not an invocation of the model's derivation (unattributable work)", found[i].id));
         }
     }
 

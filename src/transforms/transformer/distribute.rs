@@ -129,10 +129,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     let block_id = str_attr(block, "id").unwrap_or("block").to_string();
     let owner = |own: String| if model_ids.contains(&own) { own } else { block_id.clone() };
     let lineage = |inv: &PrimitiveInvocation| {
-        owner(match derived.anchor(&inv.source) {
-            Some(op) => crate::ir::lineage::model_op_id_for(op, inv.phase),
-            None => crate::ir::lineage::model_op_id(inv),
-        })
+        owner(derived.lineage_of(&inv.name).map_or_else(|| crate::ir::lineage::model_op_id(inv), str::to_string))
     };
     // Cross-stage values: the block output forward (the last residual of a
     // decomposed block), its input gradient backward.

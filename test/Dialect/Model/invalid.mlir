@@ -676,3 +676,35 @@ func.func @optimizer_state_type() {
   %w1, %m1 = model.optimizer_step "o"(%w, %g, %m) sgd lr = 0.1 effects(parameter_update) : (tensor<4xbf16>, tensor<4xbf16>, tensor<4xbf16>) -> (tensor<4xbf16>, tensor<4xbf16>)
   return
 }
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @activation_type() {
+  %x = model.value "x" activation : tensor<4x8xf32>
+  // expected-error @+1 {{'model.silu' op result type tensor<4x8xf16> must be the input's type tensor<4x8xf32>}}
+  %y = model.silu "act"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf16>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @bias_width() {
+  %x = model.value "x" activation : tensor<4x8xf32>
+  %b = model.value "b" parameter : tensor<4xf32>
+  // expected-error @+1 {{'model.bias_add' op expects a bias of shape [8] (the input's last dimension), but got tensor<4xf32>}}
+  %y = model.bias_add "bias"(%x, %b) : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+model.header schema "blueprint.model" version "1.0"
+func.func @bias_result_type() {
+  %x = model.value "x" activation : tensor<4x8xf32>
+  %b = model.value "b" parameter : tensor<8xf32>
+  // expected-error @+1 {{'model.bias_add' op result type tensor<4x9xf32> must be the input's type tensor<4x8xf32>}}
+  %y = model.bias_add "bias"(%x, %b) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x9xf32>
+  return
+}

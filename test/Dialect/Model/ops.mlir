@@ -39,6 +39,17 @@ func.func @primitives() {
   %h = model.matmul "fc1"(%n0, %w) : (tensor<8x16xf16>, tensor<16x32xf16>) -> tensor<8x32xf16>
   // CHECK: %[[A:.*]] = model.gelu "act"(%[[H]]) : (tensor<8x32xf16>) -> tensor<8x32xf16>
   %a = model.gelu "act"(%h) : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // CHECK: model.relu "act.relu"(%[[H]]) : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // GENERIC: "model.relu"(%{{.*}}) {id = "act.relu"} : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  %a_relu = model.relu "act.relu"(%h) : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // CHECK: model.silu "act.silu"(%[[H]]) : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // GENERIC: "model.silu"(%{{.*}}) {id = "act.silu"} : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  %a_silu = model.silu "act.silu"(%h) : (tensor<8x32xf16>) -> tensor<8x32xf16>
+  // CHECK: %[[BIAS:.*]] = model.value "fc1.bias" parameter : tensor<32xf16>
+  %bias = model.value "fc1.bias" parameter : tensor<32xf16>
+  // CHECK: model.bias_add "fc1.bias_add"(%[[H]], %[[BIAS]]) : (tensor<8x32xf16>, tensor<32xf16>) -> tensor<8x32xf16>
+  // GENERIC: "model.bias_add"(%{{.*}}, %{{.*}}) {id = "fc1.bias_add"} : (tensor<8x32xf16>, tensor<32xf16>) -> tensor<8x32xf16>
+  %biased = model.bias_add "fc1.bias_add"(%h, %bias) : (tensor<8x32xf16>, tensor<32xf16>) -> tensor<8x32xf16>
   // CHECK: %[[S:.*]] = model.softmax "sm"(%[[A]]) dim = 1 : (tensor<8x32xf16>) -> tensor<8x32xf16>
   // GENERIC: "model.softmax"(%{{.*}}) {dim = 1 : i64, id = "sm"}
   %s = model.softmax "sm"(%a) dim = 1 : (tensor<8x32xf16>) -> tensor<8x32xf16>
