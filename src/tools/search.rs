@@ -30,10 +30,12 @@ use crate::{
 
 const HELP: &str = "OVERVIEW: the fastest way to train a model on N processors of a system, and whether it fits\n\n\
 USAGE: blueprint-search MODEL.json --system S.json --procs N --max-batch B [options]\n\n\
-MODEL.json is Blueprint's model JSON, a training spec (its model is used) or a Calculon model file as it is.\n\
+MODEL.json is Blueprint's model JSON, a training spec (its model is used), a Calculon model file as it is,\n\
+or a Hugging Face config.json of a Llama, Mistral or Qwen2 model (RMS norms, GQA, RoPE, SwiGLU).\n\
 S.json is a Calculon system file as it is.\n\n\
 OPTIONS:\n\
 \x20 --datatype T            float8, float16 (default), bfloat16 or float32\n\
+\x20 --seq-len N             Sequence length (default: the model's; a Hugging Face config's max_position_embeddings)\n\
 \x20 --top K                 Configurations to report (default 10)\n\
 \x20 --no-dp-overlap         Do not explore DP overlap\n\
 \x20 --no-tp-overlap         Do not explore TP overlap (ring / pipe tiling of the TP collectives)\n\
@@ -55,6 +57,7 @@ struct Args {
     system: Option<String>,
     procs: Option<u64>,
     max_batch: Option<u64>,
+    seq_len: Option<u64>,
     datatype: Option<Datatype>,
     top: Option<usize>,
     no_dp_overlap: bool,
@@ -82,6 +85,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--system" => a.system = Some(value("--system")?),
             "--procs" => a.procs = Some(number("--procs", &value("--procs")?)?),
             "--max-batch" => a.max_batch = Some(number("--max-batch", &value("--max-batch")?)?),
+            "--seq-len" => a.seq_len = Some(number("--seq-len", &value("--seq-len")?)?),
             "--top" => a.top = Some(number("--top", &value("--top")?)?),
             "--threads" => {
                 let text = value("--threads")?;
@@ -179,7 +183,8 @@ fn run(args: &[String]) -> Result<i32, String> {
     let procs = a.procs.ok_or("blueprint-search: --procs N is required")?;
     let max_batch = a.max_batch.ok_or("blueprint-search: --max-batch B is required")?;
     let stem = Path::new(model_path).file_stem().map(|s| s.to_string_lossy().into_owned());
-    let model = ModelSpec::from_any_json(&read(model_path)?, stem.as_deref()).map_err(|e| format!("{model_path}: error: {e}"))?;
+    let model =
+        ModelSpec::from_any_json_with(&read(model_path)?, stem.as_deref(), a.seq_len).map_err(|e| format!("{model_path}: error: {e}"))?;
     let system = SystemProfile::from_json(&read(system_path)?).map_err(|e| format!("{system_path}: error: {e}"))?;
     let options = SearchOptions {
         procs,

@@ -258,7 +258,8 @@ fn decomposed_graph(spec: &TrainingSpec) -> crate::analysis::workload::BlockGrap
 /// Specs over every strategy choice the block's derivation reads (TP
 /// degree and communication, recompute, the sequence-parallel redo, fused
 /// activation, optimizer sharding, TP overlap, datatype), on small models
-/// whose sizes are not all powers of two.
+/// whose sizes are not all powers of two, each as a GPT block and as a
+/// Llama-family block.
 fn strategy_sweep() -> Vec<TrainingSpec> {
     let mut specs = Vec::new();
     let mut next = crate::runtime::dtype::xorshift(0x5eed_1234_abcd_0001);
@@ -282,7 +283,24 @@ fn strategy_sweep() -> Vec<TrainingSpec> {
                     });
                     let spec = TrainingSpec::from_json(&json.to_string()).expect("a spec");
                     spec.validate_counted().unwrap_or_else(|e| panic!("{json}: {e}"));
-                    specs.push(spec);
+                    specs.push(spec.clone());
+                    // The Llama family on the same strategy: RMS norms, a
+                    // SwiGLU MLP, RoPE, grouped-query attention (as few KV
+                    // heads as TP allows, or half the heads), no dropout; and
+                    // mixes of the two families' choices.
+                    let mut llama = json.clone();
+                    let kv = if pick(2, &mut next) == 0 { tp } else { (heads / 2).max(tp) };
+                    llama["model"]["norm"] = "rms_norm".into();
+                    llama["model"]["gated_mlp"] = true.into();
+                    llama["model"]["kv_heads"] = kv.into();
+                    llama["model"]["rope"] = true.into();
+                    if pick(3, &mut next) == 0 {
+                        llama["model"]["dropout"] = 0.1.into();
+                        llama["model"]["norm"] = "layer_norm".into();
+                    }
+                    let llama = TrainingSpec::from_json(&llama.to_string()).expect("a spec");
+                    llama.validate_counted().unwrap_or_else(|e| panic!("{json}: {e}"));
+                    specs.push(llama);
                 }
             }
         }
@@ -300,7 +318,7 @@ fn the_derivation_from_modelir_equals_the_algebra() {
     let mut specs: Vec<TrainingSpec> = all_oracle_cases().iter().map(spec_of).collect();
     let oracle = specs.len();
     specs.extend(strategy_sweep());
-    assert_eq!(specs.len(), oracle + 81, "the sweep covers the strategy space");
+    assert_eq!(specs.len(), oracle + 2 * 81, "the sweep covers the strategy space");
     for (i, spec) in specs.iter().enumerate() {
         let want = derive_training_block(spec).expect("the algebra derives");
         let got = derive_from_graph(&decomposed_graph(spec), spec).unwrap_or_else(|e| panic!("spec {i}: {:?}: {e}", e.op)).derivation;

@@ -71,8 +71,6 @@ pub enum SearchError {
     MissingDatatype { unit: &'static str, datatype: &'static str },
     #[error("cannot start {threads} worker threads: {reason}")]
     Threads { threads: usize, reason: String },
-    #[error("{feature} is not counted by the training derivation yet, so it cannot be searched")]
-    NotCounted { feature: String },
 }
 
 /// How a caller follows and stops a search.
@@ -134,9 +132,6 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
     }
     if options.top == 0 {
         return Err(SearchError::NoTop);
-    }
-    if let Some(feature) = model.uncounted_training_feature() {
-        return Err(SearchError::NotCounted { feature });
     }
     let datatype = datatype_name(options.datatype);
     if system.matrix().rate(options.datatype).is_none() {

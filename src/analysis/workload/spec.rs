@@ -102,31 +102,6 @@ impl ModelSpec {
     pub fn rope_base(&self) -> Option<f64> {
         self.rope.then(|| self.rope_theta.map_or(DEFAULT_ROPE_THETA, |t| t.0))
     }
-
-    /// The first feature of the model that the training derivation does not
-    /// count (it derives Calculon's GPT block: layer norm, multi-head
-    /// attention, ungated GeLU MLP, dropouts, no RoPE), or `None`. Such a
-    /// model imports, decomposes and runs, but is not distributed, planned,
-    /// estimated or searched yet.
-    #[must_use]
-    pub fn uncounted_training_feature(&self) -> Option<String> {
-        if self.norm != Norm::LayerNorm {
-            return Some("model.norm = rms_norm".into());
-        }
-        if self.gated_mlp {
-            return Some("model.gated_mlp = true".into());
-        }
-        if self.kv_heads() != self.heads {
-            return Some(format!("model.kv_heads = {} ≠ model.heads = {} (grouped-query attention)", self.kv_heads(), self.heads));
-        }
-        if self.rope {
-            return Some("model.rope = true".into());
-        }
-        if self.dropout_probability().is_none() {
-            return Some("a block without dropout (model.dropout = false)".into());
-        }
-        None
-    }
 }
 
 /// RoPE's base when a spec gives none (Llama's and EXECUTION.md's).
@@ -235,27 +210,115 @@ struct CalculonModel {
     num_blocks: u64,
 }
 
+/// The fields of a Hugging Face `config.json` of a Llama-family decoder
+/// (Llama, Mistral, Qwen2) that state its blocks; the rest of the file is
+/// read past.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct HuggingFaceConfig {
+    model_type: Option<String>,
+    hidden_size: u64,
+    intermediate_size: u64,
+    num_attention_heads: u64,
+    num_key_value_heads: Option<u64>,
+    num_hidden_layers: u64,
+    max_position_embeddings: Option<u64>,
+    rope_theta: Option<f64>,
+    head_dim: Option<u64>,
+    hidden_act: Option<String>,
+    vocab_size: Option<u64>,
+}
+
+/// The `model_type`s of Hugging Face configs read as Llama-family blocks.
+pub const HUGGING_FACE_MODEL_TYPES: [&str; 3] = ["llama", "mistral", "qwen2"];
+
+impl HuggingFaceConfig {
+    /// The block: RMS norms, grouped-query attention with RoPE, a SwiGLU
+    /// MLP, no dropout; the sequence is `seq_len`, else the config's
+    /// `max_position_embeddings`.
+    fn model(self, seq_len: Option<u64>) -> Result<ModelSpec, SpecError> {
+        let bad = |message: String| Err(SpecError::HuggingFace(message));
+        match self.model_type.as_deref() {
+            Some(t) if HUGGING_FACE_MODEL_TYPES.contains(&t) => {}
+            other => {
+                return bad(format!(
+                    "model_type {} is not a decoder Blueprint reads from a Hugging Face config (it reads {})",
+                    other.map_or("(none)".to_string(), |t| format!("'{t}'")),
+                    HUGGING_FACE_MODEL_TYPES.join(", ")
+                ))
+            }
+        }
+        if let Some(act) = self.hidden_act.as_deref().filter(|a| !["silu", "swish"].contains(a)) {
+            return bad(format!("hidden_act '{act}' is not SiLU: the Llama family's MLP is SwiGLU"));
+        }
+        let head_dim = match self.head_dim {
+            Some(d) => d,
+            None if self.num_attention_heads > 0 && self.hidden_size % self.num_attention_heads == 0 => {
+                self.hidden_size / self.num_attention_heads
+            }
+            None => {
+                return bad(format!(
+                    "hidden_size {} is not a multiple of num_attention_heads {} and the config has no head_dim",
+                    self.hidden_size, self.num_attention_heads
+                ))
+            }
+        };
+        let Some(seq_len) = seq_len.or(self.max_position_embeddings) else {
+            return bad("the config has no max_position_embeddings: give the sequence length (--seq-len)".into());
+        };
+        Ok(ModelSpec {
+            name: None,
+            hidden: self.hidden_size,
+            ffn_hidden: self.intermediate_size,
+            seq_len,
+            heads: self.num_attention_heads,
+            head_dim,
+            blocks: self.num_hidden_layers,
+            vocab: self.vocab_size,
+            kv_heads: self.num_key_value_heads,
+            gated_mlp: true,
+            norm: Norm::RmsNorm,
+            rope: true,
+            rope_theta: self.rope_theta.map(Real),
+            dropout: None,
+        })
+    }
+}
+
 impl ModelSpec {
     /// Reads a model: Blueprint's model JSON (this struct's fields), the
-    /// `model` of a training spec (`{model, workload, mapping}`), or a
+    /// `model` of a training spec (`{model, workload, mapping}`), a
     /// Calculon model file as it is (`hidden`, `feedforward`, `seq_size`,
     /// `attn_heads`, `attn_size`, `num_blocks`), recognised by its
-    /// `num_blocks` field. `name` names a model that states none. The model
-    /// is validated ([`ModelSpec::validate`]).
+    /// `num_blocks` field, or a Hugging Face `config.json` of a Llama,
+    /// Mistral or Qwen2 model, recognised by its `num_hidden_layers`.
+    /// `name` names a model that states none. The model is validated
+    /// ([`ModelSpec::validate`]).
     ///
     /// # Errors
     /// [`SpecError::Parse`] naming the offending field (serde's path, line
     /// and column), or the first rule the model violates.
     pub fn from_any_json(json: &str, name: Option<&str>) -> Result<Self, SpecError> {
-        Self::read_any_json(json, name).map_err(|error| match error {
+        Self::from_any_json_with(json, name, None)
+    }
+
+    /// [`ModelSpec::from_any_json`] with the sequence length `seq_len`
+    /// instead of the file's (required for a Hugging Face config without
+    /// `max_position_embeddings`).
+    ///
+    /// # Errors
+    /// As [`ModelSpec::from_any_json`].
+    pub fn from_any_json_with(json: &str, name: Option<&str>, seq_len: Option<u64>) -> Result<Self, SpecError> {
+        Self::read_any_json(json, name, seq_len).map_err(|error| match error {
             SpecError::Parse(message) => SpecError::ModelParse(message),
             other => other,
         })
     }
 
-    fn read_any_json(json: &str, name: Option<&str>) -> Result<Self, SpecError> {
+    fn read_any_json(json: &str, name: Option<&str>, seq_len: Option<u64>) -> Result<Self, SpecError> {
         let value: serde_json::Value = serde_json::from_str(json)?;
-        let mut model = if value.get("num_blocks").is_some() {
+        let mut model = if value.get("num_hidden_layers").is_some() {
+            parse_json::<HuggingFaceConfig>(json)?.model(seq_len)?
+        } else if value.get("num_blocks").is_some() {
             let c: CalculonModel = parse_json(json)?;
             Self {
                 name: None,
@@ -280,6 +343,9 @@ impl ModelSpec {
         };
         if model.name.is_none() {
             model.name = name.map(str::to_string);
+        }
+        if let Some(seq_len) = seq_len {
+            model.seq_len = seq_len;
         }
         model.validate()?;
         Ok(model)
@@ -559,13 +625,15 @@ pub enum SpecError {
     /// Like [`SpecError::Parse`], for a model file (Blueprint's or Calculon's).
     #[error("invalid model JSON: {0}")]
     ModelParse(String),
+    #[error("Hugging Face config: {0}")]
+    HuggingFace(String),
     #[error("{field} must be positive, got 0")]
     NonPositive { field: &'static str },
     #[error("{field} = {value} exceeds the largest accepted integer 2^53 = {limit}")]
     IntegerOutOfRange { field: &'static str, value: u64, limit: u64 },
     #[error("model.kv_heads must divide model.heads, got kv_heads = {kv_heads}, heads = {heads}")]
     KvHeadsNotDivisor { kv_heads: u64, heads: u64 },
-    #[error("{feature} is not counted by the training derivation yet: such a model imports, decomposes and runs (blueprint-run --train-step), but is not distributed, planned, estimated or searched")]
+    #[error("{feature} is not counted by the training derivation yet: such a step imports, decomposes and runs (blueprint-run --train-step), but is not distributed, planned, estimated or searched")]
     NotCounted { feature: String },
     #[error("{feature} is not supported by the inference derivation")]
     NotCountedInference { feature: &'static str },
@@ -798,9 +866,13 @@ impl TrainingSpec {
             optimizer.validate()?;
         }
 
-        // Calculon asserts hidden, ffn and heads divisible by TP.
+        // Calculon asserts hidden, ffn and heads divisible by TP; Megatron-LM
+        // the key/value heads (`num_query_groups`) too.
         tp_divides("model.hidden", model.hidden, map.tp)?;
         tp_divides("model.heads", model.heads, map.tp)?;
+        if model.kv_heads.is_some() {
+            tp_divides("model.kv_heads", model.kv_heads(), map.tp)?;
+        }
         tp_divides("model.ffn_hidden", model.ffn_hidden, map.tp)?;
         let tokens = u128::from(work.microbatch) * u128::from(model.seq_len);
         if map.pipeline_sequence_split() && !tokens.is_multiple_of(u128::from(map.tp)) {
@@ -875,16 +947,14 @@ impl TrainingSpec {
     }
 
     /// [`TrainingSpec::validate`], and the rule that the training derivation
-    /// counts what the spec asks for: Calculon's GPT block
-    /// ([`ModelSpec::uncounted_training_feature`]) trained with Adam.
+    /// counts what the spec asks for: a block of the GPT or Llama family
+    /// (every model field) trained with Adam, the optimizer whose work and
+    /// state Calculon counts.
     ///
     /// # Errors
     /// The first violated rule, or [`SpecError::NotCounted`].
     pub fn validate_counted(&self) -> Result<(), SpecError> {
         self.validate()?;
-        if let Some(feature) = self.model.uncounted_training_feature() {
-            return Err(SpecError::NotCounted { feature });
-        }
         if self.workload.optimizer().kind != OptimizerKind::Adam {
             return Err(SpecError::NotCounted { feature: "workload.optimizer.kind = sgd".into() });
         }

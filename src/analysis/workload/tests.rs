@@ -623,18 +623,11 @@ fn rule_kv_heads_divide_heads() {
 /// them by name instead of counting something else.
 #[test]
 fn derivation_refuses_what_it_does_not_count() {
-    use super::spec::{Dropout, Norm, OptimizerKind, OptimizerSpec, Real};
-    let cases: [(fn(&mut TrainingSpec), &str); 6] = [
-        (|s| s.model.kv_heads = Some(8), "model.kv_heads = 8 ≠ model.heads = 64 (grouped-query attention)"),
-        (|s| s.model.gated_mlp = true, "model.gated_mlp = true"),
-        (|s| s.model.norm = Norm::RmsNorm, "model.norm = rms_norm"),
-        (|s| s.model.rope = true, "model.rope = true"),
-        (|s| s.model.dropout = Some(Dropout::Off(false)), "a block without dropout (model.dropout = false)"),
-        (
-            |s| s.workload.optimizer = Some(OptimizerSpec { kind: OptimizerKind::Sgd, lr: Real(0.1), beta1: None, beta2: None, eps: None }),
-            "workload.optimizer.kind = sgd",
-        ),
-    ];
+    use super::spec::{Dropout, OptimizerKind, OptimizerSpec, Real};
+    let cases: [(fn(&mut TrainingSpec), &str); 1] = [(
+        |s| s.workload.optimizer = Some(OptimizerSpec { kind: OptimizerKind::Sgd, lr: Real(0.1), beta1: None, beta2: None, eps: None }),
+        "workload.optimizer.kind = sgd",
+    )];
     for (edit, feature) in cases {
         let mut spec = base_spec();
         edit(&mut spec);
@@ -807,4 +800,86 @@ fn rule_work_scale_fits() {
 fn derive_rejects_invalid_spec() {
     let spec = with(|s| s.mapping.tp = 0);
     assert_eq!(derive_training_block(&spec), Err(SpecError::NonPositive { field: "mapping.tp" }));
+}
+
+/// Megatron-LM's `num_floating_point_operations` (megatron/training/training.py,
+/// the version with `query_projection_to_hidden_size_ratio`) restricted to
+/// one block (`num_layers = 1`, no logit term, no MoE), for one microbatch:
+///
+/// ```text
+/// 12 · batch_size · seq_length · hidden_size² · (
+///     (1 + num_query_groups / num_attention_heads + seq_length / hidden_size)
+///         · (kv_channels · num_attention_heads / hidden_size)      # attention
+///   + (ffn_hidden_size / hidden_size) · (3/2 if swiglu else 1) )   # MLP
+/// ```
+///
+/// evaluated exactly: every term over the common denominator
+/// `2 · hidden² · heads` (so the rational formula's value is an integer
+/// here, as it must be).
+fn megatron_block_flops(b: u64, s: u64, h: u64, ffn: u64, heads: u64, query_groups: u64, kv_channels: u64, swiglu: bool) -> u128 {
+    let [b, s, h, f, a, g, d] = [b, s, h, ffn, heads, query_groups, kv_channels].map(u128::from);
+    // Attention: (1 + g/a + s/h) · (d·a/h) = (a·h + g·h + s·a) · d·a / (a·h²).
+    let attention_num = (a * h + g * h + s * a) * d * a * 2;
+    // MLP: (f/h) · (3/2 or 1) = f·(3 or 2)·a·h / (2·a·h²).
+    let mlp_num = f * if swiglu { 3 } else { 2 } * a * h;
+    let denominator = 2 * a * h * h;
+    let numerator = 12 * b * s * h * h * (attention_num + mlp_num);
+    assert_eq!(numerator % denominator, 0, "Megatron's count is an integer here");
+    numerator / denominator
+}
+
+/// The block's matrix-product work (forward, input and weight gradients;
+/// recompute is not model work), summed over the TP ranks.
+fn matmul_flops(spec: &TrainingSpec) -> u128 {
+    let derivation = derive(spec);
+    let phases = [Phase::Forward, Phase::ActivationGradient, Phase::WeightGradient];
+    let per_rank: u128 =
+        derivation.invocations.iter().filter(|v| v.engine == Engine::Matrix && phases.contains(&v.phase)).map(|v| u128::from(v.ops)).sum();
+    per_rank * u128::from(spec.mapping.tp)
+}
+
+/// The Llama family's (and Calculon's GPT block's) per-block matmul FLOPs
+/// equal Megatron-LM's count: the five example specs (Llama-2-7B and 70B,
+/// Llama-3-8B and 70B, Mistral-7B), every oracle case, and variants of
+/// them over grouped-query attention, the gated MLP, recompute and TP.
+#[test]
+fn matmul_flops_equal_megatrons() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/llama");
+    let mut specs: Vec<(String, TrainingSpec)> = ["llama2-7b", "llama2-70b", "llama3-8b", "llama3-70b", "mistral-7b"]
+        .iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(format!("{dir}/{name}.json")).expect("example spec");
+            ((*name).to_string(), TrainingSpec::from_json(&text).expect("valid spec"))
+        })
+        .collect();
+    assert!(specs.iter().all(|(_, s)| s.model.gated_mlp && s.model.norm == Norm::RmsNorm && s.model.rope));
+    specs.extend(all_oracle_cases().into_iter().map(|c| (c.name, c.spec)));
+    for (name, base) in specs.clone() {
+        for (kv, gated, recompute, tp) in [(1, true, Recompute::Full, 1), (2, false, Recompute::AttnOnly, 2), (8, true, Recompute::None, 8)]
+        {
+            let mut spec = base.clone();
+            spec.model.kv_heads = Some(kv * spec.mapping.tp.max(tp)).filter(|k| spec.model.heads % k == 0);
+            spec.model.gated_mlp = gated;
+            spec.mapping.recompute = recompute;
+            spec.mapping.seq_par_ag_redo = false;
+            if spec.validate().is_ok() {
+                specs.push((format!("{name} (kv {:?}, gated {gated}, {recompute:?})", spec.model.kv_heads), spec));
+            }
+        }
+    }
+    assert!(specs.len() > 100, "{} specs", specs.len());
+    for (name, spec) in &specs {
+        let m = &spec.model;
+        let want = megatron_block_flops(
+            spec.workload.microbatch,
+            m.seq_len,
+            m.hidden,
+            m.ffn_hidden,
+            m.heads,
+            m.kv_heads(),
+            m.head_dim,
+            m.gated_mlp,
+        );
+        assert_eq!(matmul_flops(spec), want, "{name}");
+    }
 }

@@ -14,7 +14,7 @@
 
 use super::invocation::BlockDerivation;
 use super::rules::{Residency, RuleBuilder, Runs, Strategy, OWNED_STORED, SHARED_UNSTORED};
-use super::spec::{Recompute, SpecError, TrainingSpec};
+use super::spec::{Norm, Recompute, SpecError, TrainingSpec};
 
 /// Derives one decoder block of `spec` (validated first).
 ///
@@ -35,6 +35,7 @@ struct Dims {
     hidden: u64,
     ffn: u64,
     heads: u64,
+    kv_heads: u64,
     head_dim: u64,
     tp: u64,
     sequence_parallel: bool,
@@ -49,6 +50,7 @@ impl Dims {
             hidden: m.hidden,
             ffn: m.ffn_hidden,
             heads: m.heads,
+            kv_heads: m.kv_heads(),
             head_dim: m.head_dim,
             tp: spec.mapping.tp,
             sequence_parallel: spec.mapping.sequence_parallel(),
@@ -84,17 +86,26 @@ impl Dims {
         self.heads / self.tp * self.seq * self.seq * self.batch
     }
 
-    /// Local attention width `a·d / t`.
-    fn local_attn_width(&self) -> u64 {
-        self.heads * self.head_dim / self.tp
+    /// Query (and output projection) width `a·d`.
+    fn query_width(&self) -> u64 {
+        self.heads * self.head_dim
+    }
+
+    /// Key and value width `kv·d`.
+    fn kv_width(&self) -> u64 {
+        self.kv_heads * self.head_dim
     }
 }
 
 /// Derivation proper; `spec` must have passed [`TrainingSpec::validate`].
-/// Calculon's block, op by op, through the rules every derivation shares.
+/// The block the spec's model decomposes into (`model-decompose-transformer`),
+/// op by op in its program order, through the rules every derivation
+/// shares: Calculon's GPT block (layer norms, GeLU MLP, dropouts), or the
+/// Llama family's (RMS norms, grouped-query attention with RoPE, a SwiGLU
+/// MLP, no dropout), or any mix the spec states.
 fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     let dims = Dims::new(spec);
-    let map = &spec.mapping;
+    let (model, map) = (&spec.model, &spec.mapping);
     let full = map.recompute == Recompute::Full;
     let attn_core = matches!(map.recompute, Recompute::Full | Recompute::AttnOnly);
     // Whether the full-size input of the column-parallel linears is dropped
@@ -102,66 +113,100 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     // re-gathered, and the fork/linear stop storing it.
     let drop_attn_input = attn_core || map.seq_par_ag_redo;
     let drop_mlp_input = full || map.seq_par_ag_redo;
+    let dropout = model.dropout_probability().is_some();
+    let layer_norm = model.norm == Norm::LayerNorm;
 
-    let tokens = dims.tokens();
+    let (t, tokens, hidden) = (dims.tp, dims.tokens(), dims.hidden);
     let boundary = dims.boundary_activation();
     let activation = dims.activation();
-    let hidden = dims.hidden;
-    let attn_width = dims.local_attn_width();
-    let params = 2 * hidden;
     let runs = Runs::recomputed(full);
+    let tiled = map.tp_overlap.is_overlapped();
+    let (q_width, kv_width) = (dims.query_width(), dims.kv_width());
 
     let mut b = RuleBuilder::new(Strategy::of(spec));
-
-    let tiled = map.tp_overlap.is_overlapped();
-    let attn_full_width = dims.heads * dims.head_dim;
+    let norm = |b: &mut RuleBuilder, id: &str| {
+        if layer_norm {
+            b.layer_norm(id, boundary, 2 * hidden, runs, SHARED_UNSTORED);
+        } else {
+            b.rms_norm(id, boundary, hidden, runs, SHARED_UNSTORED);
+        }
+    };
+    let [attn_norm, mlp_norm] = if layer_norm { ["attn.ln", "mlp.ln"] } else { ["attn.norm", "mlp.norm"] };
 
     // Attention half.
     b.fork("attn.fork", boundary, 2, true);
-    b.layer_norm("attn.ln", boundary, params, runs, SHARED_UNSTORED);
+    norm(&mut b, attn_norm);
     if tiled {
         // Calculon fuses Q, K and V into one tiled linear.
-        b.tiled_linear("attn.qkv", "attn.tp_entry", (tokens, hidden, 3 * attn_full_width), false, full, drop_attn_input);
+        b.tiled_linear("attn.qkv", "attn.tp_entry", (tokens, hidden, q_width + 2 * kv_width), false, full, drop_attn_input);
     } else {
         b.tp_entry("attn.tp_entry", activation, drop_attn_input);
         b.fork("attn.qkv_fork", activation, 3, !drop_attn_input);
-        for source in ["attn.q", "attn.k", "attn.v"] {
-            b.linear(source, (tokens, hidden, attn_width), runs, SHARED_UNSTORED);
+        for (source, width) in [("attn.q", q_width), ("attn.k", kv_width), ("attn.v", kv_width)] {
+            b.linear(source, (tokens, hidden, width / t), runs, SHARED_UNSTORED);
         }
+    }
+    if model.rope {
+        b.rope("attn.q.rope", tokens * q_width / t, full);
+        b.rope("attn.k.rope", tokens * kv_width / t, full);
     }
     let (head_batch, s, hd) = (dims.local_head_batch(), dims.seq, dims.head_dim);
     b.batch_matmul("attn.scores", (head_batch, s, hd, s), attn_core, !attn_core);
-    b.softmax("attn.softmax", dims.scores(), attn_core, !attn_core);
-    b.dropout("attn.prob_dropout", dims.scores(), attn_core, !attn_core);
+    // The probabilities are dropped when their reader is recomputed too
+    // (the probability dropout, or without it the context product).
+    let probs_reader_recomputed = if dropout { attn_core } else { full };
+    b.softmax("attn.softmax", dims.scores(), attn_core, !(attn_core && probs_reader_recomputed));
+    if dropout {
+        b.dropout("attn.prob_dropout", dims.scores(), attn_core, !attn_core);
+    }
     b.batch_matmul("attn.context", (head_batch, s, s, hd), full, true);
     if tiled {
-        b.tiled_linear("attn.proj", "attn.tp_exit", (tokens, attn_full_width, hidden), true, full, full);
+        b.tiled_linear("attn.proj", "attn.tp_exit", (tokens, q_width, hidden), true, full, full);
     } else {
-        b.linear("attn.proj", (tokens, attn_width, hidden), runs, OWNED_STORED);
+        b.linear("attn.proj", (tokens, q_width / t, hidden), runs, OWNED_STORED);
         b.tp_exit("attn.tp_exit", activation, full);
     }
-    b.dropout("attn.dropout", boundary, full, true);
+    if dropout {
+        b.dropout("attn.dropout", boundary, full, true);
+    }
     b.residual("attn.residual", boundary, full);
 
     // MLP half.
     b.fork("mlp.fork", boundary, 2, true);
-    b.layer_norm("mlp.ln", boundary, params, runs, SHARED_UNSTORED);
-    let ffn_local = dims.ffn / dims.tp;
-    if tiled {
-        b.tiled_linear("mlp.fc1", "mlp.tp_entry", (tokens, hidden, dims.ffn), false, full, drop_mlp_input);
+    norm(&mut b, mlp_norm);
+    let ffn_local = dims.ffn / t;
+    let down = if model.gated_mlp {
+        if tiled {
+            b.tiled_linear("mlp.gateup", "mlp.tp_entry", (tokens, hidden, 2 * dims.ffn), false, full, drop_mlp_input);
+        } else {
+            b.tp_entry("mlp.tp_entry", activation, drop_mlp_input);
+            b.fork("mlp.gate_up_fork", activation, 2, !drop_mlp_input);
+            for source in ["mlp.gate", "mlp.up"] {
+                b.linear(source, (tokens, hidden, ffn_local), runs, SHARED_UNSTORED);
+            }
+        }
+        b.swiglu("mlp.swiglu", tokens * ffn_local, full, map.fused_activation);
+        "mlp.down"
     } else {
-        b.tp_entry("mlp.tp_entry", activation, drop_mlp_input);
-        let fc1_input = Residency { shared: false, stored: !drop_mlp_input };
-        b.linear("mlp.fc1", (tokens, hidden, ffn_local), runs, fc1_input);
-    }
-    b.gelu("mlp.gelu", tokens * ffn_local, full, map.fused_activation);
+        if tiled {
+            b.tiled_linear("mlp.fc1", "mlp.tp_entry", (tokens, hidden, dims.ffn), false, full, drop_mlp_input);
+        } else {
+            b.tp_entry("mlp.tp_entry", activation, drop_mlp_input);
+            let fc1_input = Residency { shared: false, stored: !drop_mlp_input };
+            b.linear("mlp.fc1", (tokens, hidden, ffn_local), runs, fc1_input);
+        }
+        b.gelu("mlp.gelu", tokens * ffn_local, full, map.fused_activation);
+        "mlp.fc2"
+    };
     if tiled {
-        b.tiled_linear("mlp.fc2", "mlp.tp_exit", (tokens, dims.ffn, hidden), true, full, full);
+        b.tiled_linear(down, "mlp.tp_exit", (tokens, dims.ffn, hidden), true, full, full);
     } else {
-        b.linear("mlp.fc2", (tokens, ffn_local, hidden), runs, OWNED_STORED);
+        b.linear(down, (tokens, ffn_local, hidden), runs, OWNED_STORED);
         b.tp_exit("mlp.tp_exit", activation, full);
     }
-    b.dropout("mlp.dropout", boundary, full, true);
+    if dropout {
+        b.dropout("mlp.dropout", boundary, full, true);
+    }
     b.residual("mlp.residual", boundary, full);
 
     b.finish(activation * spec.workload.datatype.bytes())
