@@ -58,6 +58,7 @@ use serde::{Deserialize, Serialize};
 use super::facts::WorkTotals;
 use super::inference_spec::{InferencePhase, InferenceSpec};
 use super::invocation::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation};
+use super::rules::{self, Activation, Work};
 use super::spec::SpecError;
 
 /// One derived inference pass: the block's invocations plus the KV-cache
@@ -186,13 +187,6 @@ impl Dims {
     }
 }
 
-#[derive(Clone, Copy)]
-struct Work {
-    ops: u64,
-    read: u64,
-    write: u64,
-}
-
 /// Where a linear's output goes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Output {
@@ -243,7 +237,7 @@ impl<'a> Builder<'a> {
     fn layer_norm(&mut self, source: &str, elems: u64) {
         let e = self.dims.elem;
         let params = 2 * self.dims.hidden;
-        let work = Work { ops: 9 * elems, read: (elems + params) * e, write: elems * e };
+        let work = rules::layer_norm_forward(elems, params, e);
         self.push(source, Primitive::LayerNorm, work, None);
         self.weights += params * e;
     }
@@ -297,28 +291,24 @@ impl<'a> Builder<'a> {
         self.act_working += p + d.kv_elems(d.new) * d.kv_elem;
     }
 
-    /// Elementwise primitive reading `inputs` tensors of `elems` elements
-    /// and writing one, owning its inputs.
-    fn elementwise(&mut self, source: &str, primitive: Primitive, elems: u64, ops_per_elem: u64, inputs: u64) {
-        let bytes = elems * self.dims.elem;
-        let work = Work { ops: ops_per_elem * elems, read: inputs * bytes, write: bytes };
+    /// Elementwise primitive doing `work` on `inputs` tensors of `elems`
+    /// elements, owning its inputs.
+    fn elementwise(&mut self, source: &str, primitive: Primitive, work: Work, elems: u64, inputs: u64) {
         self.push(source, primitive, work, None);
-        self.act_working += inputs * bytes;
+        self.act_working += inputs * elems * self.dims.elem;
     }
 
     /// Dropout as Calculon keeps it in inference: one op per element and a
     /// one-byte-per-element mask written and held.
     fn dropout(&mut self, source: &str, elems: u64) {
-        let bytes = elems * self.dims.elem;
-        let work = Work { ops: elems, read: bytes, write: bytes + elems };
+        let work = rules::dropout_forward(elems, self.dims.elem);
         self.push(source, Primitive::Dropout, work, None);
         self.act_working += elems;
     }
 
     /// `y = x + r` over tensors owned by the fork.
     fn residual(&mut self, source: &str, elems: u64) {
-        let bytes = elems * self.dims.elem;
-        let work = Work { ops: elems, read: 2 * bytes, write: bytes };
+        let work = rules::residual_forward(elems, self.dims.elem);
         self.push(source, Primitive::ResidualAdd, work, None);
     }
 
@@ -332,7 +322,7 @@ impl<'a> Builder<'a> {
         }
         let elems = d.activation();
         let bytes = elems * d.elem;
-        let work = Work { ops: elems / d.tp * (d.tp - 1), read: bytes, write: bytes };
+        let work = Work { ops: rules::reduction_ops(elems, d.tp), read: bytes, write: bytes };
         let facts = CollectiveFacts { kind: CollectiveKind::AllReduce, message_bytes: bytes };
         self.push(source, Primitive::Collective, work, Some(facts));
         self.act_working += bytes;
@@ -372,7 +362,7 @@ fn derive_validated(spec: &InferenceSpec, pass: InferencePhase, new: u64, contex
     b.linear("attn.k", (tokens, hidden, kv_width), false, Output::KvCache);
     b.linear("attn.v", (tokens, hidden, kv_width), false, Output::KvCache);
     b.scores("attn.scores");
-    b.elementwise("attn.softmax", Primitive::Softmax, dims.scores(), 5, 1);
+    b.elementwise("attn.softmax", Primitive::Softmax, rules::softmax_forward(dims.scores(), dims.elem), dims.scores(), 1);
     b.dropout("attn.prob_dropout", dims.scores());
     b.context("attn.context");
     b.linear("attn.proj", (tokens, q_width, hidden), true, Output::Activation);
@@ -386,11 +376,11 @@ fn derive_validated(spec: &InferenceSpec, pass: InferencePhase, new: u64, contex
     if m.gated_mlp {
         b.linear("mlp.gate", (tokens, hidden, ffn), true, Output::Activation);
         b.linear("mlp.up", (tokens, hidden, ffn), false, Output::Activation);
-        b.elementwise("mlp.swiglu", GATED_ACTIVATION, tokens * ffn, 6, 2);
+        b.elementwise("mlp.swiglu", GATED_ACTIVATION, rules::swiglu_forward(tokens * ffn, dims.elem), tokens * ffn, 2);
         b.linear("mlp.down", (tokens, ffn, hidden), true, Output::Activation);
     } else {
         b.linear("mlp.fc1", (tokens, hidden, ffn), true, Output::Activation);
-        b.elementwise("mlp.gelu", Primitive::Gelu, tokens * ffn, 8, 1);
+        b.elementwise("mlp.gelu", Primitive::Gelu, rules::activation_forward(Activation::Gelu, tokens * ffn, dims.elem), tokens * ffn, 1);
         b.linear("mlp.fc2", (tokens, ffn, hidden), true, Output::Activation);
     }
     b.tp_exit("mlp.tp_exit");

@@ -58,14 +58,14 @@ pub(crate) enum Activation {
 impl Activation {
     /// Operations per element, forward and backward: GeLU's are
     /// Calculon's (8 and 13); ReLU is a comparison each way (1, 1); SiLU
-    /// `u / (1 + e^(−u))` is a negation, an exponential, a sum and a
-    /// quotient (4), its gradient `dy·σ(u)·(1 + u·(1 − σ(u)))` the sigmoid's
-    /// 3 and 5 more (8).
+    /// `u·σ(u)` is the sigmoid `1 / (1 + e^(−u))` (a negation, an
+    /// exponential, a sum, a reciprocal: 4) and a product (5), its gradient
+    /// `dy·σ(u)·(1 + u·(1 − σ(u)))` the sigmoid's 4 and 5 more (9).
     pub const fn ops(self) -> (u64, u64) {
         match self {
             Self::Gelu => (8, 13),
             Self::Relu => (1, 1),
-            Self::Silu => (4, 8),
+            Self::Silu => (5, 9),
         }
     }
 
@@ -125,6 +125,51 @@ pub(crate) struct Work {
     pub ops: u64,
     pub read: u64,
     pub write: u64,
+}
+
+/// The forward work of a layer norm over `elems` elements with `params`
+/// parameters (Calculon's): 9 operations per element, reading the input and
+/// the parameters, writing the output. Training and inference count it so.
+pub(crate) const fn layer_norm_forward(elems: u64, params: u64, e: u64) -> Work {
+    Work { ops: 9 * elems, read: (elems + params) * e, write: elems * e }
+}
+
+/// A softmax's forward work (Calculon's): 5 operations per element, one
+/// tensor read and one written.
+pub(crate) const fn softmax_forward(elems: u64, e: u64) -> Work {
+    Work { ops: 5 * elems, read: elems * e, write: elems * e }
+}
+
+/// A dropout's forward work (Calculon's): one operation per element, the
+/// tensor read, the tensor and its one-byte-per-element mask written.
+pub(crate) const fn dropout_forward(elems: u64, e: u64) -> Work {
+    Work { ops: elems, read: elems * e, write: elems * e + elems }
+}
+
+/// A residual add's forward work: one operation per element, both operands
+/// read, one tensor written.
+pub(crate) const fn residual_forward(elems: u64, e: u64) -> Work {
+    Work { ops: elems, read: 2 * elems * e, write: elems * e }
+}
+
+/// An element-wise activation's forward work: [`Activation::ops`] per
+/// element, one tensor read and one written.
+pub(crate) const fn activation_forward(kind: Activation, elems: u64, e: u64) -> Work {
+    Work { ops: kind.ops().0 * elems, read: elems * e, write: elems * e }
+}
+
+/// SwiGLU's forward work `silu(g)·u`: 6 operations per element (`−g`,
+/// `exp`, `+1`, the reciprocal, `·g`, `·u`), both inputs read, one tensor
+/// written. Training and inference count it so.
+pub(crate) const fn swiglu_forward(elems: u64, e: u64) -> Work {
+    Work { ops: 6 * elems, read: 2 * elems * e, write: elems * e }
+}
+
+/// The reduction work of an all-reduce or reduce-scatter of `elems`
+/// elements over `tp` ranks: `(tp − 1)/tp` of the elements are added (`tp`
+/// divides them).
+pub(crate) const fn reduction_ops(elems: u64, tp: u64) -> u64 {
+    elems / tp * (tp - 1)
 }
 
 fn invocation(source: &str, primitive: Primitive, phase: Phase, work: Work, collective: Option<CollectiveFacts>) -> PrimitiveInvocation {
@@ -241,7 +286,7 @@ impl RuleBuilder {
     /// fork's tensor in Calculon's block).
     pub fn layer_norm(&mut self, source: &str, elems: u64, params: u64, runs: Runs, input: Residency) {
         let e = self.s.elem;
-        let fwd = Work { ops: 9 * elems, read: (elems + params) * e, write: elems * e };
+        let fwd = layer_norm_forward(elems, params, e);
         let agrad = Work { ops: 14 * elems, read: (params + elems) * e, write: elems * e };
         let wgrad = Work { ops: 7 * elems, read: 2 * elems * e, write: params * e };
         self.forward(source, Primitive::LayerNorm, fwd, runs.recompute);
@@ -295,7 +340,7 @@ impl RuleBuilder {
 
     pub fn softmax(&mut self, source: &str, elems: u64, recompute: bool, output_kept: bool) {
         let bytes = elems * self.s.elem;
-        let fwd = Work { ops: 5 * elems, read: bytes, write: bytes };
+        let fwd = softmax_forward(elems, self.s.elem);
         let agrad = Work { ops: 8 * elems, read: bytes, write: bytes };
         self.forward(source, Primitive::Softmax, fwd, recompute);
         self.backward(source, Primitive::Softmax, agrad, None);
@@ -310,7 +355,7 @@ impl RuleBuilder {
     pub fn dropout(&mut self, source: &str, elems: u64, recompute: bool, mask_kept: bool) {
         let bytes = elems * self.s.elem;
         let mask = elems;
-        let fwd = Work { ops: elems, read: bytes, write: bytes + mask };
+        let fwd = dropout_forward(elems, self.s.elem);
         let agrad = Work { ops: elems, read: bytes + mask, write: bytes };
         self.forward(source, Primitive::Dropout, fwd, recompute);
         self.backward(source, Primitive::Dropout, agrad, None);
@@ -332,9 +377,8 @@ impl RuleBuilder {
     /// keeps no activation or gradient buffer of its own.
     pub fn activation(&mut self, source: &str, kind: Activation, elems: u64, recompute: bool, fused: bool) {
         let bytes = elems * self.s.elem;
-        let (forward_ops, backward_ops) = kind.ops();
-        let fwd = Work { ops: forward_ops * elems, read: bytes, write: bytes };
-        let agrad = Work { ops: backward_ops * elems, read: bytes, write: bytes };
+        let fwd = activation_forward(kind, elems, self.s.elem);
+        let agrad = Work { ops: kind.ops().1 * elems, read: bytes, write: bytes };
         self.forward(source, kind.primitive(), fwd, recompute);
         self.backward(source, kind.primitive(), agrad, None);
         if !fused {
@@ -343,17 +387,17 @@ impl RuleBuilder {
         }
     }
 
-    /// `silu(gate) ⊙ up` over `elems` elements of each input: 5 operations
-    /// per element forward (SiLU's 4 and the product), 14 backward (the
-    /// gate's gradient `dy·up·silu'(gate)`: 9, the up projection's
-    /// `dy·silu(gate)`: 5); it reads both inputs and writes one tensor
-    /// forward, reads the output gradient and both inputs and writes both
-    /// gradients backward. Both inputs are kept for the backward pass
-    /// (unless fused, as a fused activation).
+    /// `silu(gate) ⊙ up` over `elems` elements of each input, forward as
+    /// [`swiglu_forward`] counts it; backward 16 operations per element
+    /// (the gate's gradient `dy·up·silu'(gate)`: SiLU's 9 and the product
+    /// with `up`, 10; the up projection's `dy·silu(gate)`: 6), reading the
+    /// output gradient and both inputs and writing both gradients. Both
+    /// inputs are kept for the backward pass (unless fused, as a fused
+    /// activation).
     pub fn swiglu(&mut self, source: &str, elems: u64, recompute: bool, fused: bool) {
         let bytes = elems * self.s.elem;
-        let fwd = Work { ops: 5 * elems, read: 2 * bytes, write: bytes };
-        let agrad = Work { ops: 14 * elems, read: 3 * bytes, write: 2 * bytes };
+        let fwd = swiglu_forward(elems, self.s.elem);
+        let agrad = Work { ops: 16 * elems, read: 3 * bytes, write: 2 * bytes };
         self.forward(source, Primitive::Swiglu, fwd, recompute);
         self.backward(source, Primitive::Swiglu, agrad, None);
         if !fused {
@@ -419,7 +463,7 @@ impl RuleBuilder {
     /// `y = x + r`; both operands are tensors owned elsewhere (the fork).
     pub fn residual(&mut self, source: &str, elems: u64, recompute: bool) {
         let bytes = elems * self.s.elem;
-        let fwd = Work { ops: elems, read: 2 * bytes, write: bytes };
+        let fwd = residual_forward(elems, self.s.elem);
         let agrad = Work { ops: 2 * elems, read: bytes, write: 2 * bytes };
         self.forward(source, Primitive::ResidualAdd, fwd, recompute);
         self.backward(source, Primitive::ResidualAdd, agrad, None);
@@ -435,7 +479,7 @@ impl RuleBuilder {
         let ops = match kind {
             CollectiveKind::AllGather => 0,
             // t divides the sharded dimension (validated), so this is exact.
-            CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => elems / t * (t - 1),
+            CollectiveKind::AllReduce | CollectiveKind::ReduceScatter => reduction_ops(elems, t),
         };
         (Work { ops, read: bytes, write: bytes }, CollectiveFacts { kind, message_bytes: bytes })
     }
