@@ -255,7 +255,11 @@ def Dist_ChunkOp : Dist_Op<"chunk", [Symbol]> {
     reduction and the optimizer step); the `boundary` region holds the chunk's cross-stage transfers of
     one microbatch (`dist.p2p` along the pipeline axis: the activation
     forward, the activation gradient backward). Both regions take the
-    previous task's token and yield their last.
+    token of what precedes them (the block's input). In the template each
+    task waits for the tasks whose results its ModelIR op reads (the
+    block's dataflow, a DAG; the block's input when it reads none of
+    them), and the region yields the tokens no task of it waits for; the
+    boundary's transfers form a chain and it yields its last.
 
     ```mlir
     dist.chunk @s0.c0 of @step stage = 0 chunk = 0 first_block = 0 blocks = 4 {
@@ -280,7 +284,7 @@ def Dist_ChunkOp : Dist_Op<"chunk", [Symbol]> {
 }
 
 def Dist_YieldOp : Dist_Op<"yield", [Pure, Terminator, ReturnLike, HasParent<"ChunkOp">]> {
-  let summary = "End of a chunk region: its last token";
+  let summary = "End of a chunk region: the tokens of its last tasks";
   let description = [{
     ```mlir
     dist.yield %t : !dist.token

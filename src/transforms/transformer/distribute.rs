@@ -135,7 +135,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     // decomposed block), its input gradient backward.
     let boundary_lineage = [owner("mlp.residual".to_string()), owner("attn.fork.agrad".to_string())];
     let digest = layer_digest(module, "model");
-    let step = Step { spec: &spec, derivation, lineage: &lineage, boundary_lineage: &boundary_lineage };
+    let step = Step { spec: &spec, derivation, deps: &derived.deps, lineage: &lineage, boundary_lineage: &boundary_lineage };
     step.program(generated, &digest, block.location()).map_err(|e| (block, e.to_string()))
 }
 
@@ -286,6 +286,8 @@ pub(crate) fn schedule_case(kind: PipelineSchedule) -> ods::PipelineSchedule {
 struct Step<'s> {
     spec: &'s TrainingSpec,
     derivation: &'s BlockDerivation,
+    /// What each invocation waits for (indices of earlier ones).
+    deps: &'s [Vec<usize>],
     lineage: &'s dyn Fn(&PrimitiveInvocation) -> String,
     /// Lineage of the forward and the backward cross-stage value.
     boundary_lineage: &'s [String; 2],
@@ -405,7 +407,10 @@ impl Step<'_> {
     }
 
     /// One block of the chunk for one microbatch, then its once-per-step
-    /// tasks, on the stage's slice.
+    /// tasks, on the stage's slice. Each task waits for the tasks its
+    /// ModelIR op's dataflow reads (the block input when none); the data-
+    /// parallel reduction waits for every weight gradient and the optimizer
+    /// steps for it; the region yields the tokens no task of it waits for.
     fn template<'c>(&self, e: &Emitter<'c, '_>, stage: u64, symbol: &str) -> Result<(), BuildError> {
         let b = e.b;
         let slice = [-1, count(stage), -1];
@@ -415,22 +420,68 @@ impl Step<'_> {
         let invocations = &self.derivation.invocations;
         let first_optimizer = invocations.iter().position(|inv| inv.phase == Phase::Optimizer);
         let dp_bytes = BlockFacts::from_derivation(self.derivation, self.spec).block_dp_size;
-        let mut previous: Value = e.block.argument(0).map(Into::into).map_err(|_| BuildError { op: "dist.chunk" })?;
+        let input: Value = e.block.argument(0).map(Into::into).map_err(|_| BuildError { op: "dist.chunk" })?;
+        let mut tokens: Vec<Value> = Vec::with_capacity(invocations.len());
+        // Whether a task's token is waited for by a later one.
+        let mut waited = vec![false; invocations.len()];
+        let mut reduced = None;
         for (index, inv) in invocations.iter().enumerate() {
             if Some(index) == first_optimizer && map.dp > 1 {
                 // The block's gradients, reduced over the data-parallel axis.
+                let wgrads: Vec<usize> = (0..index).filter(|&i| invocations[i].phase == Phase::WeightGradient).collect();
+                let deps = self.wait_for(&wgrads, &tokens, &mut waited, input);
                 let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
-                previous = token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", previous, &slice, dp_bytes))?);
+                reduced = Some(token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", &deps, &slice, dp_bytes))?));
             }
-            previous = token(emit_invocation(e, inv, place, &(self.lineage)(inv), previous, None)?);
+            let deps = match (inv.phase, reduced) {
+                (Phase::Optimizer, Some(reduced)) => vec![reduced],
+                _ => {
+                    let own = self.deps.get(index).map_or(&[][..], Vec::as_slice);
+                    self.wait_for(own, &tokens, &mut waited, input)
+                }
+            };
+            tokens.push(token(emit_invocation(e, inv, place, &(self.lineage)(inv), &deps, None)?));
         }
+        let mut sinks: Vec<Value> = (0..tokens.len()).filter(|&i| !waited[i]).map(|i| tokens[i]).collect();
         if map.dp > 1 && map.optimizer_sharding {
             // The updated parameter shards, gathered back on every replica.
-            previous =
-                token(e.push(self.dp_collective(e, DpCollective::AllGather, &prefix, "dp.param_gather", previous, &slice, dp_bytes))?);
+            let steps: Vec<Value> = (0..tokens.len()).filter(|&i| invocations[i].phase == Phase::Optimizer).map(|i| tokens[i]).collect();
+            let deps = if steps.is_empty() { vec![input] } else { steps };
+            sinks.retain(|t| !deps.contains(t));
+            sinks.push(token(e.push(self.dp_collective(
+                e,
+                DpCollective::AllGather,
+                &prefix,
+                "dp.param_gather",
+                &deps,
+                &slice,
+                dp_bytes,
+            ))?));
         }
-        e.push(dist::Yield { optional: dist::YieldOptional { ..Default::default() }, values: &[previous] }.build(&b, e.anchor))?;
+        e.push(dist::Yield { optional: dist::YieldOptional { ..Default::default() }, values: &sinks }.build(&b, e.anchor))?;
         Ok(())
+    }
+
+    /// The tokens of the tasks `indices` (the block input when none), each
+    /// marked as waited for.
+    fn wait_for<'c, 'a>(
+        &self,
+        indices: &[usize],
+        tokens: &[Value<'c, 'a>],
+        waited: &mut [bool],
+        input: Value<'c, 'a>,
+    ) -> Vec<Value<'c, 'a>> {
+        let deps: Vec<Value> = indices.iter().filter_map(|&i| tokens.get(i).copied()).collect();
+        for &i in indices {
+            if let Some(w) = waited.get_mut(i) {
+                *w = true;
+            }
+        }
+        if deps.is_empty() {
+            vec![input]
+        } else {
+            deps
+        }
     }
 
     fn dp_collective<'c, 'a>(
@@ -439,18 +490,19 @@ impl Step<'_> {
         kind: DpCollective,
         prefix: &str,
         name: &str,
-        previous: Value<'c, 'a>,
+        deps: &[Value<'c, 'a>],
         slice: &[i64],
         bytes: u64,
     ) -> Result<melior::ir::Operation<'c>, BuildError> {
         let id = format!("{prefix}{name}");
+        let (&previous, deps) = deps.split_first().ok_or(BuildError { op: "dist data-parallel collective" })?;
         let location = e.at(&id);
         let axes = Some(e.b.strings(&["dp"]));
         let phase = ods::Phase::Optimizer;
         match kind {
             DpCollective::AllReduce => dist::AllReduce {
                 input: previous,
-                deps: &[],
+                deps,
                 id: &id,
                 mesh: WORLD,
                 phase,
@@ -462,7 +514,7 @@ impl Step<'_> {
             .build(&e.b, location),
             DpCollective::ReduceScatter => dist::ReduceScatter {
                 input: previous,
-                deps: &[],
+                deps,
                 id: &id,
                 mesh: WORLD,
                 phase,
@@ -475,7 +527,7 @@ impl Step<'_> {
             .build(&e.b, location),
             DpCollective::AllGather => dist::AllGather {
                 input: previous,
-                deps: &[],
+                deps,
                 id: &id,
                 mesh: WORLD,
                 phase,

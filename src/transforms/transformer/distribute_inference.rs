@@ -234,7 +234,7 @@ fn emit_phase<'c, 'g>(
         let lineage = lineage(inv);
         let place = if inv.collective.is_some() { Placement { ranks: None, ..place } } else { place };
         let is_terminal = Some(index) == terminal;
-        let op = emit_invocation(e, inv, place, &lineage, previous, is_terminal.then_some(value_type))?;
+        let op = emit_invocation(e, inv, place, &lineage, &[previous], is_terminal.then_some(value_type))?;
         previous = token(op);
         if is_terminal {
             let id = format!("{output}.out");

@@ -52,17 +52,19 @@ pub(crate) struct Placement<'x> {
     pub id_prefix: &'x str,
 }
 
-/// One task for `inv` depending on `previous` (a token, or the block input
-/// for the first task); returns its op. `value` is the type of a boundary
-/// value the task also returns (the forward terminal).
+/// One task for `inv` depending on `deps` (tokens of the tasks it waits
+/// for, or the block input; at least one); returns its op. A collective
+/// takes the first as its input. `value` is the type of a boundary value
+/// the task also returns (the forward terminal).
 pub(crate) fn emit_invocation<'c, 'a>(
     e: &Emitter<'c, 'a>,
     inv: &PrimitiveInvocation,
     place: Placement,
     lineage: &str,
-    previous: Value<'c, 'a>,
+    deps: &[Value<'c, 'a>],
     value: Option<Type<'c>>,
 ) -> Result<OperationRef<'c, 'a>, BuildError> {
+    let (&previous, rest) = deps.split_first().ok_or(BuildError { op: "dist task without a dependency" })?;
     let phase = phase_case(inv.phase);
     let id = format!("{}{}", place.id_prefix, inv.name);
     let location = e.at(&id);
@@ -76,6 +78,7 @@ pub(crate) fn emit_invocation<'c, 'a>(
             place,
             lineage,
             previous,
+            deps: rest,
             phase,
             axes,
             reduction,
@@ -91,7 +94,7 @@ pub(crate) fn emit_invocation<'c, 'a>(
     let results: Vec<Type<'c>> = std::iter::once(e.token).chain(value).collect();
     e.push(
         dist::Compute {
-            deps: &[previous],
+            deps,
             id: &id,
             mesh: place.mesh,
             phase,
@@ -120,6 +123,8 @@ struct CollectiveFields<'x, 'c, 'a> {
     place: Placement<'x>,
     lineage: &'x str,
     previous: Value<'c, 'a>,
+    /// What the collective waits for besides its input.
+    deps: &'x [Value<'c, 'a>],
     phase: ods::Phase,
     axes: melior::ir::Attribute<'c>,
     reduction: Option<Reduction>,
@@ -132,7 +137,7 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
     fn all_reduce(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
         dist::AllReduce {
             input: self.previous,
-            deps: &[],
+            deps: self.deps,
             id: self.id,
             mesh: self.place.mesh,
             phase: self.phase,
@@ -158,7 +163,7 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
     fn reduce_scatter(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
         dist::ReduceScatter {
             input: self.previous,
-            deps: &[],
+            deps: self.deps,
             id: self.id,
             mesh: self.place.mesh,
             phase: self.phase,
@@ -185,7 +190,7 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
     fn all_gather(&self, e: &Emitter<'c, 'a>, location: Location<'c>) -> Result<Operation<'c>, BuildError> {
         dist::AllGather {
             input: self.previous,
-            deps: &[],
+            deps: self.deps,
             id: self.id,
             mesh: self.place.mesh,
             phase: self.phase,

@@ -32,6 +32,8 @@
 //! activation gradient cannot be distributed, and a parameter without a
 //! weight gradient gets no gradient or optimizer work.
 
+mod dataflow;
+
 use std::collections::{HashMap, HashSet};
 
 use thiserror::Error;
@@ -112,6 +114,9 @@ pub struct GraphDerivation {
     /// producer of an entry's value, the first reader of an exit's sum, or
     /// their gradients).
     pub lineage: HashMap<String, String>,
+    /// For each invocation (by position), the earlier invocations it
+    /// depends on: the block's dataflow (see [`dataflow`]).
+    pub deps: Vec<Vec<usize>>,
 }
 
 impl GraphDerivation {
@@ -198,7 +203,8 @@ impl<'g> Derivation<'g> {
         let v = &self.g.values[input];
         let derivation = b.finish(v.elems() * v.elem_bytes);
         let lineage = self.lineage(&derivation);
-        Ok(GraphDerivation { derivation, lineage })
+        let deps = self.dependencies(&derivation);
+        Ok(GraphDerivation { derivation, lineage, deps })
     }
 
     /// The ModelIR op behind each invocation (see [`GraphDerivation::lineage`]).

@@ -1,0 +1,187 @@
+//! Which invocations of a derived block each invocation depends on: the
+//! block's dataflow, read off the ModelIR (an op's forward reads its
+//! operands' producers; its gradients read the gradients of its results'
+//! readers and what its forward kept or recomputed; a collective sits on
+//! the edge it converts; an optimizer step reads its weight gradient), so
+//! the dist program is the block's DAG rather than one chain.
+
+use std::collections::HashMap;
+
+use super::{Derivation, Mode};
+use crate::analysis::workload::graph::GraphOpKind;
+use crate::analysis::workload::invocation::{BlockDerivation, Phase};
+
+impl Derivation<'_> {
+    fn tiled(&self) -> bool {
+        self.s.overlap.is_overlapped()
+    }
+
+    /// Whether the TP collectives are emitted (not at TP 1).
+    fn communicates(&self) -> bool {
+        self.s.tp > 1
+    }
+
+    /// The name of the task doing `op`'s work, under tiling the fused
+    /// linear's; `None` for ops without a task of their own (values,
+    /// forks under tiling).
+    fn task_base(&self, op: usize) -> Option<String> {
+        let node = &self.g.ops[op];
+        match (&node.kind, self.modes.get(&op)) {
+            (GraphOpKind::Value(_) | GraphOpKind::Output, _) => None,
+            (GraphOpKind::Fork, _) if self.tiled() && self.entry_forks.contains_key(&op) => None,
+            (GraphOpKind::Matmul, Some(&Mode::Column { entry })) if self.tiled() => {
+                Some(super::fused_name(self.entries[entry].linears.iter().map(|&l| self.id(l))))
+            }
+            _ => Some(node.id.clone()),
+        }
+    }
+
+    /// The exit converting `value`, if its collectives are emitted.
+    fn exit_of(&self, value: usize) -> Option<&str> {
+        self.exits.iter().find(|x| x.value == value).filter(|_| self.communicates()).map(|x| x.name.as_str())
+    }
+
+    /// The entry of `value`, if its collectives are emitted.
+    fn entry_name(&self, value: usize) -> Option<&str> {
+        self.entry_of.get(&value).filter(|_| self.communicates()).map(|&e| self.entries[e].name.as_str())
+    }
+
+    /// The tasks a forward (`recompute = false`) or recompute reading of
+    /// `value` depends on: the task producing it (through forks), or the
+    /// collective converting it on the way.
+    fn producers(&self, value: usize, recompute: bool, out: &mut Vec<String>) {
+        let seq = self.s.sequence_parallel;
+        if let Some(exit) = self.exit_of(value) {
+            out.push(format!("{exit}.{}", if recompute { "recomm" } else { "fwd" }));
+            return;
+        }
+        if let Some(entry) = self.entry_name(value).filter(|_| seq) {
+            let redone = recompute && self.entry_of.get(&value).is_some_and(|&e| self.dropped(e));
+            out.push(format!("{entry}.{}", if redone { "recomm" } else { "fwd" }));
+            return;
+        }
+        self.raw_producers(value, recompute, out);
+    }
+
+    /// [`Self::producers`] without the collective on the way.
+    fn raw_producers(&self, value: usize, recompute: bool, out: &mut Vec<String>) {
+        let producer = self.g.values[value].producer;
+        match &self.g.ops[producer].kind {
+            GraphOpKind::Value(_) => {}
+            GraphOpKind::Fork => {
+                if let Some(&input) = self.g.ops[producer].operands.first() {
+                    self.producers(input, recompute, out);
+                }
+            }
+            _ => {
+                if let Some(base) = self.task_base(producer) {
+                    let phase = if recompute && self.is_recomputed(producer) { "recompute" } else { "fwd" };
+                    out.push(format!("{base}.{phase}"));
+                }
+            }
+        }
+    }
+
+    /// The tasks producing the gradient of `value` (read by `op`'s
+    /// backward): the backward collective on its edge, else its readers'
+    /// input-gradient tasks (a fork's through the fork's, or under tiling
+    /// its readers').
+    fn gradient_producers(&self, value: usize, out: &mut Vec<String>) {
+        if let Some(exit) = self.exit_of(value).filter(|_| self.s.sequence_parallel) {
+            out.push(format!("{exit}.agrad"));
+            return;
+        }
+        if let Some(entry) = self.entry_name(value) {
+            out.push(format!("{entry}.agrad"));
+            return;
+        }
+        self.reader_gradients(value, out);
+    }
+
+    fn reader_gradients(&self, value: usize, out: &mut Vec<String>) {
+        for &(reader, _) in &self.consumers[value] {
+            match self.task_base(reader) {
+                Some(base) => out.push(format!("{base}.agrad")),
+                // A fork without a task (tiled entry): its readers'.
+                None => {
+                    for &r in &self.g.ops[reader].results {
+                        self.reader_gradients(r, out);
+                    }
+                }
+            }
+        }
+    }
+
+    /// What each invocation depends on (indices of earlier invocations).
+    pub(super) fn dependencies(&self, derivation: &BlockDerivation) -> Vec<Vec<usize>> {
+        let index: HashMap<&str, usize> = derivation.invocations.iter().enumerate().map(|(i, v)| (v.name.as_str(), i)).collect();
+        // The forward op (or collective) behind each source.
+        let by_source: HashMap<String, usize> = (0..self.g.ops.len())
+            .filter(|&op| self.g.ops[op].kind.is_forward())
+            .filter_map(|op| self.task_base(op).map(|base| (base, op)))
+            .collect();
+        let entries: HashMap<&str, usize> = self.entries.iter().enumerate().map(|(i, e)| (e.name.as_str(), i)).collect();
+        let exits: HashMap<&str, usize> = self.exits.iter().enumerate().map(|(i, x)| (x.name.as_str(), i)).collect();
+        let mut out = Vec::with_capacity(derivation.invocations.len());
+        for (i, inv) in derivation.invocations.iter().enumerate() {
+            let mut names = Vec::new();
+            let source = inv.source.as_str();
+            if let Some(&e) = entries.get(source) {
+                let entry = &self.entries[e];
+                match inv.phase {
+                    Phase::Forward | Phase::Recommunication => {
+                        self.raw_producers(entry.value, inv.phase == Phase::Recommunication, &mut names)
+                    }
+                    _ => {
+                        // The gradient of the gathered value: its readers'.
+                        self.reader_gradients(entry.value, &mut names);
+                    }
+                }
+            } else if let Some(&x) = exits.get(source) {
+                let exit = &self.exits[x];
+                let linear = self.task_base(exit.linear).unwrap_or_default();
+                match inv.phase {
+                    Phase::Forward => names.push(format!("{linear}.fwd")),
+                    Phase::Recommunication => names.push(format!("{linear}.recompute")),
+                    _ => self.reader_gradients(exit.value, &mut names),
+                }
+            } else if let Some(&op) = by_source.get(source) {
+                let node = &self.g.ops[op];
+                let activations = || node.operands.iter().copied().filter(|&v| !self.is_parameter(v));
+                match inv.phase {
+                    Phase::Forward => activations().for_each(|v| self.producers(v, false, &mut names)),
+                    Phase::Recompute => activations().for_each(|v| self.producers(v, true, &mut names)),
+                    Phase::ActivationGradient | Phase::WeightGradient => {
+                        for &r in &node.results {
+                            self.gradient_producers(r, &mut names);
+                        }
+                        // What the backward reads of the forward: the inputs
+                        // and the op's own (kept or recomputed) forward.
+                        activations().for_each(|v| self.producers(v, true, &mut names));
+                        let own = if self.is_recomputed(op) { "recompute" } else { "fwd" };
+                        names.push(format!("{source}.{own}"));
+                    }
+                    Phase::Optimizer => names.push(format!("{source}.wgrad")),
+                    Phase::Recommunication | Phase::Prefill | Phase::Decode => {}
+                }
+            }
+            // A redo that the strategy does not issue reads the forward's.
+            let find = |n: &String| {
+                index.get(n.as_str()).copied().or_else(|| {
+                    let base = n.strip_suffix(".recomm").or_else(|| n.strip_suffix(".recompute"))?;
+                    index.get(format!("{base}.fwd").as_str()).copied()
+                })
+            };
+            let mut deps: Vec<usize> = names.iter().filter_map(find).filter(|&d| d < i).collect();
+            deps.sort_unstable();
+            deps.dedup();
+            out.push(deps);
+        }
+        out
+    }
+
+    fn is_parameter(&self, value: usize) -> bool {
+        let producer = self.g.values[value].producer;
+        self.g.ops[producer].kind == GraphOpKind::Value(crate::analysis::workload::graph::ValueRole::Parameter)
+    }
+}
