@@ -135,7 +135,14 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     // decomposed block), its input gradient backward.
     let boundary_lineage = [owner("mlp.residual".to_string()), owner("attn.fork.agrad".to_string())];
     let digest = layer_digest(module, "model");
-    let step = Step { spec: &spec, derivation, deps: &derived.deps, lineage: &lineage, boundary_lineage: &boundary_lineage };
+    let step = Step {
+        spec: &spec,
+        derivation,
+        deps: &derived.deps,
+        outputs: &derived.outputs,
+        lineage: &lineage,
+        boundary_lineage: &boundary_lineage,
+    };
     step.program(generated, &digest, block.location()).map_err(|e| (block, e.to_string()))
 }
 
@@ -288,6 +295,8 @@ struct Step<'s> {
     derivation: &'s BlockDerivation,
     /// What each invocation waits for (indices of earlier ones).
     deps: &'s [Vec<usize>],
+    /// Each invocation's result shape on one rank (compute tasks).
+    outputs: &'s [Option<Vec<u64>>],
     lineage: &'s dyn Fn(&PrimitiveInvocation) -> String,
     /// Lineage of the forward and the backward cross-stage value.
     boundary_lineage: &'s [String; 2],
@@ -421,7 +430,11 @@ impl Step<'_> {
         let first_optimizer = invocations.iter().position(|inv| inv.phase == Phase::Optimizer);
         let dp_bytes = BlockFacts::from_derivation(self.derivation, self.spec).block_dp_size;
         let input: Value = e.block.argument(0).map(Into::into).map_err(|_| BuildError { op: "dist.chunk" })?;
+        let element = super::import::element(&b, self.spec.workload.datatype);
         let mut tokens: Vec<Value> = Vec::with_capacity(invocations.len());
+        // A compute task's result on one rank (a tensor of its local shard
+        // type), which the tasks reading it take instead of its token.
+        let mut values: Vec<Option<Value>> = Vec::with_capacity(invocations.len());
         // Whether a task's token is waited for by a later one.
         let mut waited = vec![false; invocations.len()];
         let mut reduced = None;
@@ -429,7 +442,7 @@ impl Step<'_> {
             if Some(index) == first_optimizer && map.dp > 1 {
                 // The block's gradients, reduced over the data-parallel axis.
                 let wgrads: Vec<usize> = (0..index).filter(|&i| invocations[i].phase == Phase::WeightGradient).collect();
-                let deps = self.wait_for(&wgrads, &tokens, &mut waited, input);
+                let deps = self.wait_for(&wgrads, &tokens, None, &mut waited, input);
                 let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
                 reduced = Some(token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", &deps, &slice, dp_bytes))?));
             }
@@ -437,10 +450,17 @@ impl Step<'_> {
                 (Phase::Optimizer, Some(reduced)) => vec![reduced],
                 _ => {
                     let own = self.deps.get(index).map_or(&[][..], Vec::as_slice);
-                    self.wait_for(own, &tokens, &mut waited, input)
+                    // A collective waits on tokens (its input is the
+                    // logical tensor's, not a shard's).
+                    let results = inv.collective.is_none().then_some(&values[..]);
+                    self.wait_for(own, &tokens, results, &mut waited, input)
                 }
             };
-            tokens.push(token(emit_invocation(e, inv, place, &(self.lineage)(inv), &deps, None)?));
+            let shard = self.outputs.get(index).and_then(Option::as_ref).filter(|_| inv.collective.is_none());
+            let ty = shard.map(|shape| super::import::tensor_type(&b, shape, element));
+            let op = emit_invocation(e, inv, place, &(self.lineage)(inv), &deps, ty)?;
+            tokens.push(token(op));
+            values.push(ty.and_then(|_| op.result(1).ok()).map(Into::into));
         }
         let mut sinks: Vec<Value> = (0..tokens.len()).filter(|&i| !waited[i]).map(|i| tokens[i]).collect();
         if map.dp > 1 && map.optimizer_sharding {
@@ -462,16 +482,19 @@ impl Step<'_> {
         Ok(())
     }
 
-    /// The tokens of the tasks `indices` (the block input when none), each
-    /// marked as waited for.
+    /// What waiting for the tasks `indices` takes: each one's local result
+    /// where it has one and `values` are taken, else its token (the block
+    /// input when none); each is marked as waited for.
     fn wait_for<'c, 'a>(
         &self,
         indices: &[usize],
         tokens: &[Value<'c, 'a>],
+        values: Option<&[Option<Value<'c, 'a>>]>,
         waited: &mut [bool],
         input: Value<'c, 'a>,
     ) -> Vec<Value<'c, 'a>> {
-        let deps: Vec<Value> = indices.iter().filter_map(|&i| tokens.get(i).copied()).collect();
+        let value = |i: usize| values.and_then(|v| v.get(i).copied().flatten());
+        let deps: Vec<Value> = indices.iter().filter_map(|&i| value(i).or_else(|| tokens.get(i).copied())).collect();
         for &i in indices {
             if let Some(w) = waited.get_mut(i) {
                 *w = true;

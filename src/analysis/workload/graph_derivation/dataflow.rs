@@ -180,6 +180,84 @@ impl Derivation<'_> {
         out
     }
 
+    /// `value`'s shape on one rank: its split dimension divided by `tp`.
+    fn local_shape(&self, value: usize) -> Vec<u64> {
+        let mut shape = self.g.values[value].shape.clone();
+        let split = self.layout[value].map_or(super::Split::Whole, |l| l.split);
+        let dim = match split {
+            super::Split::Whole => None,
+            super::Split::Seq | super::Split::Heads => Some(1),
+            super::Split::Last => shape.len().checked_sub(1),
+        };
+        if let Some(d) = dim.filter(|&d| d < shape.len()) {
+            shape[d] /= self.s.tp;
+        }
+        shape
+    }
+
+    /// A parameter's shape on one rank: a column-parallel weight's columns
+    /// and a row-parallel one's rows split, a bias split like its input.
+    fn parameter_shape(&self, op: usize, param: usize) -> Vec<u64> {
+        let mut shape = self.g.values[param].shape.clone();
+        let t = self.s.tp;
+        match (self.modes.get(&op), &self.g.ops[op].kind) {
+            (Some(Mode::Column { .. }), _) if shape.len() == 2 => shape[1] /= t,
+            (Some(Mode::Row), _) if shape.len() == 2 => shape[0] /= t,
+            (_, GraphOpKind::BiasAdd) => {
+                let input = self.g.ops[op].operands[0];
+                if self.layout[input].is_some_and(|l| l.split == super::Split::Last) {
+                    shape[0] /= t;
+                }
+            }
+            _ => {}
+        }
+        shape
+    }
+
+    /// The shape on one rank of each invocation's primary result: a forward
+    /// (or recompute) task's output, an input-gradient task's gradient of
+    /// the op's first input, a weight-gradient or optimizer task's first
+    /// parameter; `None` for collectives and fused tiled linears.
+    pub(super) fn output_shapes(&self, derivation: &BlockDerivation) -> Vec<Option<Vec<u64>>> {
+        let by_id: HashMap<&str, usize> =
+            (0..self.g.ops.len()).filter(|&op| self.g.ops[op].kind.is_forward()).map(|op| (self.id(op), op)).collect();
+        derivation
+            .invocations
+            .iter()
+            .map(|inv| {
+                let &op = by_id.get(inv.source.as_str())?;
+                let node = &self.g.ops[op];
+                let param = || node.operands.iter().copied().find(|&v| self.is_parameter(v));
+                match inv.phase {
+                    Phase::Forward | Phase::Recompute => node.results.first().map(|&r| {
+                        // A row-parallel linear writes whole partial sums
+                        // (its exit splits them after).
+                        if self.exits.iter().any(|x| x.value == r) {
+                            self.g.values[r].shape.clone()
+                        } else {
+                            self.local_shape(r)
+                        }
+                    }),
+                    Phase::ActivationGradient => {
+                        // A fork's gradient has its result's (gathered) split.
+                        let of = if node.kind == GraphOpKind::Fork { node.results.first() } else { node.operands.first() };
+                        of.map(|&v| {
+                            let mut shape = self.local_shape(v);
+                            if matches!(self.modes.get(&op), Some(Mode::Column { .. })) {
+                                // A column-parallel linear's input gradient is
+                                // a whole partial sum.
+                                shape = self.g.values[v].shape.clone();
+                            }
+                            shape
+                        })
+                    }
+                    Phase::WeightGradient | Phase::Optimizer => param().map(|p| self.parameter_shape(op, p)),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
     fn is_parameter(&self, value: usize) -> bool {
         let producer = self.g.values[value].producer;
         self.g.ops[producer].kind == GraphOpKind::Value(crate::analysis::workload::graph::ValueRole::Parameter)

@@ -117,6 +117,10 @@ pub struct GraphDerivation {
     /// For each invocation (by position), the earlier invocations it
     /// depends on: the block's dataflow (see [`dataflow`]).
     pub deps: Vec<Vec<usize>>,
+    /// For each invocation (by position), the shape of its primary result
+    /// on one rank (see [`Derivation::output_shapes`]); `None` for
+    /// collectives.
+    pub outputs: Vec<Option<Vec<u64>>>,
 }
 
 impl GraphDerivation {
@@ -204,7 +208,8 @@ impl<'g> Derivation<'g> {
         let derivation = b.finish(v.elems() * v.elem_bytes);
         let lineage = self.lineage(&derivation);
         let deps = self.dependencies(&derivation);
-        Ok(GraphDerivation { derivation, lineage, deps })
+        let outputs = self.output_shapes(&derivation);
+        Ok(GraphDerivation { derivation, lineage, deps, outputs })
     }
 
     /// The ModelIR op behind each invocation (see [`GraphDerivation::lineage`]).
