@@ -213,19 +213,7 @@ impl<'a> Builder<'a> {
     }
 
     fn push(&mut self, source: &str, primitive: Primitive, work: Work, collective: Option<CollectiveFacts>) {
-        self.invocations.push(PrimitiveInvocation {
-            tiling: None,
-            name: format!("{source}.{}", self.phase.suffix()),
-            primitive,
-            phase: self.phase,
-            engine: primitive.engine(),
-            ops: work.ops,
-            read_bytes: work.read,
-            write_bytes: work.write,
-            collective,
-            source: source.to_owned(),
-            shared_by: 1,
-        });
+        self.invocations.push(rules::invocation(source, primitive, self.phase, work, collective));
     }
 
     /// A branch point: no work; it owns the branched `elems` tensor.

@@ -172,7 +172,14 @@ pub(crate) const fn reduction_ops(elems: u64, tp: u64) -> u64 {
     elems / tp * (tp - 1)
 }
 
-fn invocation(source: &str, primitive: Primitive, phase: Phase, work: Work, collective: Option<CollectiveFacts>) -> PrimitiveInvocation {
+/// The record of `source`'s `phase` work (named `<source>.<phase suffix>`).
+pub(crate) fn invocation(
+    source: &str,
+    primitive: Primitive,
+    phase: Phase,
+    work: Work,
+    collective: Option<CollectiveFacts>,
+) -> PrimitiveInvocation {
     PrimitiveInvocation {
         name: format!("{source}.{}", phase.suffix()),
         primitive,

@@ -489,29 +489,37 @@ impl<'c, 'b> Scalar<'c, 'b> {
             .build();
         self.lin.one(&self.block, op, "linalg.index")
     }
-    /// `a > b` on indices, selecting `then` or `otherwise`.
+
     /// `a > b ? then : otherwise` on floats (ordered: NaN compares false).
     pub fn select_if_above(&self, a: Value<'c, 'b>, b: Value<'c, 'b>, then: Value<'c, 'b>, otherwise: Value<'c, 'b>) -> R<Value<'c, 'b>> {
-        let i1 = self.lin.b.parse_type("i1").ok_or(BuildError { op: "i1" })?;
         // arith.cmpf predicate 2 = ogt.
-        let cmp = OperationBuilder::new("arith.cmpf", self.lin.loc)
-            .add_operands(&[a, b])
-            .add_attributes(&[(Identifier::new(self.lin.ctx, "predicate"), self.lin.b.i64(2))])
-            .add_results(&[i1])
-            .build();
-        let cmp = self.lin.one(&self.block, cmp, "arith.cmpf")?;
-        self.op("arith.select", &[cmp, then, otherwise], self.lin.f32)
+        self.select_if("arith.cmpf", 2, a, b, then, otherwise)
     }
 
+    /// `a > b ? then : otherwise` on indices (unsigned).
     pub fn select_if_greater(&self, a: Value<'c, 'b>, b: Value<'c, 'b>, then: Value<'c, 'b>, otherwise: Value<'c, 'b>) -> R<Value<'c, 'b>> {
-        let i1 = self.lin.b.parse_type("i1").ok_or(BuildError { op: "i1" })?;
         // arith.cmpi predicate 8 = ugt.
-        let cmp = OperationBuilder::new("arith.cmpi", self.lin.loc)
+        self.select_if("arith.cmpi", 8, a, b, then, otherwise)
+    }
+
+    /// `compare(a, b) ? then : otherwise` with `compare` the `arith` comparison
+    /// `op` and its `predicate` case.
+    fn select_if(
+        &self,
+        op: &str,
+        predicate: i64,
+        a: Value<'c, 'b>,
+        b: Value<'c, 'b>,
+        then: Value<'c, 'b>,
+        otherwise: Value<'c, 'b>,
+    ) -> R<Value<'c, 'b>> {
+        let i1 = self.lin.b.parse_type("i1").ok_or(BuildError { op: "i1" })?;
+        let cmp = OperationBuilder::new(op, self.lin.loc)
             .add_operands(&[a, b])
-            .add_attributes(&[(Identifier::new(self.lin.ctx, "predicate"), self.lin.b.i64(8))])
+            .add_attributes(&[(Identifier::new(self.lin.ctx, "predicate"), self.lin.b.i64(predicate))])
             .add_results(&[i1])
             .build();
-        let cmp = self.lin.one(&self.block, cmp, "arith.cmpi")?;
+        let cmp = self.lin.one(&self.block, cmp, "arith.cmp")?;
         self.op("arith.select", &[cmp, then, otherwise], self.lin.f32)
     }
 }
