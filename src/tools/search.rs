@@ -5,7 +5,8 @@
 //!
 //! Bad input gets a diagnostic naming the file or option and exit code 1,
 //! and nothing is written; outputs are written atomically, after the search
-//! and the plan have both succeeded. Ctrl-C stops the search and prints the
+//! and the plan have both succeeded. When no configuration fits, the
+//! reasons go to stderr (exit code 1) and `-o` is left as it was. Ctrl-C stops the search and prints the
 //! best configurations found so far (exit code 130); a second Ctrl-C exits
 //! at once.
 
@@ -239,10 +240,33 @@ fn run(args: &[String]) -> Result<i32, String> {
     .map_err(|e| format!("blueprint-search: error: {e}"))?;
     bar.finish_and_clear();
 
+    let best = result.top().first();
+    if best.is_none() && result.outcome.partial {
+        eprintln!("blueprint-search: interrupted before any configuration fitted; nothing is written");
+        return Ok(130);
+    }
+    if result.configurations == 0 {
+        return Err(format!(
+            "blueprint-search: the space is empty, nothing is written: no TP × PP × DP = {procs} has TP dividing model.hidden and model.heads, PP dividing model.blocks, and DP at most --max-batch {max_batch}"
+        ));
+    }
+    if best.is_none() {
+        // A failed search writes nothing: the reasons go to stderr.
+        let mut message = String::from("blueprint-search: no configuration fits; nothing is written. Pruned:");
+        for (reason, pruned) in &result.outcome.pruned {
+            message.push_str(&format!(
+                "\n  {reason}: {} configurations, the first (index {}): {}",
+                pruned.count, pruned.first_index, pruned.example
+            ));
+        }
+        if a.emit_plan.is_some() {
+            message.push_str("\n--emit-plan: no configuration fits, so there is no plan to emit");
+        }
+        return Err(message);
+    }
     let has_mem2 = system.mem2().gib() > 0.0;
     let report = output::report(&model, system_path, has_mem2, &options, &result);
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
-    let best = result.top().first();
     let plan = match (&a.emit_plan, best) {
         (Some(_), Some(best)) => {
             let spec = best.config.spec(&model, options.datatype);
@@ -266,10 +290,6 @@ fn run(args: &[String]) -> Result<i32, String> {
     }
     if result.outcome.partial {
         return Ok(130);
-    }
-    if best.is_none() {
-        eprintln!("blueprint-search: no configuration fits (see totals.pruned)");
-        return Ok(1);
     }
     Ok(0)
 }
