@@ -298,6 +298,8 @@ struct Program {
     _jit: Jit,
     address: usize,
     results: Vec<ResultType>,
+    /// Every `dist.mesh` of the module: its name, ranks and position.
+    meshes: Vec<(String, i64, String)>,
 }
 
 // SAFETY: the engine is not touched after compilation; every rank thread
@@ -348,6 +350,14 @@ fn compile(options: &Options) -> Result<Program, String> {
             unit.to_raw(),
         )
     };
+    let meshes = collect_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| crate::ir::ods::OpKind::of(*op) == Some(crate::ir::ods::OpKind::DistMesh))
+        .filter_map(|op| {
+            let (name, mesh) = crate::dialect::dist::mesh::Mesh::read(op)?;
+            Some((name, mesh.size(), crate::dialect::verify::checker::position_of(op)))
+        })
+        .collect();
     let pipeline = if options.lower_to_mpi { TO_LLVM_VIA_MPI_PIPELINE } else { TO_LLVM_PIPELINE };
     if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
         return Err(format!("{e}\n{}", report(&sink)));
@@ -355,7 +365,7 @@ fn compile(options: &Options) -> Result<Program, String> {
     let jit = Jit::with_libraries(&module, &symbols(), &crate::tools::execution::runner_utils())
         .map_err(|e| format!("{e}\n{}", report(&sink)))?;
     let address = jit.lookup(&format!("_mlir_ciface_{}", options.entry)).map_err(|e| e.to_string())? as usize;
-    Ok(Program { _jit: jit, address, results })
+    Ok(Program { _jit: jit, address, results, meshes })
 }
 
 /// `(inputs, results)` of a function type's text `(a, b) -> (c, d)`.
@@ -549,6 +559,16 @@ fn run(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Why a `--lower-to-mpi` program cannot run on a world of `ranks`
+/// processes: a mesh of another size.
+fn world_mismatch(meshes: &[(String, i64, String)], ranks: usize) -> Option<String> {
+    let (name, size, at) = meshes.iter().find(|(_, size, _)| usize::try_from(*size).ok() != Some(ranks))?;
+    let launcher = if under_mpi_launcher() { "" } else { " (no MPI launcher detected)" };
+    Some(format!(
+        "{at}: mesh @{name} has {size} ranks, but MPI_COMM_WORLD has {ranks}{launcher}: --lower-to-mpi runs every collective on MPI_COMM_WORLD, so the world must be the mesh; run it with mpirun -np {size}"
+    ))
+}
+
 fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
     let world = mpi::init(options.timeout).map_err(|e| format!("cannot start MPI: {e}"))?;
     set_stop_hook(Box::new(move |rank, op, error| {
@@ -561,6 +581,17 @@ fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
         std::process::exit(1);
     }));
     let rank = world.rank();
+    if options.lower_to_mpi {
+        // Checked on every rank before any collective: the lowered program
+        // runs them on MPI_COMM_WORLD and takes the mesh's size as a constant.
+        if let Some(message) = world_mismatch(&program.meshes, world.nranks()) {
+            world.finalize();
+            if rank == 0 {
+                return Err(message);
+            }
+            std::process::exit(1);
+        }
+    }
     let lines = call(program, rank).map_err(|e| format!("rank {rank}: {e}"))?;
     // Ranks print in turn (the launcher may still interleave its streams).
     for r in 0..world.nranks() {
