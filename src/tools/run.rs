@@ -3,6 +3,7 @@
 //! function on every rank, in-process (one thread per rank) or on MPI (one
 //! rank per process, under `mpirun`), then prints every rank's results.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use crate::ir::diagnostics::DiagnosticSink;
 use crate::ir::read::{attribute_text, collect_ops, name_of, str_attr};
 use crate::runtime::interface::ElementType;
 use crate::runtime::{mpi, set_stop_hook, symbols, RtError, StridedView, World};
+use crate::tools::cli::{print_info, report};
 use crate::tools::execution::{run_pipeline, Jit, TO_LLVM_PIPELINE, TO_LLVM_VIA_MPI_PIPELINE};
 
 const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S] [--mpi] [--lower-to-mpi]
@@ -23,7 +25,8 @@ const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S]
 /// Options of `blueprint-run`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
-    pub input: String,
+    /// Paths as given (not necessarily UTF-8).
+    pub input: OsString,
     pub entry: String,
     pub ranks: usize,
     pub timeout: Duration,
@@ -33,9 +36,9 @@ pub struct Options {
     pub help: bool,
     /// `--train-step`: run one training step of ModelIR instead of `-e`.
     pub train_step: bool,
-    pub params: Option<String>,
-    pub inputs: Option<String>,
-    pub output: Option<String>,
+    pub params: Option<OsString>,
+    pub inputs: Option<OsString>,
+    pub output: Option<OsString>,
 }
 
 /// The help text.
@@ -86,9 +89,9 @@ dropout with p > 0 is an error naming it; nothing is written.
 ///
 /// # Errors
 /// A message naming the bad argument.
-pub fn parse_args(args: &[String]) -> Result<Options, String> {
+pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
     let mut options = Options {
-        input: String::new(),
+        input: OsString::new(),
         entry: String::new(),
         ranks: 1,
         timeout: Duration::from_secs(30),
@@ -103,17 +106,28 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut input = None;
     let mut entry = None;
     let mut i = 0;
-    let value = |i: &mut usize, name: &str| -> Result<String, String> {
+    let value = |i: &mut usize, name: &str| -> Result<OsString, String> {
         *i += 1;
         args.get(*i).cloned().ok_or_else(|| format!("option '{name}' needs a value"))
     };
     while i < args.len() {
-        let arg = &args[i];
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
+        let raw = &args[i];
+        // Options are ASCII: an argument that is not UTF-8 is the input path.
+        let Some(arg) = raw.to_str() else {
+            if input.replace(raw.clone()).is_some() {
+                return Err(format!("more than one input file ('{}')", raw.to_string_lossy()));
+            }
+            i += 1;
+            continue;
         };
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(OsString::from(v))),
+            _ => (arg.to_string(), None),
+        };
+        // A path (kept as given), or text.
         let take = |i: &mut usize| inline.clone().map_or_else(|| value(i, &flag), Ok);
+        let take_text =
+            |i: &mut usize| take(i).and_then(|v| v.into_string().map_err(|v| format!("{flag} '{}' is not UTF-8", v.to_string_lossy())));
         match flag.as_str() {
             "-h" | "--help" => options.help = true,
             "--mpi" => options.mpi = true,
@@ -121,13 +135,13 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 options.lower_to_mpi = true;
                 options.mpi = true;
             }
-            "-e" | "--entry" | "--entry-point" => entry = Some(take(&mut i)?),
+            "-e" | "--entry" | "--entry-point" => entry = Some(take_text(&mut i)?),
             "--train-step" => options.train_step = true,
             "--params" => options.params = Some(take(&mut i)?),
             "--inputs" => options.inputs = Some(take(&mut i)?),
             "-o" | "--output" => options.output = Some(take(&mut i)?),
             "--ranks" | "-n" => {
-                let v = take(&mut i)?;
+                let v = take_text(&mut i)?;
                 options.ranks = v
                     .parse::<usize>()
                     .ok()
@@ -135,7 +149,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                     .ok_or_else(|| format!("--ranks '{v}' is not a number of ranks (1 to 4096)"))?;
             }
             "--timeout" => {
-                let v = take(&mut i)?;
+                let v = take_text(&mut i)?;
                 let seconds = v
                     .parse::<f64>()
                     .ok()
@@ -145,7 +159,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             }
             f if f.starts_with('-') && f != "-" => return Err(format!("unknown option '{f}'")),
             _ => {
-                if input.replace(arg.clone()).is_some() {
+                if input.replace(raw.clone()).is_some() {
                     return Err(format!("more than one input file ('{arg}')"));
                 }
             }
@@ -185,18 +199,16 @@ pub fn under_mpi_launcher() -> bool {
 }
 
 /// Entry point of the `blueprint-run` binary; returns the exit code.
-pub fn main_with_args(args: &[String]) -> i32 {
+pub fn main_with_args(args: &[OsString]) -> i32 {
     let options = match parse_args(args) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("blueprint-run: {e}");
-            eprintln!("{USAGE}");
+            report(&format!("blueprint-run: {e}\n{USAGE}"));
             return 1;
         }
     };
     if options.help {
-        print!("{}", help_text());
-        return 0;
+        return print_info("blueprint-run", &help_text());
     }
     if options.train_step {
         let train = crate::tools::train::TrainOptions {
@@ -208,7 +220,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return match crate::tools::train::run_train_step(&train) {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("blueprint-run: {e}");
+                report(&format!("blueprint-run: {e}"));
                 1
             }
         };
@@ -216,7 +228,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
     match run(&options) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("blueprint-run: {e}");
+            report(&format!("blueprint-run: {e}"));
             1
         }
     }
@@ -310,7 +322,7 @@ unsafe impl Send for Program {}
 unsafe impl Sync for Program {}
 
 fn compile(options: &Options) -> Result<Program, String> {
-    let (name, bytes) = crate::tools::cli::read_input(Some(&options.input)).map_err(|e| e.to_string())?;
+    let (name, bytes) = crate::tools::cli::read_input(Some(options.input.as_os_str())).map_err(|e| e.to_string())?;
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
     let report = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
@@ -444,14 +456,6 @@ fn call(program: &Program, rank: usize) -> Result<Vec<String>, String> {
     Ok(lines)
 }
 
-/// Writes `line` and its newline to stderr in one write, so lines of
-/// several processes (whose streams `mpirun` merges) never interleave.
-fn report_line(line: &str) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(format!("{line}\n").as_bytes());
-    let _ = stderr.flush();
-}
-
 /// How a failing rank's error is printed.
 fn error_line(rank: usize, op: Option<&str>, error: &RtError) -> String {
     match op {
@@ -480,7 +484,7 @@ fn run(options: &Options) -> Result<(), String> {
     let (events, receive) = mpsc::channel::<Event>();
     let hook_events = Mutex::new(events.clone());
     set_stop_hook(Box::new(move |rank, op, error| {
-        report_line(&error_line(rank, op, error));
+        report(&error_line(rank, op, error));
         if let Ok(events) = hook_events.lock() {
             let _ = events.send(Event::Failed(rank));
         }
@@ -501,7 +505,7 @@ fn run(options: &Options) -> Result<(), String> {
                 let event = match call(&program, rank) {
                     Ok(lines) => Event::Done(rank, lines),
                     Err(e) => {
-                        report_line(&format!("rank {rank}: error: {e}"));
+                        report(&format!("rank {rank}: error: {e}"));
                         Event::Failed(rank)
                     }
                 };
@@ -542,7 +546,7 @@ fn run(options: &Options) -> Result<(), String> {
                     let _ = writeln!(stdout, "{line}");
                 }
             } else if !failed.contains(&rank) {
-                eprintln!("rank {rank}: stopped: rank {} failed", failed[0]);
+                report(&format!("rank {rank}: stopped: rank {} failed", failed[0]));
             }
         }
         let _ = stdout.flush();
@@ -572,7 +576,7 @@ fn world_mismatch(meshes: &[(String, i64, String)], ranks: usize) -> Option<Stri
 fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
     let world = mpi::init(options.timeout).map_err(|e| format!("cannot start MPI: {e}"))?;
     set_stop_hook(Box::new(move |rank, op, error| {
-        report_line(&error_line(rank, op, error));
+        report(&error_line(rank, op, error));
         // Give the other ranks a moment to report the same mismatch.
         std::thread::sleep(Duration::from_millis(500));
         if let Some(world) = mpi::active() {
@@ -613,16 +617,16 @@ fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_string()).collect()
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
     }
 
     #[test]
     fn arguments() {
         let o = parse_args(&args(&["f.mlir", "-e", "main", "--ranks", "4", "--timeout=2.5"])).expect("valid");
         assert_eq!(
-            (o.input.as_str(), o.entry.as_str(), o.ranks, o.timeout, o.mpi),
-            ("f.mlir", "main", 4, Duration::from_millis(2500), false)
+            (o.input.to_str(), o.entry.as_str(), o.ranks, o.timeout, o.mpi),
+            (Some("f.mlir"), "main", 4, Duration::from_millis(2500), false)
         );
         assert!(parse_args(&args(&["f.mlir"])).unwrap_err().contains("-e FUNC"));
         assert!(parse_args(&args(&["-e", "m"])).unwrap_err().contains("no input"));
@@ -631,6 +635,22 @@ mod tests {
         assert!(parse_args(&args(&["f", "-e"])).unwrap_err().contains("needs a value"));
         assert!(parse_args(&args(&["f", "-e", "m", "--bogus"])).unwrap_err().contains("'--bogus'"));
         assert!(parse_args(&args(&["--help"])).expect("help").help);
+        // Paths keep their bytes; text options must be UTF-8.
+        use std::os::unix::ffi::OsStringExt;
+        let bytes = |b: &[u8]| OsString::from_vec(b.to_vec());
+        let o = parse_args(&[
+            bytes(b"in\xff.mlir"),
+            "--train-step".into(),
+            "--params".into(),
+            bytes(b"p\xfe"),
+            "--inputs".into(),
+            "i".into(),
+            "-o".into(),
+            bytes(b"out\xff.safetensors"),
+        ])
+        .expect("valid");
+        assert_eq!((o.input, o.params, o.output), (bytes(b"in\xff.mlir"), Some(bytes(b"p\xfe")), Some(bytes(b"out\xff.safetensors"))));
+        assert!(parse_args(&[bytes(b"f"), "-e".into(), bytes(b"m\xff")]).unwrap_err().contains("-e 'm\u{fffd}' is not UTF-8"));
     }
 
     #[test]
