@@ -360,19 +360,22 @@ struct OpNames<'c, 'a> {
     module: OperationRef<'c, 'a>,
     /// Text -> global symbol, in creation order.
     globals: Vec<(String, String)>,
+    /// Text -> its index in `globals`: one lookup per op, so the pass
+    /// stays linear in the number of ops.
+    index: HashMap<String, usize>,
     taken: std::collections::HashSet<String>,
 }
 
 impl<'c, 'a> OpNames<'c, 'a> {
     fn new(module: OperationRef<'c, 'a>) -> Self {
         let taken = collect_ops(module).into_iter().filter_map(|op| str_attr(op, "sym_name").map(str::to_string)).collect();
-        Self { module, globals: Vec::new(), taken }
+        Self { module, globals: Vec::new(), index: HashMap::new(), taken }
     }
 
     /// The global holding `text` (created on first use).
     fn symbol(&mut self, text: &str) -> (String, usize) {
-        if let Some((_, symbol)) = self.globals.iter().find(|(t, _)| t == text) {
-            return (symbol.clone(), text.len());
+        if let Some(&at) = self.index.get(text) {
+            return (self.globals[at].1.clone(), text.len());
         }
         let mut n = self.globals.len();
         let symbol = loop {
@@ -383,6 +386,7 @@ impl<'c, 'a> OpNames<'c, 'a> {
             n += 1;
         };
         self.taken.insert(symbol.clone());
+        self.index.insert(text.to_string(), self.globals.len());
         self.globals.push((text.to_string(), symbol.clone()));
         (symbol, text.len())
     }
@@ -393,23 +397,34 @@ impl<'c, 'a> OpNames<'c, 'a> {
         let Some(body) = region.first_block() else { return };
         let Some(anchor) = body.first_operation() else { return };
         for (text, symbol) in &self.globals {
-            let bytes: Vec<String> = text.bytes().map(|b| (b as i8).to_string()).collect();
             let ty = format!("memref<{}xi8>", text.len());
             let operation = OperationBuilder::new("memref.global", self.module.location())
                 .add_attributes(&[
                     (identifier(anchor, "sym_name"), known_attribute(anchor, &format!("\"{symbol}\""))),
                     (identifier(anchor, "sym_visibility"), known_attribute(anchor, "\"private\"")),
                     (identifier(anchor, "type"), known_attribute(anchor, &ty)),
-                    (
-                        identifier(anchor, "initial_value"),
-                        known_attribute(anchor, &format!("dense<[{}]> : tensor<{}xi8>", bytes.join(", "), text.len())),
-                    ),
+                    (identifier(anchor, "initial_value"), bytes_attribute(anchor, text.as_bytes())),
                     (identifier(anchor, "constant"), known_attribute(anchor, "unit")),
                 ])
                 .build()
                 .unwrap_or_else(|e| unreachable!("invalid op-name global: {e}"));
             body.append_operation(operation);
         }
+    }
+}
+
+/// `dense<…> : tensor<N x i8>` of `bytes`, built from the bytes themselves
+/// (a byte of text costs a byte, where printing and parsing a dense list
+/// cost tens).
+fn bytes_attribute<'c>(anchor: OperationRef<'c, '_>, bytes: &[u8]) -> melior::ir::Attribute<'c> {
+    let shape = [bytes.len() as i64];
+    // SAFETY: a live op and its context; the element type and shape outlive
+    // the calls, and the attribute copies the bytes.
+    unsafe {
+        let context = mlir_sys::mlirOperationGetContext(anchor.to_raw());
+        let element = mlir_sys::mlirIntegerTypeGet(context, 8);
+        let tensor = mlir_sys::mlirRankedTensorTypeGet(1, shape.as_ptr(), element, mlir_sys::mlirAttributeGetNull());
+        melior::ir::Attribute::from_raw(mlir_sys::mlirDenseElementsAttrInt8Get(tensor, bytes.len() as isize, bytes.as_ptr().cast()))
     }
 }
 

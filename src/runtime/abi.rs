@@ -46,14 +46,13 @@ pub fn set_stop_hook(hook: StopHook) -> bool {
 }
 
 thread_local! {
-    /// The op the rank announced last with `_bprt_op`.
-    static CURRENT_OP: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
     /// The op of every handle the rank was given and has not completed.
     static HANDLE_OPS: RefCell<HashMap<i64, Arc<str>>> = RefCell::new(HashMap::new());
 }
 
+/// The name of the op the rank announced last with `_bprt_op`.
 fn current_op() -> Option<Arc<str>> {
-    CURRENT_OP.with(|op| op.borrow().clone())
+    super::op_identity::current().map(|op| op.name)
 }
 
 /// Reports `error`: last error of the thread, recorded in the world, and
@@ -98,17 +97,36 @@ fn start(body: impl FnOnce() -> RtResult<i64>) -> i64 {
 }
 
 /// Announces the op whose runtime calls follow (its `id` and location, as
-/// UTF-8 bytes in a rank-1 `i8` memref), so errors can name it. Returns 0.
+/// UTF-8 bytes in a rank-1 `i8` memref), so errors can name it and the
+/// participants of its exchange can check that they run the same op
+/// ([`super::op_identity`]). Returns 0.
 ///
 /// # Safety
 /// `(rank, desc)` is a valid unranked memref.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _bprt_op(rank: i64, desc: *mut c_void) -> i64 {
     guard(|| {
+        // The lowering's case, a rank-1 memref of a global with unit
+        // stride, read without building a view (this runs before every
+        // start call).
+        if rank == 1 && !desc.is_null() {
+            // SAFETY: the caller's contract: a rank-1 descriptor, five words
+            // (allocated, aligned, offset, size, stride).
+            let [_, aligned, offset, size, stride] = unsafe { std::ptr::read_unaligned(desc.cast::<[i64; 5]>()) };
+            if aligned != 0 && offset >= 0 && size > 0 && stride == 1 {
+                // SAFETY: the descriptor addresses `size` bytes from `aligned + offset`.
+                let bytes = unsafe { std::slice::from_raw_parts((aligned as *const u8).add(offset as usize), size as usize) };
+                super::op_identity::announce(bytes);
+                return Ok(0);
+            }
+        }
         // SAFETY: the caller's contract above.
         let view = unsafe { StridedView::from_unranked("op", rank, desc, 1) }?;
-        let text = String::from_utf8_lossy(&view.read()).into_owned();
-        CURRENT_OP.with(|op| *op.borrow_mut() = Some(Arc::from(text)));
+        match view.contiguous_base() {
+            // SAFETY: a packed view of `packed_len` bytes, valid for reads.
+            Some(base) => super::op_identity::announce(unsafe { std::slice::from_raw_parts(base, view.packed_len()) }),
+            None => super::op_identity::announce(&view.read()),
+        }
         Ok(0)
     })
 }

@@ -269,23 +269,45 @@ fn result_type(spelling: &str) -> Result<ResultType, String> {
     Ok(ResultType { element, shape })
 }
 
-/// The values of a packed row-major buffer of `element`s, formatted.
-fn format_values(element: ElementType, bytes: &[u8]) -> Vec<String> {
-    let es = element.size();
-    bytes
-        .chunks_exact(es)
-        .map(|b| match element {
-            ElementType::I1 => u8::from(b[0] != 0).to_string(),
-            ElementType::I8 => (b[0] as i8).to_string(),
-            ElementType::I16 => i16::from_ne_bytes([b[0], b[1]]).to_string(),
-            ElementType::F16 => format_f32(f16::from_ne_bytes([b[0], b[1]]).to_f32()),
-            ElementType::BF16 => format_f32(bf16::from_ne_bytes([b[0], b[1]]).to_f32()),
-            ElementType::I32 => i32::from_ne_bytes([b[0], b[1], b[2], b[3]]).to_string(),
-            ElementType::F32 => format_f32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            ElementType::I64 | ElementType::Index => i64::from_ne_bytes(b.try_into().unwrap_or([0; 8])).to_string(),
-            ElementType::F64 => format_f64(f64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
-        })
-        .collect()
+/// Most characters an element takes with its separator (`-2.2250738585072014e-308, `).
+const ELEMENT_TEXT: usize = 26;
+
+/// `rank R: result I = [v0, v1, ...]` for a result's view. A result too
+/// large to copy or to format in the memory there is is an error naming
+/// it, not an abort.
+fn result_line(rank: usize, index: usize, element: ElementType, view: &StridedView) -> Result<String, String> {
+    let cannot = |what: &str, bytes: usize, error: std::collections::TryReserveError| {
+        format!("result {index}: cannot {what}: {bytes} bytes do not fit in memory ({error})")
+    };
+    let bytes = view.try_read().map_err(|e| cannot("copy its elements to print them", view.packed_len(), e))?;
+    let text = view.numel().saturating_mul(ELEMENT_TEXT).saturating_add(64);
+    let mut line = String::new();
+    line.try_reserve(text).map_err(|e| cannot("format its elements", text, e))?;
+    line.push_str(&format!("rank {rank}: result {index} = ["));
+    for (k, b) in bytes.chunks_exact(element.size()).enumerate() {
+        if k > 0 {
+            line.push_str(", ");
+        }
+        push_value(&mut line, element, b);
+    }
+    line.push(']');
+    Ok(line)
+}
+
+/// Appends one element (`b`: its bytes) in its printed form.
+fn push_value(line: &mut String, element: ElementType, b: &[u8]) {
+    use std::fmt::Write as _;
+    let _ = match element {
+        ElementType::I1 => write!(line, "{}", u8::from(b[0] != 0)),
+        ElementType::I8 => write!(line, "{}", b[0] as i8),
+        ElementType::I16 => write!(line, "{}", i16::from_ne_bytes([b[0], b[1]])),
+        ElementType::F16 => write!(line, "{}", format_f32(f16::from_ne_bytes([b[0], b[1]]).to_f32())),
+        ElementType::BF16 => write!(line, "{}", format_f32(bf16::from_ne_bytes([b[0], b[1]]).to_f32())),
+        ElementType::I32 => write!(line, "{}", i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+        ElementType::F32 => write!(line, "{}", format_f32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))),
+        ElementType::I64 | ElementType::Index => write!(line, "{}", i64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
+        ElementType::F64 => write!(line, "{}", format_f64(f64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))),
+    };
 }
 
 /// Shortest round-trip form (`2`, `0.1`, `-1.5e-7`, `nan`, `inf`).
@@ -451,7 +473,7 @@ fn call(program: &Program, rank: usize) -> Result<Vec<String>, String> {
         let view = unsafe { StridedView::from_unranked("result", rank_of, descriptors[at..].as_ptr().cast(), t.element.size()) }
             .map_err(|e| format!("result {i}: {e}"))?;
         at += 3 + 2 * t.shape.len();
-        lines.push(format!("rank {rank}: result {i} = [{}]", format_values(t.element, &view.read()).join(", ")));
+        lines.push(result_line(rank, i, t.element, &view)?);
     }
     Ok(lines)
 }

@@ -65,3 +65,42 @@ func.func @timeout() -> tensor<4xf32> {
   }
   return %y : tensor<4xf32>
 }
+
+// Two same-shape all-reduces, issued in the other order on rank 0 (op ids
+// are unique in a module, so rank 0's are ops of their own). Paired by call
+// order alone, every rank got 103 and 301 instead of 4 and 400, with exit
+// status 0; the participants now compare the op they run.
+func.func @reordered() -> (tensor<4xf32>, tensor<4xf32>) {
+  %r = dist.rank on @world
+  %c0 = arith.constant 0 : index
+  %a = arith.constant dense<1.0> : tensor<4xf32>
+  %b = arith.constant dense<100.0> : tensor<4xf32>
+  %first = arith.cmpi eq, %r, %c0 : index
+  %ya, %yb = scf.if %first -> (tensor<4xf32>, tensor<4xf32>) {
+    %sb = dist.all_reduce %b on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_b.rank0", lineage = "l"} : tensor<4xf32>
+    %sa = dist.all_reduce %a on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_a.rank0", lineage = "l"} : tensor<4xf32>
+    scf.yield %sa, %sb : tensor<4xf32>, tensor<4xf32>
+  } else {
+    %sa = dist.all_reduce %a on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_a", lineage = "l"} : tensor<4xf32>
+    %sb = dist.all_reduce %b on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_b", lineage = "l"} : tensor<4xf32>
+    scf.yield %sa, %sb : tensor<4xf32>, tensor<4xf32>
+  }
+  return %ya, %yb : tensor<4xf32>, tensor<4xf32>
+}
+
+// Rank 1 skips the first of two all-reduces: the others' first would meet
+// its second.
+func.func @skipped() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c1 = arith.constant 1 : index
+  %a = arith.constant dense<1.0> : tensor<4xf32>
+  %skips = arith.cmpi eq, %r, %c1 : index
+  %y = scf.if %skips -> tensor<4xf32> {
+    scf.yield %a : tensor<4xf32>
+  } else {
+    %s = dist.all_reduce %a on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_first", lineage = "l"} : tensor<4xf32>
+    scf.yield %s : tensor<4xf32>
+  }
+  %z = dist.all_reduce %y on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_second", lineage = "l"} : tensor<4xf32>
+  return %z : tensor<4xf32>
+}
