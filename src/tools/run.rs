@@ -505,8 +505,11 @@ fn run(options: &Options) -> Result<(), String> {
     let world = World::with_timeout(options.ranks, options.timeout);
     let (events, receive) = mpsc::channel::<Event>();
     let hook_events = Mutex::new(events.clone());
+    let hook_world = Arc::clone(&world);
     set_stop_hook(Box::new(move |rank, op, error| {
         report(&error_line(rank, op, error));
+        // Its peers stop waiting for it at once, instead of at the timeout.
+        hook_world.fail_rank(rank, &error.to_string());
         if let Ok(events) = hook_events.lock() {
             let _ = events.send(Event::Failed(rank));
         }
@@ -515,6 +518,7 @@ fn run(options: &Options) -> Result<(), String> {
             std::thread::park();
         }
     }));
+    crash::install();
     let program = Arc::new(program);
     let mut threads = Vec::with_capacity(options.ranks);
     for rank in 0..options.ranks {
@@ -523,6 +527,7 @@ fn run(options: &Options) -> Result<(), String> {
             .name(format!("bprt-rank-{rank}"))
             .stack_size(64 << 20)
             .spawn(move || {
+                crash::register_rank_thread(rank);
                 let Ok(_guard) = world.bind(rank) else { return };
                 let event = match call(&program, rank) {
                     Ok(lines) => Event::Done(rank, lines),
@@ -607,6 +612,8 @@ fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
         std::process::exit(1);
     }));
     let rank = world.rank();
+    crash::install();
+    crash::set_process_rank(rank);
     if options.lower_to_mpi {
         // Checked on every rank before any collective: the lowered program
         // runs them on MPI_COMM_WORLD and takes the mesh's size as a constant.
@@ -633,6 +640,101 @@ fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
     world.barrier();
     world.finalize();
     Ok(())
+}
+
+/// A rank that crashes (a signal: invalid memory access, an abort outside
+/// the program's own `abort()` call, ...) is named on stderr before the
+/// process ends with status 1: in-process every rank is a thread of one
+/// process, so the crash ends them all; under MPI the launcher then ends
+/// the others. The handler only writes a preformatted line and exits
+/// (async-signal-safe).
+mod crash {
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+    /// `pthread_self()` of each in-process rank's thread (0: none).
+    static RANK_THREADS: [AtomicU64; 4096] = [const { AtomicU64::new(0) }; 4096];
+    /// This process's MPI rank (-1: in-process ranks).
+    static PROCESS_RANK: AtomicI64 = AtomicI64::new(-1);
+
+    const SIGNALS: [(libc::c_int, &str); 5] = [
+        (libc::SIGSEGV, "SIGSEGV (invalid memory access)"),
+        (libc::SIGBUS, "SIGBUS (invalid memory access)"),
+        (libc::SIGFPE, "SIGFPE (arithmetic fault)"),
+        (libc::SIGILL, "SIGILL (illegal instruction)"),
+        (libc::SIGABRT, "SIGABRT (aborted)"),
+    ];
+
+    pub(super) fn register_rank_thread(rank: usize) {
+        if let Some(slot) = RANK_THREADS.get(rank) {
+            // SAFETY: no preconditions.
+            slot.store(unsafe { libc::pthread_self() } as u64, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn set_process_rank(rank: usize) {
+        PROCESS_RANK.store(rank as i64, Ordering::Relaxed);
+    }
+
+    /// Installs the handler for the crash signals (on the alternate signal
+    /// stack Rust gives its threads, so a stack overflow is reported too).
+    pub(super) fn install() {
+        for (signal, _) in SIGNALS {
+            // SAFETY: a zeroed sigaction with a valid handler and an empty mask.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_crash as extern "C" fn(libc::c_int) as usize;
+                action.sa_flags = libc::SA_ONSTACK | libc::SA_RESETHAND;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    fn rank_of_this_thread() -> Option<u64> {
+        if let Ok(rank) = u64::try_from(PROCESS_RANK.load(Ordering::Relaxed)) {
+            return Some(rank);
+        }
+        // SAFETY: async-signal-safe.
+        let me = unsafe { libc::pthread_self() } as u64;
+        RANK_THREADS.iter().position(|t| t.load(Ordering::Relaxed) == me).map(|r| r as u64)
+    }
+
+    extern "C" fn on_crash(signal: libc::c_int) {
+        let mut line = [0u8; 160];
+        let mut at = 0;
+        let mut push = |bytes: &[u8]| {
+            for &b in bytes {
+                if at < line.len() {
+                    line[at] = b;
+                    at += 1;
+                }
+            }
+        };
+        if let Some(rank) = rank_of_this_thread() {
+            push(b"rank ");
+            let mut digits = [0u8; 20];
+            let (mut n, mut k) = (rank, digits.len());
+            loop {
+                k -= 1;
+                digits[k] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            push(&digits[k..]);
+            push(b": ");
+        }
+        push(b"error: the program crashed: ");
+        let name = SIGNALS.iter().find(|(s, _)| *s == signal).map_or("a signal", |(_, name)| name);
+        push(name.as_bytes());
+        push(b"\n");
+        // SAFETY: write and _exit are async-signal-safe; `line[..at]` is initialized.
+        unsafe {
+            libc::write(2, line.as_ptr().cast(), at);
+            libc::_exit(1);
+        }
+    }
 }
 
 #[cfg(test)]

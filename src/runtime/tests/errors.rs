@@ -425,7 +425,12 @@ fn error_codes_round_trip() {
 #[test]
 fn symbol_table_lists_every_entry_point_once() {
     let table = super::super::symbols();
-    assert_eq!(table.len(), 5 + 8 * 10 + 1);
+    // Five queries and announcements, the assert, abort and exit, eight
+    // typed collectives and copies per element type, the matmul kernel.
+    assert_eq!(table.len(), 5 + 3 + 8 * 10 + 1);
+    for name in ["_bprt_assert", "abort", "exit"] {
+        assert!(table.iter().any(|(n, _)| *n == name), "{name}");
+    }
     let names: HashSet<&str> = table.iter().map(|(n, _)| *n).collect();
     assert_eq!(names.len(), table.len());
     for suffix in ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "i1", "index"] {

@@ -104,3 +104,51 @@ func.func @skipped() -> tensor<4xf32> {
   %z = dist.all_reduce %y on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_second", lineage = "l"} : tensor<4xf32>
   return %z : tensor<4xf32>
 }
+
+func.func private @abort()
+func.func private @exit(i32)
+
+// A failed cf.assert on rank 2; the others then wait for it in an
+// all-reduce.
+func.func @assert_fails() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c2 = arith.constant 2 : index
+  %ok = arith.cmpi ne, %r, %c2 : index
+  cf.assert %ok, "rank 2 must not get here"
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  %y = dist.all_reduce %x on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_after_assert", lineage = "l"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// Rank 1 calls abort(), rank 3 exit(3); the others finish.
+func.func @ends() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %is1 = arith.cmpi eq, %r, %c1 : index
+  %is3 = arith.cmpi eq, %r, %c3 : index
+  scf.if %is1 {
+    func.call @abort() : () -> ()
+  }
+  scf.if %is3 {
+    %code = arith.constant 3 : i32
+    func.call @exit(%code) : (i32) -> ()
+  }
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// Rank 1 reads through a null pointer.
+func.func @crashes() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c1 = arith.constant 1 : index
+  %is1 = arith.cmpi eq, %r, %c1 : index
+  scf.if %is1 {
+    %null = llvm.mlir.zero : !llvm.ptr
+    %v = llvm.load volatile %null : !llvm.ptr -> i64
+    %s = llvm.mlir.zero : !llvm.ptr
+    llvm.store volatile %v, %s : i64, !llvm.ptr
+  }
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
