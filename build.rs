@@ -49,6 +49,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/build.cpp").display());
     println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/verify.cpp").display());
     println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/read.cpp").display());
+    println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/parse.cpp").display());
     println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
     println!("cargo:rerun-if-changed={}", dialects_dir.join("BlueprintBase.td").display());
     // `melior::dialect!` (typed builders) reads the ODS from here.
@@ -177,7 +178,9 @@ fn compile_dialects(prefix: &str, dialects_dir: &Path, out_dir: &Path) -> Result
         // Verifying only the layer a pass appended.
         .file(manifest_dir().join("src/tools/capi/verify.cpp"))
         // An op's attributes as one array.
-        .file(manifest_dir().join("src/tools/capi/read.cpp"));
+        .file(manifest_dir().join("src/tools/capi/read.cpp"))
+        // Parsing without the verifier, which Blueprint runs after its bounds.
+        .file(manifest_dir().join("src/tools/capi/parse.cpp"));
     build.try_compile("blueprint_dialects").map_err(|e| format!("compiling the dialects' C++: {e}"))?;
     Ok(())
 }

@@ -21,16 +21,27 @@
 //! zero-filled `Vec` is untouched calloc'd memory, whose reads (of the
 //! kernel's zero page) cost no memory traffic.
 //!
+//! Each all-reduce is announced first (`_bprt_op`, as lowered code does),
+//! so the participants' check that they run the same op is in every time;
+//! `-- no-op-check` leaves the announcement out (nothing is compared), to
+//! measure what the check costs.
+//!
 //! `cargo bench --bench allreduce -- quick` stops at 16 MiB; `-- no-mpi`
 //! skips the MPI half (it re-runs this binary under `mpirun -np 4`).
 
 use std::time::{Duration, Instant};
 
-use blueprint::runtime::abi::{_bprt_all_reduce_f32, _bprt_wait};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use blueprint::runtime::abi::{_bprt_all_reduce_f32, _bprt_op, _bprt_wait};
 use blueprint::runtime::{mpi, OwnedMemRef, World};
 
 const RANKS: usize = 4;
 const MPI_WORKER: &str = "--mpi-worker";
+/// Announce each all-reduce's op (off with `no-op-check`).
+static ANNOUNCE: AtomicBool = AtomicBool::new(true);
+/// The op every all-reduce announces, as a lowered program's constant global.
+static OP_NAME: [u8; 31] = *b"'bench.ar' at bench.mlir:1:1   ";
 
 fn sizes(quick: bool) -> Vec<usize> {
     let top = if quick { 16 << 20 } else { 256 << 20 };
@@ -121,8 +132,15 @@ fn busbw(bytes: usize, t: Duration) -> f64 {
     gbps(bytes, t) * 2.0 * (RANKS - 1) as f64 / RANKS as f64
 }
 
-/// One all-reduce of `x` into `y` on the calling rank.
+/// One all-reduce of `x` into `y` on the calling rank, announced first
+/// (a memref over the one static name, as lowered code passes its global).
 fn all_reduce(parts: &mut OwnedMemRef<i64>, x: &mut OwnedMemRef<f32>, y: &mut OwnedMemRef<f32>) {
+    if ANNOUNCE.load(Ordering::Relaxed) {
+        // rank-1 memref descriptor: allocated, aligned, offset, size, stride.
+        let mut desc: [i64; 5] = [OP_NAME.as_ptr() as i64, OP_NAME.as_ptr() as i64, 0, OP_NAME.len() as i64, 1];
+        // SAFETY: a valid descriptor of the static bytes.
+        assert_eq!(unsafe { _bprt_op(1, desc.as_mut_ptr().cast()) }, 0, "announce");
+    }
     let (pr, pd) = parts.arg();
     let (xr, xd) = x.arg();
     let (yr, yd) = y.arg();
@@ -205,6 +223,40 @@ fn mpi_worker(quick: bool) {
     world.finalize();
 }
 
+/// What one call costs the runtime itself: a 16-byte all-reduce on a
+/// world of one rank (no peer to wait for), thread CPU time per call,
+/// announced (`_bprt_op`, the participants' op check) and not.
+fn call_cost() {
+    const CALLS: u32 = 200_000;
+    let world = World::with_timeout(1, Duration::from_secs(120));
+    let cost = |announce: bool| {
+        ANNOUNCE.store(announce, Ordering::Relaxed);
+        let times = world.run(|_| {
+            let (_, mut x, mut y) = buffers(16, 0, true);
+            let mut p = OwnedMemRef::new(&[1], vec![0i64]);
+            (0..5)
+                .map(|_| {
+                    let start = thread_cpu();
+                    for _ in 0..CALLS {
+                        all_reduce(&mut p, &mut x, &mut y);
+                    }
+                    (thread_cpu() - start) / CALLS
+                })
+                .min()
+                .unwrap_or_default()
+        });
+        times[0]
+    };
+    let restore = ANNOUNCE.load(Ordering::Relaxed);
+    let (plain, announced) = (cost(false), cost(true));
+    ANNOUNCE.store(restore, Ordering::Relaxed);
+    println!(
+        "per call on one rank (16 B all-reduce + wait, thread CPU, best of 5 x {CALLS}): {plain:.2?} without the op announcement, \
+         {announced:.2?} with it (the participants' op check): +{:.2?}\n",
+        announced.saturating_sub(plain)
+    );
+}
+
 fn label(bytes: usize) -> String {
     if bytes >= 1 << 20 {
         format!("{} MiB", bytes >> 20)
@@ -216,6 +268,8 @@ fn label(bytes: usize) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "quick");
+    let op_check = !args.iter().any(|a| a == "no-op-check");
+    ANNOUNCE.store(op_check, Ordering::Relaxed);
     if args.iter().any(|a| a == MPI_WORKER) {
         mpi_worker(quick);
         return;
@@ -228,6 +282,9 @@ fn main() {
         command.args(["-np", &RANKS.to_string()]).arg(exe).arg(MPI_WORKER);
         if quick {
             command.arg("quick");
+        }
+        if !op_check {
+            command.arg("no-op-check");
         }
         match command.output() {
             Ok(out) if out.status.success() => {
@@ -245,10 +302,12 @@ fn main() {
     };
     let world = World::with_timeout(RANKS, Duration::from_secs(120));
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    call_cost();
     println!(
         "all-reduce f32 sum on {RANKS} ranks; GB/s; algbw = bytes / time, busbw = algbw * 2(n-1)/n; \
          ratio = busbw / memcpy (one thread); time per all-reduce (best of N); buffers 64-byte aligned, \
-         Vec: in-process on plain Vecs"
+         Vec: in-process on plain Vecs; {}",
+        if op_check { "each announced (_bprt_op): the ranks check they run the same op" } else { "not announced (no-op-check)" }
     );
     println!(
         "{:>8} {:>7} {:>9} | {:>8} {:>7} {:>6} {:>9} | {:>7} {:>6} {:>9} | {:>8} {:>7} {:>6} {:>9}",

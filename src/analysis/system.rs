@@ -15,6 +15,12 @@
 //! A [`NetworkBinding`] says which tier the TP, PP and DP groups use; it is
 //! an estimate input, never part of a plan, and is checked against the
 //! tiers' sizes the way Calculon's `_check_network_assignments` does.
+//!
+//! Every figure must be finite and lie within the physical bounds of
+//! [`bounds`] (each orders of magnitude around any machine built), which
+//! keep every time and capacity an estimate derives from the file finite:
+//! an extreme value is an error naming its field, never an overflowing
+//! estimate.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +29,54 @@ use thiserror::Error;
 
 use crate::analysis::workload::Datatype;
 
+/// The physical bounds of a system file's figures (per processor). Each is
+/// far beyond any machine built, and together they keep every derived
+/// figure finite: a task's work and bytes are below 2^64 (the spec's
+/// bounds), so its time is below 2^64 / (1 FLOP/s) ≈ 1.8e19 s even at the
+/// slowest rate times the lowest efficiency, and sums over blocks and
+/// microbatches (each below 2^53) stay below 1e52, far from `f64`'s 1.8e308.
+pub mod bounds {
+    /// Peak compute of a unit for a datatype, TFLOP/s: 1 MFLOP/s .. 1 EFLOP/s.
+    pub const TFLOPS: (f64, f64) = (1e-6, 1e6);
+    /// Memory and network bandwidth, GB/s: 1 kB/s .. 1 EB/s.
+    pub const GBPS: (f64, f64) = (1e-6, 1e9);
+    /// Memory capacity of a tier, GiB: 0 (no tier) .. 1e12 GiB. Calculon's
+    /// `a100_80e` states 8e10 GiB to mean memory without limit.
+    pub const GIB_MAX: f64 = 1e12;
+    /// Lowest efficiency of a table row or a network: a millionth of peak.
+    pub const EFFICIENCY_MIN: f64 = 1e-6;
+    /// Largest threshold of an efficiency table, GFLOP or MB (1e21 FLOP, 1e18 bytes).
+    pub const THRESHOLD_MAX: f64 = 1e12;
+    /// Network latency, seconds: 0 .. one hour.
+    pub const LATENCY_MAX: f64 = 3600.0;
+    /// A network op's factors `[a, b]` (`S·a·(1 + b/n)` bytes on the wire):
+    /// `a` in 1e-3 .. 1e3; `b` in -1 .. 1e3, so no collective moves
+    /// fewer than zero bytes (`n ≥ 1`).
+    pub const OP_SCALAR: (f64, f64) = (1e-3, 1e3);
+    pub const OP_OFFSET: (f64, f64) = (-1.0, 1e3);
+    /// Network tiers: more levels than any machine's hierarchy (link, node,
+    /// rack, pod, cluster). The search enumerates every assignment of the
+    /// TP, PP and DP groups to tiers, `tiers³` per block key and
+    /// interleaving, so this also bounds its work per key (4,096).
+    pub const MAX_NETWORK_TIERS: usize = 16;
+}
+
+/// A figure in messages: plain decimals for ordinary magnitudes, scientific
+/// notation for extreme ones (`1e308`, not 309 digits).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figure(pub f64);
+
+impl std::fmt::Display for Figure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let magnitude = self.0.abs();
+        if magnitude == 0.0 || !magnitude.is_finite() || (1e-4..1e15).contains(&magnitude) {
+            write!(f, "{}", self.0)
+        } else {
+            write!(f, "{:e}", self.0)
+        }
+    }
+}
+
 /// A violated rule of a system file; the message names the field path.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum SystemError {
@@ -30,12 +84,19 @@ pub enum SystemError {
     /// message names the path and serde's line and column.
     #[error("invalid system JSON: {0}")]
     Parse(String),
-    #[error("{field} must be positive, got {value}")]
+    #[error("{field} must be positive, got {v}", v = Figure(*.value))]
     NotPositive { field: String, value: f64 },
-    #[error("{field} must be a finite number ≥ 0, got {value}")]
+    #[error("{field} must be a finite number ≥ 0, got {v}", v = Figure(*.value))]
     Negative { field: String, value: f64 },
-    #[error("{field}: efficiency {value} must lie in (0, 1]")]
+    #[error(
+        "{field} is {v}, outside the physical bounds [{lo}, {hi}]{unit} (blueprint::analysis::system::bounds; the README's \"Estimating a plan on a system\")",
+        v = Figure(*.value), lo = Figure(*.min), hi = Figure(*.max)
+    )]
+    OutOfBounds { field: String, value: f64, min: f64, max: f64, unit: &'static str },
+    #[error("{field}: efficiency {v} must lie in [{min}, 1]", v = Figure(*.value), min = Figure(bounds::EFFICIENCY_MIN))]
     Efficiency { field: String, value: f64 },
+    #[error("networks: {count} tiers, more than the {max} a system may state (blueprint::analysis::system::bounds::MAX_NETWORK_TIERS)", max = bounds::MAX_NETWORK_TIERS)]
+    TooManyNetworks { count: usize },
     #[error("{field}: processor_usage {value} must lie in [0, 1)")]
     ProcessorUsage { field: String, value: f64 },
     #[error("{field} is empty")]
@@ -411,12 +472,18 @@ impl NetworkBinding {
                 return Err(NetworkBindingError::TierOutOfRange { axis, tier, tiers });
             }
         }
-        for (index, network) in system.networks.iter().enumerate() {
-            let placed: Vec<(&str, u64)> =
-                axes.iter().filter(|(_, tier, group)| *tier == index && *group > 1).map(|(axis, _, group)| (*axis, *group)).collect();
-            if placed.is_empty() {
+        // Only the (at most three) tiers a group is placed on, in tier order:
+        // the search checks a binding per configuration, so this costs the
+        // same whatever the number of tiers.
+        let mut placed_tiers = axes.map(|(_, tier, group)| if group > 1 { tier } else { usize::MAX });
+        placed_tiers.sort_unstable();
+        for (k, &index) in placed_tiers.iter().enumerate() {
+            if k > 0 && placed_tiers[k - 1] == index {
                 continue;
             }
+            let Some(network) = system.networks.get(index) else { continue };
+            let placed: Vec<(&str, u64)> =
+                axes.iter().filter(|(_, tier, group)| *tier == index && *group > 1).map(|(axis, _, group)| (*axis, *group)).collect();
             let used: u128 = placed.iter().map(|(_, group)| u128::from(*group)).product();
             let names = || placed.iter().map(|(axis, group)| format!("{axis} = {group}")).collect::<Vec<_>>().join(" × ");
             if used > u128::from(network.size) {
@@ -489,6 +556,23 @@ fn non_negative(field: impl FnOnce() -> String, value: f64) -> Result<f64, Syste
     }
 }
 
+/// `value` (already finite) within `[min, max]` of [`bounds`].
+fn within(field: impl FnOnce() -> String, value: f64, (min, max): (f64, f64), unit: &'static str) -> Result<f64, SystemError> {
+    if (min..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(SystemError::OutOfBounds { field: field(), value, min, max, unit })
+    }
+}
+
+fn efficiency(field: impl FnOnce() -> String, value: f64) -> Result<f64, SystemError> {
+    if (bounds::EFFICIENCY_MIN..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(SystemError::Efficiency { field: field(), value })
+    }
+}
+
 /// Validates a table whose thresholds are in units of `scale` base units.
 fn table(field: &str, rows: &[(f64, f64)], scale: f64) -> Result<EfficiencyTable, SystemError> {
     let Some(&(last, _)) = rows.last() else {
@@ -498,9 +582,8 @@ fn table(field: &str, rows: &[(f64, f64)], scale: f64) -> Result<EfficiencyTable
     for (index, &(threshold, eff)) in rows.iter().enumerate() {
         let row = || format!("{field}[{index}]");
         non_negative(row, threshold)?;
-        if !(eff > 0.0 && eff <= 1.0) {
-            return Err(SystemError::Efficiency { field: row(), value: eff });
-        }
+        within(|| format!("{}[0]", row()), threshold, (0.0, bounds::THRESHOLD_MAX), "")?;
+        efficiency(row, eff)?;
         if let Some(previous) = previous.filter(|p| threshold >= *p) {
             return Err(SystemError::NotDescending { field: row(), value: threshold, previous });
         }
@@ -523,6 +606,7 @@ fn unit(field: &str, raw: &BTreeMap<String, RawRate>) -> Result<ComputeUnit, Sys
             return Err(SystemError::UnknownDatatype { field: path });
         };
         let tflops = positive(|| format!("{path}.tflops"), rate.tflops)?;
+        within(|| format!("{path}.tflops"), tflops, bounds::TFLOPS, " TFLOP/s")?;
         let efficiency = table(&format!("{path}.gflops_efficiency"), &rate.gflops_efficiency, 1e9)?;
         rates.push((datatype, ComputeRate { tflops, peak: tflops * 1e12, efficiency }));
     }
@@ -531,7 +615,9 @@ fn unit(field: &str, raw: &BTreeMap<String, RawRate>) -> Result<ComputeUnit, Sys
 
 fn memory(field: &str, raw: &RawMemory) -> Result<MemoryTier, SystemError> {
     let gib = non_negative(|| format!("{field}.GiB"), raw.gib)?;
+    within(|| format!("{field}.GiB"), gib, (0.0, bounds::GIB_MAX), " GiB")?;
     let gbps = positive(|| format!("{field}.GBps"), raw.gbps)?;
+    within(|| format!("{field}.GBps"), gbps, bounds::GBPS, " GB/s")?;
     let efficiency = table(&format!("{field}.MB_efficiency"), &raw.mb_efficiency, 1e6)?;
     Ok(MemoryTier { gib, bandwidth: gbps * 1e9, efficiency })
 }
@@ -539,10 +625,10 @@ fn memory(field: &str, raw: &RawMemory) -> Result<MemoryTier, SystemError> {
 fn network(index: usize, raw: &RawNetwork) -> Result<NetworkTier, SystemError> {
     let field = |name: &str| format!("networks[{index}].{name}");
     let bandwidth = positive(|| field("bandwidth"), raw.bandwidth)?;
-    if !(raw.efficiency > 0.0 && raw.efficiency <= 1.0) {
-        return Err(SystemError::Efficiency { field: field("efficiency"), value: raw.efficiency });
-    }
+    within(|| field("bandwidth"), bandwidth, bounds::GBPS, " GB/s")?;
+    efficiency(|| field("efficiency"), raw.efficiency)?;
     let latency = non_negative(|| field("latency"), raw.latency)?;
+    within(|| field("latency"), latency, (0.0, bounds::LATENCY_MAX), " s")?;
     if !(raw.processor_usage >= 0.0 && raw.processor_usage < 1.0) {
         return Err(SystemError::ProcessorUsage { field: field("processor_usage"), value: raw.processor_usage });
     }
@@ -553,12 +639,12 @@ fn network(index: usize, raw: &RawNetwork) -> Result<NetworkTier, SystemError> {
             return Err(SystemError::UnknownOp { field: path });
         };
         let scalar = positive(|| format!("{path}[0]"), scalar)?;
+        within(|| format!("{path}[0]"), scalar, bounds::OP_SCALAR, "")?;
         let offset = match (op, offset) {
             (NetworkOp::P2p, None) => 0.0,
             (NetworkOp::P2p, Some(value)) => return Err(SystemError::UnexpectedOffset { field: path, value }),
             (_, None) => return Err(SystemError::MissingOffset { field: path }),
-            (_, Some(value)) if !value.is_finite() => return Err(SystemError::Negative { field: format!("{path}[1]"), value }),
-            (_, Some(value)) => value,
+            (_, Some(value)) => within(|| format!("{path}[1]"), value, bounds::OP_OFFSET, "")?,
         };
         ops[op.index()] = Some(OpFactors { scalar, offset });
     }
@@ -585,6 +671,9 @@ impl RawSystem {
         let mem2 = memory("mem2", &self.mem2)?;
         if self.networks.is_empty() {
             return Err(SystemError::Empty { field: "networks".to_owned() });
+        }
+        if self.networks.len() > bounds::MAX_NETWORK_TIERS {
+            return Err(SystemError::TooManyNetworks { count: self.networks.len() });
         }
         let networks = self.networks.iter().enumerate().map(|(index, raw)| network(index, raw)).collect::<Result<_, _>>()?;
         Ok(SystemProfile { matrix, vector, mem1, mem2, processing_mode: self.processing_mode, networks })
@@ -664,7 +753,7 @@ mod tests {
             ),
             (
                 Box::new(|j| j["vector"]["float16"]["gflops_efficiency"][0] = serde_json::json!([16, 1.5])),
-                "vector.float16.gflops_efficiency[0]: efficiency 1.5 must lie in (0, 1]",
+                "vector.float16.gflops_efficiency[0]: efficiency 1.5 must lie in [1e-6, 1]",
             ),
             (
                 Box::new(|j| j["vector"]["float16"]["gflops_efficiency"] = serde_json::json!([])),
@@ -680,10 +769,10 @@ mod tests {
             ),
             (
                 Box::new(|j| j["mem2"]["MB_efficiency"][3] = serde_json::json!([0, 0])),
-                "mem2.MB_efficiency[3]: efficiency 0 must lie in (0, 1]",
+                "mem2.MB_efficiency[3]: efficiency 0 must lie in [1e-6, 1]",
             ),
             (Box::new(|j| j["networks"][1]["bandwidth"] = 0.into()), "networks[1].bandwidth must be positive"),
-            (Box::new(|j| j["networks"][0]["efficiency"] = 1.2.into()), "networks[0].efficiency: efficiency 1.2 must lie in (0, 1]"),
+            (Box::new(|j| j["networks"][0]["efficiency"] = 1.2.into()), "networks[0].efficiency: efficiency 1.2 must lie in [1e-6, 1]"),
             (Box::new(|j| j["networks"][0]["latency"] = (-1e-6).into()), "networks[0].latency must be a finite number ≥ 0"),
             (
                 Box::new(|j| j["networks"][1]["processor_usage"] = 1.0.into()),
@@ -718,6 +807,52 @@ mod tests {
                 "missing field `mem2`",
             ),
             (Box::new(|j| j["networks"][0]["size"] = (-8).into()), "networks[0].size: invalid value"),
+            // Extreme but finite figures (issue 28): each outside the physical bounds, named.
+            (
+                Box::new(|j| j["matrix"]["float16"]["tflops"] = 1e-308.into()),
+                "matrix.float16.tflops is 1e-308, outside the physical bounds [1e-6, 1000000] TFLOP/s",
+            ),
+            (
+                Box::new(|j| j["vector"]["float16"]["tflops"] = 1e308.into()),
+                "vector.float16.tflops is 1e308, outside the physical bounds [1e-6, 1000000] TFLOP/s",
+            ),
+            (Box::new(|j| j["mem1"]["GiB"] = 1e308.into()), "mem1.GiB is 1e308, outside the physical bounds [0, 1000000000000] GiB"),
+            (Box::new(|j| j["mem2"]["GBps"] = 1e-308.into()), "mem2.GBps is 1e-308, outside the physical bounds [1e-6, 1000000000] GB/s"),
+            (
+                Box::new(|j| j["networks"][1]["bandwidth"] = 1e308.into()),
+                "networks[1].bandwidth is 1e308, outside the physical bounds [1e-6, 1000000000] GB/s",
+            ),
+            (
+                Box::new(|j| j["networks"][0]["latency"] = 1e308.into()),
+                "networks[0].latency is 1e308, outside the physical bounds [0, 3600] s",
+            ),
+            (
+                Box::new(|j| j["networks"][0]["efficiency"] = 1e-308.into()),
+                "networks[0].efficiency: efficiency 1e-308 must lie in [1e-6, 1]",
+            ),
+            (
+                Box::new(|j| j["matrix"]["float16"]["gflops_efficiency"][3] = serde_json::json!([0, 1e-300])),
+                "matrix.float16.gflops_efficiency[3]: efficiency 1e-300 must lie in [1e-6, 1]",
+            ),
+            (
+                Box::new(|j| j["mem1"]["MB_efficiency"][0] = serde_json::json!([1e308, 0.9])),
+                "mem1.MB_efficiency[0][0] is 1e308, outside the physical bounds [0, 1000000000000]",
+            ),
+            (
+                Box::new(|j| j["networks"][0]["ops"]["all_reduce"] = serde_json::json!([1e308, -1])),
+                "networks[0].ops.all_reduce[0] is 1e308, outside the physical bounds [0.001, 1000]",
+            ),
+            (
+                Box::new(|j| j["networks"][0]["ops"]["all_gather"] = serde_json::json!([1.0, -2])),
+                "networks[0].ops.all_gather[1] is -2, outside the physical bounds [-1, 1000]",
+            ),
+            (
+                Box::new(|j| {
+                    let tier = j["networks"][1].clone();
+                    j["networks"] = serde_json::Value::Array(vec![tier; 17]);
+                }),
+                "networks: 17 tiers, more than the 16 a system may state",
+            ),
         ];
         for (edit, expected) in cases {
             let message = error_of(edit);

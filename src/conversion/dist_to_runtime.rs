@@ -14,6 +14,10 @@
 //! the handle becomes the call's `i64`. The wait becomes `_bprt_wait`, after which the output buffer is
 //! read back as a tensor (`bufferization.to_tensor`).
 //!
+//! `cf.assert` becomes `_bprt_assert(cond, "message at location")`, so a
+//! failed assert stops its rank by name with its message (upstream's
+//! lowering prints it into a stdout buffer and aborts the whole process).
+//!
 //! Where it does better than the reference: every declaration is inserted
 //! once (also when the pass runs twice) and only for functions used; static
 //! result shapes give a `tensor.empty` without operands; nothing allocated
@@ -47,7 +51,7 @@ use crate::runtime::interface::{ElementType, ReduceOp, RuntimeFunction};
 crate::ir::pass_macro::external_pass!(
     "LowerDistToRuntime",
     "lower-dist-to-runtime",
-    "Lower async dist communication, redistribution copies and waits to runtime calls",
+    "Lower async dist communication, redistribution copies, waits and cf.assert to runtime calls",
     run,
     &[
         DialectHandle::arith(),
@@ -70,6 +74,8 @@ struct RankQuery<'c, 'a> {
 struct Plan<'c, 'a> {
     lowerings: Vec<Lowering<'c, 'a>>,
     queries: Vec<RankQuery<'c, 'a>>,
+    /// `cf.assert`s, which become `_bprt_assert` calls.
+    asserts: Vec<OperationRef<'c, 'a>>,
 }
 
 /// What one async op lowers to, decided before anything changes.
@@ -158,7 +164,8 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Plan<'c, 'a>, Failures<'
         }
     }
     if failures.is_empty() {
-        Ok(Plan { lowerings, queries })
+        let asserts = ops.iter().copied().filter(|op| name_of(*op) == "cf.assert").collect();
+        Ok(Plan { lowerings, queries, asserts })
     } else {
         Err(failures)
     }
@@ -336,6 +343,10 @@ fn apply(module: OperationRef, plan: Plan) {
         used.insert(query.function.symbol(), query.function);
         lower_query(&query);
     }
+    for assert in plan.asserts {
+        used.insert(RuntimeFunction::Assert.symbol(), RuntimeFunction::Assert);
+        lower_assert(assert, &mut names);
+    }
     declare(module, &used);
     names.define();
     drop_empty_program(module);
@@ -360,19 +371,22 @@ struct OpNames<'c, 'a> {
     module: OperationRef<'c, 'a>,
     /// Text -> global symbol, in creation order.
     globals: Vec<(String, String)>,
+    /// Text -> its index in `globals`: one lookup per op, so the pass
+    /// stays linear in the number of ops.
+    index: HashMap<String, usize>,
     taken: std::collections::HashSet<String>,
 }
 
 impl<'c, 'a> OpNames<'c, 'a> {
     fn new(module: OperationRef<'c, 'a>) -> Self {
         let taken = collect_ops(module).into_iter().filter_map(|op| str_attr(op, "sym_name").map(str::to_string)).collect();
-        Self { module, globals: Vec::new(), taken }
+        Self { module, globals: Vec::new(), index: HashMap::new(), taken }
     }
 
     /// The global holding `text` (created on first use).
     fn symbol(&mut self, text: &str) -> (String, usize) {
-        if let Some((_, symbol)) = self.globals.iter().find(|(t, _)| t == text) {
-            return (symbol.clone(), text.len());
+        if let Some(&at) = self.index.get(text) {
+            return (self.globals[at].1.clone(), text.len());
         }
         let mut n = self.globals.len();
         let symbol = loop {
@@ -383,6 +397,7 @@ impl<'c, 'a> OpNames<'c, 'a> {
             n += 1;
         };
         self.taken.insert(symbol.clone());
+        self.index.insert(text.to_string(), self.globals.len());
         self.globals.push((text.to_string(), symbol.clone()));
         (symbol, text.len())
     }
@@ -393,17 +408,13 @@ impl<'c, 'a> OpNames<'c, 'a> {
         let Some(body) = region.first_block() else { return };
         let Some(anchor) = body.first_operation() else { return };
         for (text, symbol) in &self.globals {
-            let bytes: Vec<String> = text.bytes().map(|b| (b as i8).to_string()).collect();
             let ty = format!("memref<{}xi8>", text.len());
             let operation = OperationBuilder::new("memref.global", self.module.location())
                 .add_attributes(&[
                     (identifier(anchor, "sym_name"), known_attribute(anchor, &format!("\"{symbol}\""))),
                     (identifier(anchor, "sym_visibility"), known_attribute(anchor, "\"private\"")),
                     (identifier(anchor, "type"), known_attribute(anchor, &ty)),
-                    (
-                        identifier(anchor, "initial_value"),
-                        known_attribute(anchor, &format!("dense<[{}]> : tensor<{}xi8>", bytes.join(", "), text.len())),
-                    ),
+                    (identifier(anchor, "initial_value"), bytes_attribute(anchor, text.as_bytes())),
                     (identifier(anchor, "constant"), known_attribute(anchor, "unit")),
                 ])
                 .build()
@@ -411,6 +422,41 @@ impl<'c, 'a> OpNames<'c, 'a> {
             body.append_operation(operation);
         }
     }
+}
+
+/// `dense<…> : tensor<N x i8>` of `bytes`, built from the bytes themselves
+/// (a byte of text costs a byte, where printing and parsing a dense list
+/// cost tens).
+fn bytes_attribute<'c>(anchor: OperationRef<'c, '_>, bytes: &[u8]) -> melior::ir::Attribute<'c> {
+    let shape = [bytes.len() as i64];
+    // SAFETY: a live op and its context; the element type and shape outlive
+    // the calls, and the attribute copies the bytes.
+    unsafe {
+        let context = mlir_sys::mlirOperationGetContext(anchor.to_raw());
+        let element = mlir_sys::mlirIntegerTypeGet(context, 8);
+        let tensor = mlir_sys::mlirRankedTensorTypeGet(1, shape.as_ptr(), element, mlir_sys::mlirAttributeGetNull());
+        melior::ir::Attribute::from_raw(mlir_sys::mlirDenseElementsAttrInt8Get(tensor, bytes.len() as isize, bytes.as_ptr().cast()))
+    }
+}
+
+/// `cf.assert %cond, "msg"` becomes `_bprt_assert(%cond as i64, "msg at
+/// file:line:col")`, so a failed assert stops its rank by name with its
+/// message (upstream's `printString` + `abort` loses the message in a
+/// buffer and ends every in-process rank at once).
+fn lower_assert(op: OperationRef, names: &mut OpNames) {
+    let Some(at) = Emitter::new(op) else { return };
+    let Ok(condition) = op.operand(0) else { return };
+    let location = op.location().to_string();
+    let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
+    let mut message = format!("{} at {location}", str_attr(op, "msg").unwrap_or("cf.assert"));
+    // Printable ASCII only (the bytes go into an i8 global).
+    message.retain(|c| c.is_ascii() && !c.is_ascii_control());
+    let (symbol, len) = names.symbol(&message);
+    let text = Emitter::value(at.op("memref.get_global", &[], &[&format!("memref<{len}xi8>")], &[("name", &format!("@{symbol}"))]));
+    let text = Emitter::value(at.op("memref.cast", &[text], &["memref<*xi8>"], &[]));
+    let flag = Emitter::value(at.op("arith.extui", &[condition], &["i64"], &[]));
+    at.op("func.call", &[flag, text], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Assert.symbol()))]);
+    erase(op);
 }
 
 /// How an error names an op: `'id' at file:line:col`.
@@ -518,7 +564,9 @@ impl Lowering<'_, '_> {
             | RuntimeFunction::CopyReshape(e)
             | RuntimeFunction::CopyPermute(e)
             | RuntimeFunction::Matmul(e) => e.mlir(),
-            RuntimeFunction::Wait | RuntimeFunction::NProcs | RuntimeFunction::PRank | RuntimeFunction::Op => "i64",
+            RuntimeFunction::Wait | RuntimeFunction::NProcs | RuntimeFunction::PRank | RuntimeFunction::Op | RuntimeFunction::Assert => {
+                "i64"
+            }
         }
     }
 }

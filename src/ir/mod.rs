@@ -7,6 +7,7 @@
 pub mod context;
 pub mod diagnostics;
 pub mod digest;
+pub mod input_limits;
 pub mod intern;
 pub mod lineage;
 pub mod ods;

@@ -2,11 +2,11 @@
 //! uses, with a nesting limit checked before MLIR recurses into the input.
 
 use melior::{
-    ir::{block::BlockLike, Location, Module},
+    ir::{block::BlockLike, operation::OperationLike, Location, Module},
     Context,
 };
 
-use crate::ir::diagnostics::DiagnosticSink;
+use crate::ir::{diagnostics::DiagnosticSink, input_limits};
 
 /// Deepest bracket nesting (`(`, `[`, `{`, `<`) accepted in input IR.
 /// MLIR's parser, verifier and printer recurse once per level, and stock
@@ -163,7 +163,6 @@ fn locate_too_deep(source: &[u8]) -> Option<(usize, usize)> {
 /// Input nested deeper than [`MAX_NESTING_DEPTH`] is rejected with a located
 /// error before MLIR sees it.
 pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u8], name: &str) -> Option<Module<'c>> {
-    const SINGLE_OP: &str = "source must contain a single top-level operation";
     if let Some((line, column)) = too_deep(source) {
         crate::ir::diagnostics::emit_error(
             Location::new(context, name, line, column),
@@ -171,6 +170,19 @@ pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u
         );
         return None;
     }
+    if let Some(oversized) = input_limits::oversized_from_elements(source) {
+        input_limits::emit_oversized(context, name, &oversized, source.len());
+        return None;
+    }
+    let module = parse_unverified(context, sink, source, name)?;
+    // Blueprint's input limits first, then MLIR's verifier (the generated
+    // C++ verifiers), as the parser would have run it.
+    (input_limits::check_parsed(module.as_operation()) && module.as_operation().verify()).then_some(module)
+}
+
+/// The module of `source`, not yet verified.
+fn parse_unverified<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u8], name: &str) -> Option<Module<'c>> {
+    const SINGLE_OP: &str = "source must contain a single top-level operation";
     if let Some(operation) = parse_operation(context, source, name) {
         if crate::ir::read::op_name(&operation) == "builtin.module" {
             return Module::from_operation(operation);
@@ -194,9 +206,19 @@ pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u
     Module::from_operation(parse_operation(context, &wrapped, name)?)
 }
 
+extern "C" {
+    /// `src/tools/capi/parse.cpp`: `mlirOperationCreateParse` without the verifier.
+    fn blueprintOperationParseUnverified(
+        context: mlir_sys::MlirContext,
+        source: mlir_sys::MlirStringRef,
+        name: mlir_sys::MlirStringRef,
+    ) -> mlir_sys::MlirOperation;
+}
+
 fn parse_operation<'c>(context: &'c Context, source: &[u8], name: &str) -> Option<melior::ir::Operation<'c>> {
+    // SAFETY: a live context; MLIR copies what it keeps of the two strings.
     let raw = unsafe {
-        mlir_sys::mlirOperationCreateParse(
+        blueprintOperationParseUnverified(
             context.to_raw(),
             mlir_sys::MlirStringRef { data: source.as_ptr().cast(), length: source.len() },
             mlir_sys::MlirStringRef { data: name.as_ptr().cast(), length: name.len() },

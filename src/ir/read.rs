@@ -2,7 +2,7 @@
 
 use super::raw::{identifier_str, string_ref_bytes, string_ref_str, FxMap, PtrMap};
 use melior::ir::{
-    attribute::{ArrayAttribute, DictionaryAttribute, FlatSymbolRefAttribute},
+    attribute::{ArrayAttribute, DictionaryAttribute},
     block::BlockLike,
     operation::OperationLike,
     r#type::{DimSize, RankedTensorType, ShapedTypeLike},
@@ -152,13 +152,18 @@ pub fn symbol_attr<'c>(op: OperationRef<'c, '_>, name: &str) -> Option<&'c str> 
     symbol_value(op.attribute(name).ok()?)
 }
 
-/// The symbol a flat symbol reference attribute names.
+/// The symbol a flat symbol reference attribute names; `None` for any
+/// other attribute and for a name that is not UTF-8 (which
+/// [`crate::ir::input_limits`] refuses in input; melior's
+/// `FlatSymbolRefAttribute::value` would panic on it).
 #[must_use]
 pub fn symbol_value(attribute: Attribute<'_>) -> Option<&str> {
     if !attribute.is_flat_symbol_ref() {
         return None;
     }
-    FlatSymbolRefAttribute::try_from(attribute).ok().map(|a| a.value())
+    // SAFETY: a live flat symbol reference; its string lives with the context.
+    let bytes = unsafe { crate::ir::raw::string_ref_bytes(mlir_sys::mlirFlatSymbolRefAttrGetValue(attribute.to_raw())) };
+    std::str::from_utf8(bytes).ok()
 }
 
 /// A list of strings, if `attribute` is an array of string attributes.
@@ -486,11 +491,7 @@ impl<'c> Attrs<'c> {
 
     #[must_use]
     pub fn symbol(&self, name: &str) -> Option<&'c str> {
-        let attribute = self.get(name)?;
-        if !attribute.is_flat_symbol_ref() {
-            return None;
-        }
-        FlatSymbolRefAttribute::try_from(attribute).ok().map(|a| a.value())
+        symbol_value(self.get(name)?)
     }
 
     #[must_use]

@@ -46,14 +46,13 @@ pub fn set_stop_hook(hook: StopHook) -> bool {
 }
 
 thread_local! {
-    /// The op the rank announced last with `_bprt_op`.
-    static CURRENT_OP: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
     /// The op of every handle the rank was given and has not completed.
     static HANDLE_OPS: RefCell<HashMap<i64, Arc<str>>> = RefCell::new(HashMap::new());
 }
 
+/// The name of the op the rank announced last with `_bprt_op`.
 fn current_op() -> Option<Arc<str>> {
-    CURRENT_OP.with(|op| op.borrow().clone())
+    super::op_identity::current().map(|op| op.name)
 }
 
 /// Reports `error`: last error of the thread, recorded in the world, and
@@ -98,19 +97,89 @@ fn start(body: impl FnOnce() -> RtResult<i64>) -> i64 {
 }
 
 /// Announces the op whose runtime calls follow (its `id` and location, as
-/// UTF-8 bytes in a rank-1 `i8` memref), so errors can name it. Returns 0.
+/// UTF-8 bytes in a rank-1 `i8` memref), so errors can name it and the
+/// participants of its exchange can check that they run the same op
+/// ([`super::op_identity`]). Returns 0.
 ///
 /// # Safety
 /// `(rank, desc)` is a valid unranked memref.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn _bprt_op(rank: i64, desc: *mut c_void) -> i64 {
     guard(|| {
-        // SAFETY: the caller's contract above.
-        let view = unsafe { StridedView::from_unranked("op", rank, desc, 1) }?;
-        let text = String::from_utf8_lossy(&view.read()).into_owned();
-        CURRENT_OP.with(|op| *op.borrow_mut() = Some(Arc::from(text)));
+        // SAFETY: the caller's contract above. The lowering's descriptor
+        // (a global, unit stride) is read without building a view: this
+        // runs before every start call.
+        super::op_identity::announce(&unsafe { memref_bytes(rank, desc, "op") }?);
         Ok(0)
     })
+}
+
+/// The bytes of a rank-1 `i8` memref: the lowering's case (a global, unit
+/// stride) read straight from the descriptor, anything else through a view.
+///
+/// # Safety
+/// `(rank, desc)` is a valid unranked memref.
+unsafe fn memref_bytes(rank: i64, desc: *mut c_void, what: &str) -> RtResult<std::borrow::Cow<'static, [u8]>> {
+    if rank == 1 && !desc.is_null() {
+        // SAFETY: the caller's contract: a rank-1 descriptor, five words
+        // (allocated, aligned, offset, size, stride).
+        let [_, aligned, offset, size, stride] = unsafe { ptr::read_unaligned(desc.cast::<[i64; 5]>()) };
+        if aligned != 0 && offset >= 0 && size > 0 && stride == 1 {
+            // SAFETY: the descriptor addresses `size` bytes from `aligned + offset`,
+            // alive as long as the program (a global) or the call (the caller's).
+            return Ok(std::borrow::Cow::Borrowed(unsafe {
+                std::slice::from_raw_parts((aligned as *const u8).add(offset as usize), size as usize)
+            }));
+        }
+    }
+    // SAFETY: the caller's contract.
+    let view = unsafe { StridedView::from_unranked(what, rank, desc, 1) }?;
+    Ok(std::borrow::Cow::Owned(view.read()))
+}
+
+/// Stops the calling rank with `error` through the stop hook (which does
+/// not return); without one (no harness, or no world), `fallback` ends the
+/// process as the C function would have.
+fn stop(error: RtError, fallback: fn() -> !) -> ! {
+    let message = error.to_string();
+    report(error, current_op());
+    // The hook returned, or there is none: no harness stops this rank.
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("error: {message}\n").as_bytes());
+    fallback()
+}
+
+/// `cf.assert` lowered for the runtime (`lower-dist-to-runtime`): returns 0
+/// when `cond` is non-zero; otherwise stops the rank, naming it with the
+/// assert's message (UTF-8 bytes of a rank-1 `i8` memref, with its
+/// location), which a harness prints per rank (the upstream lowering's
+/// `printString` + `abort` lost it in a buffer and killed every rank).
+///
+/// # Safety
+/// `(rank, desc)` is a valid unranked memref.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _bprt_assert(cond: i64, rank: i64, desc: *mut c_void) -> i64 {
+    if cond != 0 {
+        return 0;
+    }
+    // SAFETY: the caller's contract.
+    let message = match unsafe { memref_bytes(rank, desc, "message") } {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(error) => format!("(unreadable message: {error})"),
+    };
+    stop(RtError::Stopped(format!("assertion failed: {message}")), std::process::abort)
+}
+
+/// `abort()` as the JIT binds it for lowered programs: stops the calling
+/// rank by name instead of the whole process.
+pub extern "C" fn _bprt_abort() -> ! {
+    stop(RtError::Stopped("the program called abort()".into()), std::process::abort)
+}
+
+/// `exit(code)` as the JIT binds it for lowered programs: a rank that
+/// exits stops the run (exit status 1 on every rank), by name.
+pub extern "C" fn _bprt_exit(code: i32) -> ! {
+    report(RtError::Stopped(format!("the program called exit({code})")), current_op());
+    std::process::exit(code)
 }
 
 /// Number of ranks of the world (every team spans the whole world).
@@ -455,6 +524,11 @@ pub(super) fn symbols() -> Vec<(&'static str, *mut ())> {
         ("_bprt_wait", _bprt_wait as *mut ()),
         ("_bprt_last_error", _bprt_last_error as *mut ()),
         ("_bprt_op", _bprt_op as *mut ()),
+        ("_bprt_assert", _bprt_assert as *mut ()),
+        // The C library's ends of a program, bound by the JIT for lowered
+        // code so a rank that calls them is reported by name.
+        ("abort", _bprt_abort as *mut ()),
+        ("exit", _bprt_exit as *mut ()),
     ];
     table.extend(typed_symbols());
     table

@@ -48,6 +48,27 @@ pub(crate) fn agree(deposits: &[Arc<Deposit>]) -> RtResult<Vec<&Contribution>> {
         }
     }
     let first = *contributions.first().ok_or_else(|| RtError::Internal("an exchange without deposits".into()))?;
+    // The same op on every participant, before anything else: exchanges
+    // pair by call order, so a different op here means a rank issued its
+    // collectives in another order or skipped one.
+    let differs = |c: &&&Contribution| matches!((&first.op, &c.op), (Some(mine), Some(theirs)) if mine.hash != theirs.hash);
+    if let Some(c) = contributions.iter().find(differs) {
+        let name = |c: &Contribution| c.op.as_ref().map_or_else(String::new, |op| op.name.to_string());
+        return Err(RtError::Mismatch(format!(
+            "rank {} is at op {} ({:?} on {} with participants {:?}) but rank {} is at op {} ({:?} on {} with participants {:?}) \
+             in the same exchange: every participant must issue its collectives in the same order",
+            first.rank,
+            name(first),
+            first.kind,
+            first.dtype,
+            first.participants,
+            c.rank,
+            name(c),
+            c.kind,
+            c.dtype,
+            c.participants
+        )));
+    }
     for c in &contributions[1..] {
         if c.kind != first.kind || c.dtype != first.dtype || c.participants != first.participants {
             return Err(RtError::Mismatch(format!(

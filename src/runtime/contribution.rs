@@ -4,6 +4,7 @@
 
 use super::dtype::{ElementType, ReduceOp};
 use super::memref::StridedView;
+pub(crate) use super::op_identity::OpIdentity;
 
 /// The operation and its scalar parameters, compared across participants.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,9 @@ pub(crate) struct Contribution {
     /// This rank's output, where the in-process all-reduce lets every
     /// participant write its reduced chunk (`None`: not shared).
     pub target: Option<StridedView>,
+    /// The op the rank announced for this call (`None`: called directly,
+    /// not from lowered code).
+    pub op: Option<OpIdentity>,
 }
 
 impl Contribution {

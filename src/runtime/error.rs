@@ -37,11 +37,14 @@ pub enum ErrorCode {
     Timeout = -11,
     /// A bug in the runtime (a caught panic).
     Internal = -12,
+    /// The program stopped the rank: a failed `cf.assert`, `abort()` or
+    /// `exit()`.
+    Stopped = -13,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order (-1, -2, ...).
-    pub const ALL: [ErrorCode; 12] = [
+    pub const ALL: [ErrorCode; 13] = [
         ErrorCode::NotInWorld,
         ErrorCode::InvalidArgument,
         ErrorCode::InvalidMemRef,
@@ -54,6 +57,7 @@ impl ErrorCode {
         ErrorCode::AlreadyWaited,
         ErrorCode::Timeout,
         ErrorCode::Internal,
+        ErrorCode::Stopped,
     ];
 
     /// The numeric value returned through the C ABI.
@@ -86,6 +90,8 @@ pub enum RtError {
     Mismatch(String),
     #[error("participant rank {rank} failed to start the operation: {message}")]
     PeerFailed { rank: usize, message: String },
+    #[error("participant rank {rank} stopped: {message}")]
+    PeerStopped { rank: usize, message: String },
     #[error("unknown handle {0}")]
     UnknownHandle(i64),
     #[error("handle {0} was already waited on")]
@@ -94,6 +100,9 @@ pub enum RtError {
     Timeout { timeout: Duration, missing: Vec<usize> },
     #[error("internal runtime error: {0}")]
     Internal(String),
+    /// What stopped the rank (`assertion failed: ...`, `the program called abort()`).
+    #[error("{0}")]
+    Stopped(String),
 }
 
 impl RtError {
@@ -107,11 +116,12 @@ impl RtError {
             RtError::NotParticipant { .. } => ErrorCode::NotParticipant,
             RtError::ShapeMismatch(_) => ErrorCode::ShapeMismatch,
             RtError::Mismatch(_) => ErrorCode::Mismatch,
-            RtError::PeerFailed { .. } => ErrorCode::PeerFailed,
+            RtError::PeerFailed { .. } | RtError::PeerStopped { .. } => ErrorCode::PeerFailed,
             RtError::UnknownHandle(_) => ErrorCode::UnknownHandle,
             RtError::AlreadyWaited(_) => ErrorCode::AlreadyWaited,
             RtError::Timeout { .. } => ErrorCode::Timeout,
             RtError::Internal(_) => ErrorCode::Internal,
+            RtError::Stopped(_) => ErrorCode::Stopped,
         }
     }
 

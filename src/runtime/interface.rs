@@ -91,6 +91,9 @@ pub enum RuntimeFunction {
     PRank,
     /// `_bprt_op(memref<*xi8>)`: names the op whose calls follow.
     Op,
+    /// `_bprt_assert(i64, memref<*xi8>)`: `cf.assert`, the condition and
+    /// the message with its location.
+    Assert,
     /// `_bprt_matmul_<e>(A, B, C)`: `C += A B` (rank 2, or batched rank 3).
     Matmul(ElementType),
 }
@@ -113,6 +116,7 @@ impl RuntimeFunction {
             Self::NProcs => "_bprt_nprocs".into(),
             Self::PRank => "_bprt_prank".into(),
             Self::Op => "_bprt_op".into(),
+            Self::Assert => "_bprt_assert".into(),
             Self::Matmul(e) => typed("matmul", e),
         }
     }
@@ -139,6 +143,7 @@ impl RuntimeFunction {
             }
             Self::Wait | Self::NProcs | Self::PRank => vec!["i64".into()],
             Self::Op => vec!["memref<*xi8>".into()],
+            Self::Assert => vec!["i64".into(), "memref<*xi8>".into()],
             Self::Matmul(e) => vec![data(e), data(e), data(e)],
         }
     }
@@ -216,6 +221,7 @@ mod tests {
             RuntimeFunction::NProcs,
             RuntimeFunction::PRank,
             RuntimeFunction::Op,
+            RuntimeFunction::Assert,
             RuntimeFunction::Matmul(ElementType::F32),
         ];
         for e in ElementType::ALL {

@@ -237,11 +237,31 @@ impl StridedView {
 
     /// Copies the elements into a packed row-major byte buffer.
     pub fn read(&self) -> Vec<u8> {
+        let mut out: Vec<u8> = super::pool::take(self.packed_len());
+        self.fill(&mut out);
+        out
+    }
+
+    /// [`Self::read`], or the allocation error when there is no memory for
+    /// the copy (a caller that reports it instead of aborting).
+    ///
+    /// # Errors
+    /// The buffer of [`Self::packed_len`] bytes cannot be allocated.
+    pub fn try_read(&self) -> Result<Vec<u8>, std::collections::TryReserveError> {
+        let mut out = Vec::new();
+        out.try_reserve_exact(self.packed_len())?;
+        self.fill(&mut out);
+        Ok(out)
+    }
+
+    /// Writes the packed elements into `out`, which is empty with room for
+    /// [`Self::packed_len`] bytes.
+    fn fill(&self, out: &mut Vec<u8>) {
         let es = self.elem_size;
         let len = self.packed_len();
+        debug_assert!(out.is_empty() && out.capacity() >= len);
         // Not zeroed first: every byte is written below (the rows cover
         // every element exactly once), so large reads skip a memset.
-        let mut out: Vec<u8> = super::pool::take(len);
         let base = out.as_mut_ptr();
         let (row_len, stride) = self.row();
         self.for_each_row(|packed, start| {
@@ -263,7 +283,6 @@ impl StridedView {
         });
         // SAFETY: every one of the `len` bytes was written above.
         unsafe { out.set_len(len) };
-        out
     }
 
     /// Writes `data` (packed row-major) into the elements at packed

@@ -54,6 +54,7 @@ pub mod interface;
 pub mod kernels;
 pub mod memref;
 pub mod mpi;
+mod op_identity;
 mod ops;
 mod pool;
 mod redistribute;

@@ -152,6 +152,7 @@ impl Collective {
                 out_shape: Some(out.sizes().to_vec()),
                 layout: None,
                 target: Some(out.clone()),
+                op: super::op_identity::current(),
             };
             Ok((contribution, Some(out)))
         })
@@ -339,6 +340,7 @@ pub(crate) unsafe fn send_recv(ty: ElementType, team: i64, input: Unranked, outp
             out_shape: out.as_ref().map(|o| o.sizes().to_vec()),
             layout: None,
             target: None,
+            op: super::op_identity::current(),
         };
         Ok((contribution, out))
     })
@@ -416,6 +418,7 @@ impl Redistribution {
                 out_shape: Some(nl_shape),
                 layout: Some(BlockLayout { g_shape, l_offsets, ng_shape, nl_offsets }),
                 target: None,
+                op: super::op_identity::current(),
             };
             Ok((contribution, Some(out)))
         })

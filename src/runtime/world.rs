@@ -75,6 +75,10 @@ pub struct World {
     slots: Mutex<HashMap<SlotKey, Slot>>,
     arrived: Condvar,
     errors: Mutex<Vec<RecordedError>>,
+    /// Ranks the program stopped (a failed assert, `abort()`, `exit()`),
+    /// with why: a wait for one of them fails at once instead of at the
+    /// timeout.
+    failed: Mutex<HashMap<usize, String>>,
 }
 
 /// Locks a mutex, ignoring poisoning: every critical section leaves the
@@ -132,6 +136,7 @@ impl World {
             slots: Mutex::new(HashMap::new()),
             arrived: Condvar::new(),
             errors: Mutex::new(Vec::new()),
+            failed: Mutex::new(HashMap::new()),
         })
     }
 
@@ -199,6 +204,16 @@ impl World {
 
     pub(crate) fn record_error(&self, rank: usize, error: RtError) {
         lock(&self.errors).push(RecordedError { rank, error });
+    }
+
+    /// Marks `rank` as stopped (it will start and wait on nothing more):
+    /// waits for it fail at once with `message`.
+    pub fn fail_rank(&self, rank: usize, message: &str) {
+        lock(&self.failed).insert(rank, message.to_string());
+        // Under the slots' lock, so no waiter misses the news between its
+        // check and its sleep.
+        let _slots = lock(&self.slots);
+        self.arrived.notify_all();
     }
 
     /// Number of exchanges not yet consumed by every participant.
@@ -312,6 +327,19 @@ impl World {
             let slot = slots.get_mut(key).ok_or_else(|| RtError::Internal("exchange slot vanished before wait".into()))?;
             let complete = slot.deposits.iter().all(Option::is_some);
             let now = Instant::now();
+            let stopped = if complete {
+                None
+            } else {
+                let failed = lock(&self.failed);
+                key.0 .1.iter().zip(&slot.deposits).find_map(|(r, d)| d.is_none().then(|| failed.get(r).map(|m| (*r, m.clone()))).flatten())
+            };
+            if let Some((rank, message)) = stopped {
+                slot.consumed += 1;
+                if slot.consumed == slot.deposits.len() {
+                    slots.remove(key);
+                }
+                return Err(RtError::PeerStopped { rank, message });
+            }
             if complete || now >= deadline {
                 slot.consumed += 1;
                 let done = slot.consumed == slot.deposits.len();

@@ -2,6 +2,9 @@
 //! system profile. The system and the network binding are read here, after
 //! the plan, and never enter any IR: they cannot change a digest.
 
+use std::ffi::OsString;
+use std::path::PathBuf;
+
 use serde::Serialize;
 
 use crate::{
@@ -25,7 +28,8 @@ use crate::{
 /// What `--estimate` is given besides the plan.
 #[derive(Debug, Clone, Default)]
 pub struct EstimateArgs {
-    pub system: Option<String>,
+    /// Paths as given (not necessarily UTF-8).
+    pub system: Option<PathBuf>,
     pub tp_net: Option<usize>,
     pub pp_net: Option<usize>,
     pub dp_net: Option<usize>,
@@ -35,8 +39,8 @@ pub struct EstimateArgs {
     pub tp_overlap: Option<TpOverlap>,
     pub allow_over_capacity: bool,
     /// Where to draw the simulated step and the per-stage memory.
-    pub timeline: Option<String>,
-    pub memory: Option<String>,
+    pub timeline: Option<PathBuf>,
+    pub memory: Option<PathBuf>,
     /// The simulation the timeline draws.
     pub simulate: Option<Communication>,
 }
@@ -47,7 +51,7 @@ pub struct EstimateArgs {
 pub struct EstimateOutput {
     pub json: String,
     pub refusal: Option<String>,
-    pub pictures: Vec<(String, String)>,
+    pub pictures: Vec<(PathBuf, String)>,
 }
 
 impl EstimateArgs {
@@ -55,20 +59,25 @@ impl EstimateArgs {
     ///
     /// # Errors
     /// A missing or malformed value.
-    pub fn take(&mut self, arg: &str, next: &mut dyn Iterator<Item = String>) -> Result<bool, String> {
-        let mut value = |name: &str| next.next().ok_or_else(|| format!("blueprint-translate: {name} needs a value"));
+    pub fn take(&mut self, arg: &str, next: &mut dyn Iterator<Item = OsString>) -> Result<bool, String> {
+        let mut path = |name: &str| next.next().map(PathBuf::from).ok_or_else(|| format!("blueprint-translate: {name} needs a value"));
+        let mut value = |name: &str| {
+            path(name).and_then(|v| {
+                v.into_os_string().into_string().map_err(|v| format!("blueprint-translate: {name} '{}' is not UTF-8", v.to_string_lossy()))
+            })
+        };
         let index = |name: &str, text: String| {
             text.parse::<usize>().map_err(|_| format!("blueprint-translate: {name} takes a network tier index, got '{text}'"))
         };
         match arg {
-            "--system" => self.system = Some(value("--system")?),
+            "--system" => self.system = Some(path("--system")?),
             "--tp-net" => self.tp_net = Some(index("--tp-net", value("--tp-net")?)?),
             "--pp-net" => self.pp_net = Some(index("--pp-net", value("--pp-net")?)?),
             "--dp-net" => self.dp_net = Some(index("--dp-net", value("--dp-net")?)?),
             "--dp-overlap" => self.dp_overlap = true,
             "--allow-over-capacity" => self.allow_over_capacity = true,
-            "--timeline" => self.timeline = Some(value("--timeline")?),
-            "--memory" => self.memory = Some(value("--memory")?),
+            "--timeline" => self.timeline = Some(path("--timeline")?),
+            "--memory" => self.memory = Some(path("--memory")?),
             "--simulate" => {
                 self.simulate = Some(match value("--simulate")?.as_str() {
                     "overlapped" => Communication::Overlapped,
@@ -196,8 +205,10 @@ pub fn estimate_module(op: melior::ir::OperationRef, name: &str, args: &Estimate
 /// A missing option, an unreadable or invalid system file, a binding that
 /// does not fit, or a plan the estimate cannot price.
 pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result<EstimateOutput, String> {
-    let path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
-    let text = std::fs::read_to_string(path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
+    let system_path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
+    let shown = system_path.to_string_lossy();
+    let path: &str = &shown;
+    let text = std::fs::read_to_string(system_path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
     let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
     let need = |v: Option<usize>, name: &str| {
         v.ok_or_else(|| format!("blueprint-translate: --estimate needs {name} (a network tier index of {path})"))

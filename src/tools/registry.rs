@@ -103,7 +103,7 @@ pub static PASSES: &[PassInfo] = &[
     },
     PassInfo {
         name: "lower-dist-to-runtime",
-        summary: "Lower async dist communication, redistribution copies and waits to runtime calls",
+        summary: "Lower async dist communication, redistribution copies, waits and cf.assert to runtime calls",
         create: crate::conversion::dist_to_runtime::create,
         changes_ir: true,
     },

@@ -3,6 +3,7 @@
 //! function on every rank, in-process (one thread per rank) or on MPI (one
 //! rank per process, under `mpirun`), then prints every rank's results.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use crate::ir::diagnostics::DiagnosticSink;
 use crate::ir::read::{attribute_text, collect_ops, name_of, str_attr};
 use crate::runtime::interface::ElementType;
 use crate::runtime::{mpi, set_stop_hook, symbols, RtError, StridedView, World};
+use crate::tools::cli::{print_info, report};
 use crate::tools::execution::{run_pipeline, Jit, TO_LLVM_PIPELINE, TO_LLVM_VIA_MPI_PIPELINE};
 
 const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S] [--mpi] [--lower-to-mpi]
@@ -23,7 +25,8 @@ const USAGE: &str = "usage: blueprint-run FILE -e FUNC [--ranks N] [--timeout S]
 /// Options of `blueprint-run`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
-    pub input: String,
+    /// Paths as given (not necessarily UTF-8).
+    pub input: OsString,
     pub entry: String,
     pub ranks: usize,
     pub timeout: Duration,
@@ -33,9 +36,9 @@ pub struct Options {
     pub help: bool,
     /// `--train-step`: run one training step of ModelIR instead of `-e`.
     pub train_step: bool,
-    pub params: Option<String>,
-    pub inputs: Option<String>,
-    pub output: Option<String>,
+    pub params: Option<OsString>,
+    pub inputs: Option<OsString>,
+    pub output: Option<OsString>,
 }
 
 /// The help text.
@@ -86,9 +89,9 @@ dropout with p > 0 is an error naming it; nothing is written.
 ///
 /// # Errors
 /// A message naming the bad argument.
-pub fn parse_args(args: &[String]) -> Result<Options, String> {
+pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
     let mut options = Options {
-        input: String::new(),
+        input: OsString::new(),
         entry: String::new(),
         ranks: 1,
         timeout: Duration::from_secs(30),
@@ -103,17 +106,28 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut input = None;
     let mut entry = None;
     let mut i = 0;
-    let value = |i: &mut usize, name: &str| -> Result<String, String> {
+    let value = |i: &mut usize, name: &str| -> Result<OsString, String> {
         *i += 1;
         args.get(*i).cloned().ok_or_else(|| format!("option '{name}' needs a value"))
     };
     while i < args.len() {
-        let arg = &args[i];
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
+        let raw = &args[i];
+        // Options are ASCII: an argument that is not UTF-8 is the input path.
+        let Some(arg) = raw.to_str() else {
+            if input.replace(raw.clone()).is_some() {
+                return Err(format!("more than one input file ('{}')", raw.to_string_lossy()));
+            }
+            i += 1;
+            continue;
         };
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(OsString::from(v))),
+            _ => (arg.to_string(), None),
+        };
+        // A path (kept as given), or text.
         let take = |i: &mut usize| inline.clone().map_or_else(|| value(i, &flag), Ok);
+        let take_text =
+            |i: &mut usize| take(i).and_then(|v| v.into_string().map_err(|v| format!("{flag} '{}' is not UTF-8", v.to_string_lossy())));
         match flag.as_str() {
             "-h" | "--help" => options.help = true,
             "--mpi" => options.mpi = true,
@@ -121,13 +135,13 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                 options.lower_to_mpi = true;
                 options.mpi = true;
             }
-            "-e" | "--entry" | "--entry-point" => entry = Some(take(&mut i)?),
+            "-e" | "--entry" | "--entry-point" => entry = Some(take_text(&mut i)?),
             "--train-step" => options.train_step = true,
             "--params" => options.params = Some(take(&mut i)?),
             "--inputs" => options.inputs = Some(take(&mut i)?),
             "-o" | "--output" => options.output = Some(take(&mut i)?),
             "--ranks" | "-n" => {
-                let v = take(&mut i)?;
+                let v = take_text(&mut i)?;
                 options.ranks = v
                     .parse::<usize>()
                     .ok()
@@ -135,7 +149,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
                     .ok_or_else(|| format!("--ranks '{v}' is not a number of ranks (1 to 4096)"))?;
             }
             "--timeout" => {
-                let v = take(&mut i)?;
+                let v = take_text(&mut i)?;
                 let seconds = v
                     .parse::<f64>()
                     .ok()
@@ -145,7 +159,7 @@ pub fn parse_args(args: &[String]) -> Result<Options, String> {
             }
             f if f.starts_with('-') && f != "-" => return Err(format!("unknown option '{f}'")),
             _ => {
-                if input.replace(arg.clone()).is_some() {
+                if input.replace(raw.clone()).is_some() {
                     return Err(format!("more than one input file ('{arg}')"));
                 }
             }
@@ -185,18 +199,16 @@ pub fn under_mpi_launcher() -> bool {
 }
 
 /// Entry point of the `blueprint-run` binary; returns the exit code.
-pub fn main_with_args(args: &[String]) -> i32 {
+pub fn main_with_args(args: &[OsString]) -> i32 {
     let options = match parse_args(args) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("blueprint-run: {e}");
-            eprintln!("{USAGE}");
+            report(&format!("blueprint-run: {e}\n{USAGE}"));
             return 1;
         }
     };
     if options.help {
-        print!("{}", help_text());
-        return 0;
+        return print_info("blueprint-run", &help_text());
     }
     if options.train_step {
         let train = crate::tools::train::TrainOptions {
@@ -208,7 +220,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         return match crate::tools::train::run_train_step(&train) {
             Ok(()) => 0,
             Err(e) => {
-                eprintln!("blueprint-run: {e}");
+                report(&format!("blueprint-run: {e}"));
                 1
             }
         };
@@ -216,7 +228,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
     match run(&options) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("blueprint-run: {e}");
+            report(&format!("blueprint-run: {e}"));
             1
         }
     }
@@ -257,23 +269,45 @@ fn result_type(spelling: &str) -> Result<ResultType, String> {
     Ok(ResultType { element, shape })
 }
 
-/// The values of a packed row-major buffer of `element`s, formatted.
-fn format_values(element: ElementType, bytes: &[u8]) -> Vec<String> {
-    let es = element.size();
-    bytes
-        .chunks_exact(es)
-        .map(|b| match element {
-            ElementType::I1 => u8::from(b[0] != 0).to_string(),
-            ElementType::I8 => (b[0] as i8).to_string(),
-            ElementType::I16 => i16::from_ne_bytes([b[0], b[1]]).to_string(),
-            ElementType::F16 => format_f32(f16::from_ne_bytes([b[0], b[1]]).to_f32()),
-            ElementType::BF16 => format_f32(bf16::from_ne_bytes([b[0], b[1]]).to_f32()),
-            ElementType::I32 => i32::from_ne_bytes([b[0], b[1], b[2], b[3]]).to_string(),
-            ElementType::F32 => format_f32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
-            ElementType::I64 | ElementType::Index => i64::from_ne_bytes(b.try_into().unwrap_or([0; 8])).to_string(),
-            ElementType::F64 => format_f64(f64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
-        })
-        .collect()
+/// Most characters an element takes with its separator (`-2.2250738585072014e-308, `).
+const ELEMENT_TEXT: usize = 26;
+
+/// `rank R: result I = [v0, v1, ...]` for a result's view. A result too
+/// large to copy or to format in the memory there is is an error naming
+/// it, not an abort.
+fn result_line(rank: usize, index: usize, element: ElementType, view: &StridedView) -> Result<String, String> {
+    let cannot = |what: &str, bytes: usize, error: std::collections::TryReserveError| {
+        format!("result {index}: cannot {what}: {bytes} bytes do not fit in memory ({error})")
+    };
+    let bytes = view.try_read().map_err(|e| cannot("copy its elements to print them", view.packed_len(), e))?;
+    let text = view.numel().saturating_mul(ELEMENT_TEXT).saturating_add(64);
+    let mut line = String::new();
+    line.try_reserve(text).map_err(|e| cannot("format its elements", text, e))?;
+    line.push_str(&format!("rank {rank}: result {index} = ["));
+    for (k, b) in bytes.chunks_exact(element.size()).enumerate() {
+        if k > 0 {
+            line.push_str(", ");
+        }
+        push_value(&mut line, element, b);
+    }
+    line.push(']');
+    Ok(line)
+}
+
+/// Appends one element (`b`: its bytes) in its printed form.
+fn push_value(line: &mut String, element: ElementType, b: &[u8]) {
+    use std::fmt::Write as _;
+    let _ = match element {
+        ElementType::I1 => write!(line, "{}", u8::from(b[0] != 0)),
+        ElementType::I8 => write!(line, "{}", b[0] as i8),
+        ElementType::I16 => write!(line, "{}", i16::from_ne_bytes([b[0], b[1]])),
+        ElementType::F16 => write!(line, "{}", format_f32(f16::from_ne_bytes([b[0], b[1]]).to_f32())),
+        ElementType::BF16 => write!(line, "{}", format_f32(bf16::from_ne_bytes([b[0], b[1]]).to_f32())),
+        ElementType::I32 => write!(line, "{}", i32::from_ne_bytes([b[0], b[1], b[2], b[3]])),
+        ElementType::F32 => write!(line, "{}", format_f32(f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))),
+        ElementType::I64 | ElementType::Index => write!(line, "{}", i64::from_ne_bytes(b.try_into().unwrap_or([0; 8]))),
+        ElementType::F64 => write!(line, "{}", format_f64(f64::from_ne_bytes(b.try_into().unwrap_or([0; 8])))),
+    };
 }
 
 /// Shortest round-trip form (`2`, `0.1`, `-1.5e-7`, `nan`, `inf`).
@@ -298,6 +332,8 @@ struct Program {
     _jit: Jit,
     address: usize,
     results: Vec<ResultType>,
+    /// Every `dist.mesh` of the module: its name, ranks and position.
+    meshes: Vec<(String, i64, String)>,
 }
 
 // SAFETY: the engine is not touched after compilation; every rank thread
@@ -308,7 +344,7 @@ unsafe impl Send for Program {}
 unsafe impl Sync for Program {}
 
 fn compile(options: &Options) -> Result<Program, String> {
-    let (name, bytes) = crate::tools::cli::read_input(Some(&options.input)).map_err(|e| e.to_string())?;
+    let (name, bytes) = crate::tools::cli::read_input(Some(options.input.as_os_str())).map_err(|e| e.to_string())?;
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
     let report = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
@@ -348,6 +384,14 @@ fn compile(options: &Options) -> Result<Program, String> {
             unit.to_raw(),
         )
     };
+    let meshes = collect_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| crate::ir::ods::OpKind::of(*op) == Some(crate::ir::ods::OpKind::DistMesh))
+        .filter_map(|op| {
+            let (name, mesh) = crate::dialect::dist::mesh::Mesh::read(op)?;
+            Some((name, mesh.size(), crate::dialect::verify::checker::position_of(op)))
+        })
+        .collect();
     let pipeline = if options.lower_to_mpi { TO_LLVM_VIA_MPI_PIPELINE } else { TO_LLVM_PIPELINE };
     if let Err(e) = run_pipeline(&context, &mut module, pipeline) {
         return Err(format!("{e}\n{}", report(&sink)));
@@ -355,7 +399,7 @@ fn compile(options: &Options) -> Result<Program, String> {
     let jit = Jit::with_libraries(&module, &symbols(), &crate::tools::execution::runner_utils())
         .map_err(|e| format!("{e}\n{}", report(&sink)))?;
     let address = jit.lookup(&format!("_mlir_ciface_{}", options.entry)).map_err(|e| e.to_string())? as usize;
-    Ok(Program { _jit: jit, address, results })
+    Ok(Program { _jit: jit, address, results, meshes })
 }
 
 /// `(inputs, results)` of a function type's text `(a, b) -> (c, d)`.
@@ -429,17 +473,9 @@ fn call(program: &Program, rank: usize) -> Result<Vec<String>, String> {
         let view = unsafe { StridedView::from_unranked("result", rank_of, descriptors[at..].as_ptr().cast(), t.element.size()) }
             .map_err(|e| format!("result {i}: {e}"))?;
         at += 3 + 2 * t.shape.len();
-        lines.push(format!("rank {rank}: result {i} = [{}]", format_values(t.element, &view.read()).join(", ")));
+        lines.push(result_line(rank, i, t.element, &view)?);
     }
     Ok(lines)
-}
-
-/// Writes `line` and its newline to stderr in one write, so lines of
-/// several processes (whose streams `mpirun` merges) never interleave.
-fn report_line(line: &str) {
-    let mut stderr = std::io::stderr().lock();
-    let _ = stderr.write_all(format!("{line}\n").as_bytes());
-    let _ = stderr.flush();
 }
 
 /// How a failing rank's error is printed.
@@ -469,8 +505,11 @@ fn run(options: &Options) -> Result<(), String> {
     let world = World::with_timeout(options.ranks, options.timeout);
     let (events, receive) = mpsc::channel::<Event>();
     let hook_events = Mutex::new(events.clone());
+    let hook_world = Arc::clone(&world);
     set_stop_hook(Box::new(move |rank, op, error| {
-        report_line(&error_line(rank, op, error));
+        report(&error_line(rank, op, error));
+        // Its peers stop waiting for it at once, instead of at the timeout.
+        hook_world.fail_rank(rank, &error.to_string());
         if let Ok(events) = hook_events.lock() {
             let _ = events.send(Event::Failed(rank));
         }
@@ -479,6 +518,7 @@ fn run(options: &Options) -> Result<(), String> {
             std::thread::park();
         }
     }));
+    crash::install();
     let program = Arc::new(program);
     let mut threads = Vec::with_capacity(options.ranks);
     for rank in 0..options.ranks {
@@ -487,11 +527,12 @@ fn run(options: &Options) -> Result<(), String> {
             .name(format!("bprt-rank-{rank}"))
             .stack_size(64 << 20)
             .spawn(move || {
+                crash::register_rank_thread(rank);
                 let Ok(_guard) = world.bind(rank) else { return };
                 let event = match call(&program, rank) {
                     Ok(lines) => Event::Done(rank, lines),
                     Err(e) => {
-                        report_line(&format!("rank {rank}: error: {e}"));
+                        report(&format!("rank {rank}: error: {e}"));
                         Event::Failed(rank)
                     }
                 };
@@ -532,7 +573,7 @@ fn run(options: &Options) -> Result<(), String> {
                     let _ = writeln!(stdout, "{line}");
                 }
             } else if !failed.contains(&rank) {
-                eprintln!("rank {rank}: stopped: rank {} failed", failed[0]);
+                report(&format!("rank {rank}: stopped: rank {} failed", failed[0]));
             }
         }
         let _ = stdout.flush();
@@ -549,10 +590,20 @@ fn run(options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Why a `--lower-to-mpi` program cannot run on a world of `ranks`
+/// processes: a mesh of another size.
+fn world_mismatch(meshes: &[(String, i64, String)], ranks: usize) -> Option<String> {
+    let (name, size, at) = meshes.iter().find(|(_, size, _)| usize::try_from(*size).ok() != Some(ranks))?;
+    let launcher = if under_mpi_launcher() { "" } else { " (no MPI launcher detected)" };
+    Some(format!(
+        "{at}: mesh @{name} has {size} ranks, but MPI_COMM_WORLD has {ranks}{launcher}: --lower-to-mpi runs every collective on MPI_COMM_WORLD, so the world must be the mesh; run it with mpirun -np {size}"
+    ))
+}
+
 fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
     let world = mpi::init(options.timeout).map_err(|e| format!("cannot start MPI: {e}"))?;
     set_stop_hook(Box::new(move |rank, op, error| {
-        report_line(&error_line(rank, op, error));
+        report(&error_line(rank, op, error));
         // Give the other ranks a moment to report the same mismatch.
         std::thread::sleep(Duration::from_millis(500));
         if let Some(world) = mpi::active() {
@@ -561,6 +612,19 @@ fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
         std::process::exit(1);
     }));
     let rank = world.rank();
+    crash::install();
+    crash::set_process_rank(rank);
+    if options.lower_to_mpi {
+        // Checked on every rank before any collective: the lowered program
+        // runs them on MPI_COMM_WORLD and takes the mesh's size as a constant.
+        if let Some(message) = world_mismatch(&program.meshes, world.nranks()) {
+            world.finalize();
+            if rank == 0 {
+                return Err(message);
+            }
+            std::process::exit(1);
+        }
+    }
     let lines = call(program, rank).map_err(|e| format!("rank {rank}: {e}"))?;
     // Ranks print in turn (the launcher may still interleave its streams).
     for r in 0..world.nranks() {
@@ -578,20 +642,115 @@ fn run_mpi(options: &Options, program: &Program) -> Result<(), String> {
     Ok(())
 }
 
+/// A rank that crashes (a signal: invalid memory access, an abort outside
+/// the program's own `abort()` call, ...) is named on stderr before the
+/// process ends with status 1: in-process every rank is a thread of one
+/// process, so the crash ends them all; under MPI the launcher then ends
+/// the others. The handler only writes a preformatted line and exits
+/// (async-signal-safe).
+mod crash {
+    use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+    /// `pthread_self()` of each in-process rank's thread (0: none).
+    static RANK_THREADS: [AtomicU64; 4096] = [const { AtomicU64::new(0) }; 4096];
+    /// This process's MPI rank (-1: in-process ranks).
+    static PROCESS_RANK: AtomicI64 = AtomicI64::new(-1);
+
+    const SIGNALS: [(libc::c_int, &str); 5] = [
+        (libc::SIGSEGV, "SIGSEGV (invalid memory access)"),
+        (libc::SIGBUS, "SIGBUS (invalid memory access)"),
+        (libc::SIGFPE, "SIGFPE (arithmetic fault)"),
+        (libc::SIGILL, "SIGILL (illegal instruction)"),
+        (libc::SIGABRT, "SIGABRT (aborted)"),
+    ];
+
+    pub(super) fn register_rank_thread(rank: usize) {
+        if let Some(slot) = RANK_THREADS.get(rank) {
+            // SAFETY: no preconditions.
+            slot.store(unsafe { libc::pthread_self() } as u64, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn set_process_rank(rank: usize) {
+        PROCESS_RANK.store(rank as i64, Ordering::Relaxed);
+    }
+
+    /// Installs the handler for the crash signals (on the alternate signal
+    /// stack Rust gives its threads, so a stack overflow is reported too).
+    pub(super) fn install() {
+        for (signal, _) in SIGNALS {
+            // SAFETY: a zeroed sigaction with a valid handler and an empty mask.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_crash as extern "C" fn(libc::c_int) as usize;
+                action.sa_flags = libc::SA_ONSTACK | libc::SA_RESETHAND;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    fn rank_of_this_thread() -> Option<u64> {
+        if let Ok(rank) = u64::try_from(PROCESS_RANK.load(Ordering::Relaxed)) {
+            return Some(rank);
+        }
+        // SAFETY: async-signal-safe.
+        let me = unsafe { libc::pthread_self() } as u64;
+        RANK_THREADS.iter().position(|t| t.load(Ordering::Relaxed) == me).map(|r| r as u64)
+    }
+
+    extern "C" fn on_crash(signal: libc::c_int) {
+        let mut line = [0u8; 160];
+        let mut at = 0;
+        let mut push = |bytes: &[u8]| {
+            for &b in bytes {
+                if at < line.len() {
+                    line[at] = b;
+                    at += 1;
+                }
+            }
+        };
+        if let Some(rank) = rank_of_this_thread() {
+            push(b"rank ");
+            let mut digits = [0u8; 20];
+            let (mut n, mut k) = (rank, digits.len());
+            loop {
+                k -= 1;
+                digits[k] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            push(&digits[k..]);
+            push(b": ");
+        }
+        push(b"error: the program crashed: ");
+        let name = SIGNALS.iter().find(|(s, _)| *s == signal).map_or("a signal", |(_, name)| name);
+        push(name.as_bytes());
+        push(b"\n");
+        // SAFETY: write and _exit are async-signal-safe; `line[..at]` is initialized.
+        unsafe {
+            libc::write(2, line.as_ptr().cast(), at);
+            libc::_exit(1);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_string()).collect()
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
     }
 
     #[test]
     fn arguments() {
         let o = parse_args(&args(&["f.mlir", "-e", "main", "--ranks", "4", "--timeout=2.5"])).expect("valid");
         assert_eq!(
-            (o.input.as_str(), o.entry.as_str(), o.ranks, o.timeout, o.mpi),
-            ("f.mlir", "main", 4, Duration::from_millis(2500), false)
+            (o.input.to_str(), o.entry.as_str(), o.ranks, o.timeout, o.mpi),
+            (Some("f.mlir"), "main", 4, Duration::from_millis(2500), false)
         );
         assert!(parse_args(&args(&["f.mlir"])).unwrap_err().contains("-e FUNC"));
         assert!(parse_args(&args(&["-e", "m"])).unwrap_err().contains("no input"));
@@ -600,6 +759,22 @@ mod tests {
         assert!(parse_args(&args(&["f", "-e"])).unwrap_err().contains("needs a value"));
         assert!(parse_args(&args(&["f", "-e", "m", "--bogus"])).unwrap_err().contains("'--bogus'"));
         assert!(parse_args(&args(&["--help"])).expect("help").help);
+        // Paths keep their bytes; text options must be UTF-8.
+        use std::os::unix::ffi::OsStringExt;
+        let bytes = |b: &[u8]| OsString::from_vec(b.to_vec());
+        let o = parse_args(&[
+            bytes(b"in\xff.mlir"),
+            "--train-step".into(),
+            "--params".into(),
+            bytes(b"p\xfe"),
+            "--inputs".into(),
+            "i".into(),
+            "-o".into(),
+            bytes(b"out\xff.safetensors"),
+        ])
+        .expect("valid");
+        assert_eq!((o.input, o.params, o.output), (bytes(b"in\xff.mlir"), Some(bytes(b"p\xfe")), Some(bytes(b"out\xff.safetensors"))));
+        assert!(parse_args(&[bytes(b"f"), "-e".into(), bytes(b"m\xff")]).unwrap_err().contains("-e 'm\u{fffd}' is not UTF-8"));
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //!
 //! Bad input gets a diagnostic naming the file or option and exit code 1,
 //! and nothing is written; outputs are written atomically, after the search
-//! and the plan have both succeeded. Ctrl-C stops the search and prints the
+//! and the plan have both succeeded. When no configuration fits, the
+//! reasons go to stderr (exit code 1) and `-o` is left as it was. Ctrl-C stops the search and prints the
 //! best configurations found so far (exit code 130); a second Ctrl-C exits
 //! at once.
 
-use std::io::{IsTerminal, Write};
+use std::ffi::{OsStr, OsString};
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -25,6 +27,7 @@ use crate::{
     },
     dialect::verify::verify_blueprint,
     ir::{context::create_context, diagnostics::DiagnosticSink},
+    tools::cli::{is_dash, print_info, report},
     transforms::transformer::import::import_training,
 };
 
@@ -53,8 +56,9 @@ static INTERRUPT: AtomicBool = AtomicBool::new(false);
 
 #[derive(Debug, Default)]
 struct Args {
-    model: Option<String>,
-    system: Option<String>,
+    /// Paths as given (not necessarily UTF-8).
+    model: Option<OsString>,
+    system: Option<OsString>,
     procs: Option<u64>,
     max_batch: Option<u64>,
     seq_len: Option<u64>,
@@ -66,8 +70,8 @@ struct Args {
     calculon_dp_overlap: bool,
     threads: Option<usize>,
     samples: u64,
-    output: Option<String>,
-    emit_plan: Option<String>,
+    output: Option<OsString>,
+    emit_plan: Option<OsString>,
     help: bool,
 }
 
@@ -75,14 +79,25 @@ fn number<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, String> {
     text.parse().map_err(|_| format!("blueprint-search: {name} takes a positive integer, got '{text}'"))
 }
 
-fn parse_args(args: &[String]) -> Result<Args, String> {
+fn parse_args(args: &[OsString]) -> Result<Args, String> {
     let mut a = Args::default();
     let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        let mut value = |name: &str| iter.next().cloned().ok_or_else(|| format!("blueprint-search: {name} needs a value"));
-        match arg.as_str() {
+    while let Some(raw) = iter.next() {
+        // Options are ASCII: an argument that is not UTF-8 is the model's path.
+        let Some(arg) = raw.to_str() else {
+            if a.model.replace(raw.clone()).is_some() {
+                return Err("blueprint-search: only one MODEL.json is accepted".into());
+            }
+            continue;
+        };
+        // The next argument: a path kept as given, or text.
+        let mut path = |name: &str| iter.next().cloned().ok_or_else(|| format!("blueprint-search: {name} needs a value"));
+        let text = |name: &str, value: OsString| {
+            value.into_string().map_err(|v| format!("blueprint-search: {name} '{}' is not UTF-8", v.to_string_lossy()))
+        };
+        let mut value = |name: &str| path(name).and_then(|v| text(name, v));
+        match arg {
             "-h" | "--help" => a.help = true,
-            "--system" => a.system = Some(value("--system")?),
             "--procs" => a.procs = Some(number("--procs", &value("--procs")?)?),
             "--max-batch" => a.max_batch = Some(number("--max-batch", &value("--max-batch")?)?),
             "--seq-len" => a.seq_len = Some(number("--seq-len", &value("--seq-len")?)?),
@@ -113,13 +128,14 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--no-dp-overlap" => a.no_dp_overlap = true,
             "--no-tp-overlap" => a.no_tp_overlap = true,
             "--calculon-dp-overlap" => a.calculon_dp_overlap = true,
-            "-o" => a.output = Some(value("-o")?),
-            "--emit-plan" => a.emit_plan = Some(value("--emit-plan")?),
+            "--system" => a.system = Some(path("--system")?),
+            "-o" => a.output = Some(path("-o")?),
+            "--emit-plan" => a.emit_plan = Some(path("--emit-plan")?),
             other if other.starts_with('-') && other != "-" => {
                 return Err(format!("blueprint-search: unknown option '{other}'\nTry 'blueprint-search --help'."))
             }
-            other => {
-                if a.model.replace(other.to_string()).is_some() {
+            _ => {
+                if a.model.replace(raw.clone()).is_some() {
                     return Err("blueprint-search: only one MODEL.json is accepted".into());
                 }
             }
@@ -128,8 +144,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     Ok(a)
 }
 
-fn read(path: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("blueprint-search: cannot read '{path}': {e}"))
+fn read(path: &OsStr) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("blueprint-search: cannot read '{}': {e}", path.to_string_lossy()))
 }
 
 /// The best configuration's whole-step plan as MLIR text, with a header
@@ -152,40 +168,41 @@ pub fn emit_plan(spec: &TrainingSpec, header: &str) -> Result<String, String> {
     Ok(format!("{header}{text}\n"))
 }
 
-fn write(path: &str, text: &str) -> Result<(), String> {
-    if path == "-" {
-        return std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("blueprint-search: cannot write <stdout>: {e}"));
+fn write(path: Option<&OsStr>, text: &str) -> Result<(), String> {
+    match path.filter(|p| !is_dash(p)) {
+        None => crate::tools::cli::print(text.as_bytes()).map_err(|e| format!("blueprint-search: cannot write <stdout>: {e}")),
+        Some(path) => crate::tools::cli::write_file_atomically(Path::new(path), text.as_bytes())
+            .map_err(|e| format!("blueprint-search: cannot write '{}': {e}", path.to_string_lossy())),
     }
-    crate::tools::cli::write_file_atomically(Path::new(path), text.as_bytes())
-        .map_err(|e| format!("blueprint-search: cannot write '{path}': {e}"))
 }
 
 /// Runs the tool; returns the exit code.
 #[must_use]
-pub fn main_with_args(args: &[String]) -> i32 {
+pub fn main_with_args(args: &[OsString]) -> i32 {
     match run(args) {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("{message}");
+            report(&message);
             1
         }
     }
 }
 
-fn run(args: &[String]) -> Result<i32, String> {
+fn run(args: &[OsString]) -> Result<i32, String> {
     let a = parse_args(args)?;
     if a.help {
-        print!("{HELP}");
-        return Ok(0);
+        return Ok(print_info("blueprint-search", HELP));
     }
-    let model_path = a.model.as_deref().ok_or("blueprint-search: no MODEL.json given\nTry 'blueprint-search --help'.")?;
-    let system_path = a.system.as_deref().ok_or("blueprint-search: --system S.json is required")?;
+    let model_file = a.model.as_deref().ok_or("blueprint-search: no MODEL.json given\nTry 'blueprint-search --help'.")?;
+    let system_file = a.system.as_deref().ok_or("blueprint-search: --system S.json is required")?;
+    let (model_shown, system_shown) = (model_file.to_string_lossy(), system_file.to_string_lossy());
+    let (model_path, system_path): (&str, &str) = (&model_shown, &system_shown);
     let procs = a.procs.ok_or("blueprint-search: --procs N is required")?;
     let max_batch = a.max_batch.ok_or("blueprint-search: --max-batch B is required")?;
-    let stem = Path::new(model_path).file_stem().map(|s| s.to_string_lossy().into_owned());
+    let stem = Path::new(model_file).file_stem().map(|s| s.to_string_lossy().into_owned());
     let model =
-        ModelSpec::from_any_json_with(&read(model_path)?, stem.as_deref(), a.seq_len).map_err(|e| format!("{model_path}: error: {e}"))?;
-    let system = SystemProfile::from_json(&read(system_path)?).map_err(|e| format!("{system_path}: error: {e}"))?;
+        ModelSpec::from_any_json_with(&read(model_file)?, stem.as_deref(), a.seq_len).map_err(|e| format!("{model_path}: error: {e}"))?;
+    let system = SystemProfile::from_json(&read(system_file)?).map_err(|e| format!("{system_path}: error: {e}"))?;
     let options = SearchOptions {
         procs,
         max_batch,
@@ -205,7 +222,7 @@ fn run(args: &[String]) -> Result<i32, String> {
         if INTERRUPT.swap(true, Ordering::SeqCst) {
             std::process::exit(130);
         }
-        eprintln!("blueprint-search: interrupted; reporting the best configurations found so far (Ctrl-C again to quit)");
+        report("blueprint-search: interrupted; reporting the best configurations found so far (Ctrl-C again to quit)");
     });
 
     let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
@@ -244,10 +261,33 @@ fn run(args: &[String]) -> Result<i32, String> {
     .map_err(|e| format!("blueprint-search: error: {e}"))?;
     bar.finish_and_clear();
 
+    let best = result.top().first();
+    if best.is_none() && result.outcome.partial {
+        report("blueprint-search: interrupted before any configuration fitted; nothing is written");
+        return Ok(130);
+    }
+    if result.configurations == 0 {
+        return Err(format!(
+            "blueprint-search: the space is empty, nothing is written: no TP × PP × DP = {procs} has TP dividing model.hidden and model.heads, PP dividing model.blocks, and DP at most --max-batch {max_batch}"
+        ));
+    }
+    if best.is_none() {
+        // A failed search writes nothing: the reasons go to stderr.
+        let mut message = String::from("blueprint-search: no configuration fits; nothing is written. Pruned:");
+        for (reason, pruned) in &result.outcome.pruned {
+            message.push_str(&format!(
+                "\n  {reason}: {} configurations, the first (index {}): {}",
+                pruned.count, pruned.first_index, pruned.example
+            ));
+        }
+        if a.emit_plan.is_some() {
+            message.push_str("\n--emit-plan: no configuration fits, so there is no plan to emit");
+        }
+        return Err(message);
+    }
     let has_mem2 = system.mem2().gib() > 0.0;
     let report = output::report(&model, system_path, has_mem2, &options, &result);
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
-    let best = result.top().first();
     let plan = match (&a.emit_plan, best) {
         (Some(_), Some(best)) => {
             let spec = best.config.spec(&model, options.datatype);
@@ -265,16 +305,12 @@ fn run(args: &[String]) -> Result<i32, String> {
         (Some(_), None) => return Err("blueprint-search: --emit-plan: no configuration fits, so there is no plan to emit".into()),
         _ => None,
     };
-    write(a.output.as_deref().unwrap_or("-"), &json)?;
+    write(a.output.as_deref(), &json)?;
     if let (Some(path), Some(plan)) = (&a.emit_plan, plan) {
-        write(path, &plan)?;
+        write(Some(path), &plan)?;
     }
     if result.outcome.partial {
         return Ok(130);
-    }
-    if best.is_none() {
-        eprintln!("blueprint-search: no configuration fits (see totals.pruned)");
-        return Ok(1);
     }
     Ok(0)
 }

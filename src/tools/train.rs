@@ -37,10 +37,11 @@ use crate::{
 /// What `--train-step` reads and writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrainOptions {
-    pub step: String,
-    pub params: String,
-    pub inputs: String,
-    pub output: String,
+    /// Paths as given (not necessarily UTF-8).
+    pub step: std::ffi::OsString,
+    pub params: std::ffi::OsString,
+    pub inputs: std::ffi::OsString,
+    pub output: std::ffi::OsString,
 }
 
 /// One argument or result of `@train_step`: its tensor name and shape.
@@ -71,7 +72,7 @@ pub struct Signature {
 /// A message naming the file, tensor or op at fault; `options.output` is
 /// not written.
 pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
-    let (name, bytes) = crate::tools::cli::read_input(Some(&options.step)).map_err(|e| e.to_string())?;
+    let (name, bytes) = crate::tools::cli::read_input(Some(options.step.as_os_str())).map_err(|e| e.to_string())?;
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
     let report = |sink: &DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
@@ -79,11 +80,12 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
         .ok_or_else(|| format!("cannot parse the step\n{}", report(&sink)))?;
     let signature = prepare(&context, &mut module).map_err(|e| with_diagnostics(e, &report(&sink)))?;
     // Every input, read and checked before anything runs.
-    let params = std::fs::read(&options.params).map_err(|e| format!("cannot read '{}': {e}", options.params))?;
-    let inputs = std::fs::read(&options.inputs).map_err(|e| format!("cannot read '{}': {e}", options.inputs))?;
-    let params = SafeTensors::deserialize(&params).map_err(|e| format!("'{}' is not a safetensors file: {e}", options.params))?;
-    let inputs = SafeTensors::deserialize(&inputs).map_err(|e| format!("'{}' is not a safetensors file: {e}", options.inputs))?;
-    let files = [(options.params.as_str(), &params), (options.inputs.as_str(), &inputs)];
+    let (params_name, inputs_name) = (options.params.to_string_lossy(), options.inputs.to_string_lossy());
+    let params = std::fs::read(&options.params).map_err(|e| format!("cannot read '{params_name}': {e}"))?;
+    let inputs = std::fs::read(&options.inputs).map_err(|e| format!("cannot read '{inputs_name}': {e}"))?;
+    let params = SafeTensors::deserialize(&params).map_err(|e| format!("'{params_name}' is not a safetensors file: {e}"))?;
+    let inputs = SafeTensors::deserialize(&inputs).map_err(|e| format!("'{inputs_name}' is not a safetensors file: {e}"))?;
+    let files = [(params_name.as_ref(), &params), (inputs_name.as_ref(), &inputs)];
     let mut arguments = Vec::new();
     for tensor in &signature.inputs {
         arguments.push(read_tensor(&files, tensor)?);
@@ -112,7 +114,7 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
         .collect::<Result<_, _>>()?;
     let bytes = safetensors::serialize(views, None).map_err(|e| format!("cannot serialize the outputs: {e}"))?;
     crate::tools::cli::write_file_atomically(Path::new(&options.output), &bytes)
-        .map_err(|e| format!("cannot write '{}': {e}", options.output))
+        .map_err(|e| format!("cannot write '{}': {e}", options.output.to_string_lossy()))
 }
 
 fn with_diagnostics(message: String, diagnostics: &str) -> String {

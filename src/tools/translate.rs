@@ -10,7 +10,7 @@
 //! Bad input gets a diagnostic naming the problem and exit code 1, and
 //! nothing is written.
 
-use std::io::Write;
+use std::ffi::{OsStr, OsString};
 
 use melior::ir::operation::{OperationLike, OperationPrintingFlags};
 
@@ -18,7 +18,10 @@ use crate::{
     analysis::workload::{derive_training_block, BlockFacts, InferenceFacts, InferenceSpec, TrainingSpec},
     dialect::{summary, verify::verify_blueprint},
     ir::{context::create_context, diagnostics::DiagnosticSink},
-    tools::opt::parse_module,
+    tools::{
+        cli::{is_dash, print_info, report},
+        opt::parse_module,
+    },
     transforms::transformer::import::{import_inference, import_training},
 };
 
@@ -56,24 +59,39 @@ ESTIMATE OPTIONS:\n\
 
 /// Runs the tool; returns the exit code.
 #[must_use]
-pub fn main_with_args(args: &[String]) -> i32 {
+pub fn main_with_args(args: &[OsString]) -> i32 {
     match run(args) {
-        Ok(()) => 0,
+        Ok(Printed::Done) => 0,
+        Ok(Printed::Info(text)) => print_info("blueprint-translate", &text),
         Err(message) => {
-            eprintln!("{message}");
+            report(&message);
             1
         }
     }
 }
 
-fn run(args: &[String]) -> Result<(), String> {
+/// What a successful run leaves to print.
+enum Printed {
+    Done,
+    /// Help text for stdout.
+    Info(String),
+}
+
+fn run(args: &[OsString]) -> Result<Printed, String> {
     let mut mode = None;
-    let mut input: Option<String> = None;
-    let mut output: Option<String> = None;
+    let mut input: Option<OsString> = None;
+    let mut output: Option<OsString> = None;
     let mut generic = false;
     let mut estimate = crate::tools::estimate::EstimateArgs::default();
     let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
+    while let Some(raw) = iter.next() {
+        // Options are ASCII: an argument that is not UTF-8 is the input path.
+        let Some(arg) = raw.to_str() else {
+            if input.replace(raw.clone()).is_some() {
+                return Err("blueprint-translate: only one input is accepted".into());
+            }
+            continue;
+        };
         if estimate.take(arg, &mut iter.by_ref().cloned())? {
             continue;
         }
@@ -84,11 +102,8 @@ fn run(args: &[String]) -> Result<(), String> {
             *mode = Some(m);
             Ok(())
         };
-        match arg.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                return Ok(());
-            }
+        match arg {
+            "-h" | "--help" => return Ok(Printed::Info(HELP.to_string())),
             "--import-transformer-training" => set(Mode::ImportTraining, &mut mode)?,
             "--transformer-block-facts" => set(Mode::BlockFacts, &mut mode)?,
             "--import-transformer-inference" => set(Mode::ImportInference, &mut mode)?,
@@ -100,8 +115,8 @@ fn run(args: &[String]) -> Result<(), String> {
             other if other.starts_with('-') && other != "-" => {
                 return Err(format!("blueprint-translate: unknown option '{other}'\nTry 'blueprint-translate --help'."))
             }
-            other => {
-                if input.replace(other.to_string()).is_some() {
+            _ => {
+                if input.replace(raw.clone()).is_some() {
                     return Err("blueprint-translate: only one input is accepted".into());
                 }
             }
@@ -137,26 +152,24 @@ fn run(args: &[String]) -> Result<(), String> {
             }
             // Pictures first: a failure leaves no report claiming them.
             for (path, svg) in &result.pictures {
-                crate::tools::cli::write_file_atomically(std::path::Path::new(path), svg.as_bytes())
-                    .map_err(|e| format!("blueprint-translate: cannot write '{path}': {e}"))?;
+                crate::tools::cli::write_file_atomically(path, svg.as_bytes())
+                    .map_err(|e| format!("blueprint-translate: cannot write '{}': {e}", path.to_string_lossy()))?;
             }
             result.json
         }
     };
-    write_output(output.as_deref(), &text)
+    write_output(output.as_deref(), &text).map(|()| Printed::Done)
 }
 
-fn read_input(path: Option<&str>) -> Result<(String, Vec<u8>), String> {
+fn read_input(path: Option<&OsStr>) -> Result<(String, Vec<u8>), String> {
     crate::tools::cli::read_input(path).map_err(|e| format!("blueprint-translate: {e}"))
 }
 
-fn write_output(path: Option<&str>, text: &str) -> Result<(), String> {
-    match path {
-        None | Some("-") => {
-            std::io::stdout().write_all(text.as_bytes()).map_err(|e| format!("blueprint-translate: cannot write <stdout>: {e}"))
-        }
+fn write_output(path: Option<&OsStr>, text: &str) -> Result<(), String> {
+    match path.filter(|p| !is_dash(p)) {
+        None => crate::tools::cli::print(text.as_bytes()).map_err(|e| format!("blueprint-translate: cannot write <stdout>: {e}")),
         Some(path) => crate::tools::cli::write_file_atomically(std::path::Path::new(path), text.as_bytes())
-            .map_err(|e| format!("blueprint-translate: cannot write '{path}': {e}")),
+            .map_err(|e| format!("blueprint-translate: cannot write '{}': {e}", path.to_string_lossy())),
     }
 }
 

@@ -149,3 +149,20 @@ func.func @ranks(%x: tensor<4xi64>) -> (index, index, tensor<4xi64>) {
   dist.wait %h1
   return %r, %n, %y1 : index, index, tensor<4xi64>
 }
+
+// -----
+
+// cf.assert becomes _bprt_assert(condition, "message at location"), so a
+// failed assert stops its rank by name with its message.
+// CHECK: func.func private @_bprt_assert(i64, memref<*xi8>) -> i64
+// CHECK-LABEL: func.func @checks
+// CHECK: %[[MSG:.*]] = memref.get_global @__bprt_op_0 : memref<{{[0-9]+}}xi8>
+// CHECK-NEXT: %[[CAST:.*]] = memref.cast %[[MSG]] : memref<{{[0-9]+}}xi8> to memref<*xi8>
+// CHECK-NEXT: %[[FLAG:.*]] = arith.extui %arg0 : i1 to i64
+// CHECK-NEXT: call @_bprt_assert(%[[FLAG]], %[[CAST]]) : (i64, memref<*xi8>) -> i64
+// CHECK-NOT: cf.assert
+// CHECK: memref.global "private" constant @__bprt_op_0 : memref<{{[0-9]+}}xi8> = dense<[120, 32, 109, 117, 115, 116, 32, 104, 111, 108, 100, 32, 97, 116, 32,
+func.func @checks(%ok: i1) {
+  cf.assert %ok, "x must hold"
+  return
+}

@@ -321,6 +321,11 @@ pub enum EstimateError {
         "calculon_compat_dp_overlap: Calculon's DP-overlap figure follows its layer order, which needs the forward task '{0}'; the block has none"
     )]
     CompatLayout(&'static str),
+    /// A derived time, rate or capacity that is not a finite number (or a
+    /// step of no time): never reported, since it would print as `null`
+    /// or compare as fitting.
+    #[error("{figure} is {value}, not a finite {what}: it derives from the system's {sources}; check those fields")]
+    NotFinite { figure: String, value: f64, what: &'static str, sources: String },
 }
 
 /// Estimates one training step of `spec` from its representative block.
@@ -436,7 +441,7 @@ pub fn compose_estimate(
     let fits = required <= capacity_bytes;
     let memory = MemoryCheck { per_processor, capacity_bytes, fits, over_by_bytes: if fits { 0.0 } else { required - capacity_bytes } };
 
-    Ok(Estimate {
+    let estimate = Estimate {
         sample_rate: spec.workload.global_batch as f64 / outcome.timing.total_time,
         timing_seconds: outcome.timing,
         block: outcome.block,
@@ -444,7 +449,61 @@ pub fn compose_estimate(
         stages: map.pp,
         dp_overlap: outcome.dp_overlap,
         memory,
-    })
+    };
+    check_finite(&estimate, spec, binding)?;
+    Ok(estimate)
+}
+
+/// Every figure of `estimate` a report prints or a search ranks by is
+/// finite (and the step takes time); else the first that is not, with the
+/// system fields it derives from. A validated system file keeps them
+/// finite ([`crate::analysis::system::bounds`]); this is the guarantee.
+fn check_finite(estimate: &Estimate, spec: &TrainingSpec, binding: &NetworkBinding) -> Result<(), EstimateError> {
+    let datatype = datatype_name(spec.workload.datatype);
+    let compute = || format!("matrix.{datatype}, vector.{datatype} and mem1");
+    let network = |axis: &str, tier: usize| format!("networks[{tier}] (the {axis} tier), matrix.{datatype}, vector.{datatype} and mem1");
+    let everything = || {
+        format!(
+            "matrix.{datatype}, vector.{datatype}, mem1 and networks[{}], networks[{}], networks[{}] (TP, PP, DP)",
+            binding.tp, binding.pp, binding.dp
+        )
+    };
+    let fail =
+        |figure: &str, value, what, sources: String| Err(EstimateError::NotFinite { figure: figure.to_owned(), value, what, sources });
+    for (name, value) in estimate.timing_seconds.fields() {
+        if value.is_finite() && value >= 0.0 {
+            continue;
+        }
+        let sources = match name {
+            "tp_comm_exposed_time" | "recomm_exposed_time" => network("TP", binding.tp),
+            "pp_comm_exposed_time" => network("PP", binding.pp),
+            "dp_comm_exposed_time" => network("DP", binding.dp),
+            "total_time" => everything(),
+            _ => compute(),
+        };
+        return fail(&format!("timing_seconds.{name}"), value, "time", sources);
+    }
+    let t = &estimate.timing_seconds;
+    if t.total_time <= 0.0 || !estimate.sample_rate.is_finite() {
+        return fail("sample_rate", estimate.sample_rate, "rate (the step takes no time)", everything());
+    }
+    for (figure, value) in [("stage busy_seconds", estimate.stage.busy), ("stage idle_seconds", estimate.stage.idle)] {
+        if !value.is_finite() {
+            return fail(figure, value, "time", everything());
+        }
+    }
+    if let Some(f) = &estimate.dp_overlap {
+        for value in [Some(f.blueprint), f.calculon].into_iter().flatten() {
+            if !value.is_finite() {
+                return fail("dp_overlap", value, "time", network("DP", binding.dp));
+            }
+        }
+    }
+    let capacity = estimate.memory.capacity_bytes;
+    if !capacity.is_finite() {
+        return fail("capacity_bytes", capacity, "capacity", "mem1.GiB".into());
+    }
+    Ok(())
 }
 
 /// Derives the block of `spec` with the algebra and estimates it (the

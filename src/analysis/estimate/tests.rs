@@ -459,3 +459,91 @@ fn calculon_figure_needs_calculons_layer_layout() {
     let error = estimate(&tasks, &block, &case.spec, &sys, &case.binding, &compat).map(|_| ()).expect_err("compat needs the layout");
     assert_eq!(error, EstimateError::CompatLayout("attn.q.fwd"));
 }
+
+/// A system file with every figure at one end of the physical bounds.
+fn system_at_bounds(slowest: bool) -> SystemProfile {
+    use crate::analysis::system::bounds;
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{ORACLES}/systems/a100_80g.json")).expect("a100")).expect("JSON");
+    let efficiency = if slowest { bounds::EFFICIENCY_MIN } else { 1.0 };
+    for unit in ["matrix", "vector"] {
+        for rate in json[unit].as_object_mut().expect("unit").values_mut() {
+            rate["tflops"] = (if slowest { bounds::TFLOPS.0 } else { bounds::TFLOPS.1 }).into();
+            for row in rate["gflops_efficiency"].as_array_mut().expect("table") {
+                row[1] = efficiency.into();
+            }
+        }
+    }
+    for tier in ["mem1", "mem2"] {
+        json[tier]["GBps"] = (if slowest { bounds::GBPS.0 } else { bounds::GBPS.1 }).into();
+        json[tier]["GiB"] = (if slowest { 0.0 } else { bounds::GIB_MAX }).into();
+        for row in json[tier]["MB_efficiency"].as_array_mut().expect("table") {
+            row[1] = efficiency.into();
+        }
+    }
+    for network in json["networks"].as_array_mut().expect("networks") {
+        network["bandwidth"] = (if slowest { bounds::GBPS.0 } else { bounds::GBPS.1 }).into();
+        network["efficiency"] = efficiency.into();
+        network["latency"] = (if slowest { bounds::LATENCY_MAX } else { 0.0 }).into();
+        for (name, factors) in network["ops"].as_object_mut().expect("ops") {
+            factors[0] = (if slowest { bounds::OP_SCALAR.1 } else { bounds::OP_SCALAR.0 }).into();
+            if name != "p2p" {
+                factors[1] = (if slowest { bounds::OP_OFFSET.1 } else { bounds::OP_OFFSET.0 }).into();
+            }
+        }
+    }
+    SystemProfile::from_json(&json.to_string()).expect("a system at the bounds is valid")
+}
+
+/// The bounds of a system file keep every figure of every oracle case
+/// finite, at both ends (issue 28: extreme values printed `null` times and
+/// `"fits": true`).
+#[test]
+fn figures_stay_finite_at_the_physical_bounds() {
+    for slowest in [true, false] {
+        let system = system_at_bounds(slowest);
+        for case in cases_of(&format!("{ORACLES}/seqsel-table5.json")) {
+            for dp_overlap in [false, true] {
+                let options = EstimateOptions { data_par_overlap: dp_overlap, calculon_compat_dp_overlap: false };
+                let derivation = derive_training_block(&case.spec).expect("derives");
+                let block = BlockFacts::from_derivation(&derivation, &case.spec);
+                let got = estimate(&block_tasks(&derivation), &block, &case.spec, &system, &case.binding, &options)
+                    .unwrap_or_else(|e| panic!("{} (slowest {slowest}): {e}", case.name));
+                for (name, value) in got.timing_seconds.fields() {
+                    assert!(value.is_finite() && value >= 0.0, "{}: {name} = {value}", case.name);
+                }
+                assert!(got.sample_rate.is_finite() && got.sample_rate > 0.0, "{}: {}", case.name, got.sample_rate);
+                assert!(got.memory.capacity_bytes.is_finite());
+                // Nothing fits in no memory; everything fits in the most.
+                assert_eq!(got.memory.fits, !slowest, "{}", case.name);
+            }
+        }
+    }
+}
+
+/// A figure that is not finite is an error naming it and the system
+/// fields it derives from.
+#[test]
+fn non_finite_figures_name_the_system_fields() {
+    let case = cases_of(&format!("{ORACLES}/seqsel-table5.json")).into_iter().next().expect("a case");
+    let good = run(&case, &EstimateOptions::default());
+    let datatype = crate::analysis::system::datatype_name(case.spec.workload.datatype);
+    let check = |edit: &dyn Fn(&mut Estimate)| {
+        let mut bad = good.clone();
+        edit(&mut bad);
+        check_finite(&bad, &case.spec, &case.binding).expect_err("not finite").to_string()
+    };
+    let message = check(&|e| e.timing_seconds.fw_time = f64::INFINITY);
+    assert!(message.starts_with("timing_seconds.fw_time is inf, not a finite time"), "{message}");
+    assert!(message.contains(&format!("matrix.{datatype}, vector.{datatype} and mem1")), "{message}");
+    let message = check(&|e| e.timing_seconds.dp_comm_exposed_time = f64::NAN);
+    assert!(message.contains(&format!("networks[{}] (the DP tier)", case.binding.dp)), "{message}");
+    let message = check(&|e| e.memory.capacity_bytes = f64::INFINITY);
+    assert!(message.contains("capacity_bytes is inf") && message.contains("mem1.GiB"), "{message}");
+    let message = check(&|e| {
+        e.timing_seconds.total_time = 0.0;
+        e.sample_rate = f64::INFINITY;
+    });
+    assert!(message.starts_with("sample_rate is inf"), "{message}");
+    assert_eq!(check_finite(&good, &case.spec, &case.binding), Ok(()));
+}

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::rank::{Candidate, TopK};
 use super::space::{Config, KeySpace};
-use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateOptions};
+use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateError, EstimateOptions};
 use crate::analysis::system::{NetworkBinding, NetworkBindingError, SystemProfile};
 use crate::analysis::workload::{derive_training_block, BlockFacts, Datatype, ModelSpec, SpecError};
 
@@ -100,6 +100,10 @@ impl Outcome {
     }
 }
 
+/// The prune reason of a configuration whose estimate is not finite: the
+/// search fails with it instead of ranking ([`super::search`]).
+pub const NOT_FINITE: &str = "non_finite_estimate";
+
 /// The short name of a spec rule a configuration violates.
 #[must_use]
 pub fn spec_reason(error: &SpecError) -> &'static str {
@@ -182,7 +186,7 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
         };
         let mut plain = with_prefix;
         (plain.calculon_re_flops_time, plain.calculon_re_mem_time) = (None, None);
-        for &v in &space.interleavings {
+        for &v in space.interleavings.iter() {
             if cx.interrupted() {
                 out.partial = true;
                 return;
@@ -220,6 +224,7 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                         let options = EstimateOptions { data_par_overlap, ..price_options };
                         let times = if data_par_overlap { &with_prefix } else { &plain };
                         match compose_estimate(times, &block, &spec, cx.system, &networks, &options) {
+                            Err(error @ EstimateError::NotFinite { .. }) => out.prune(NOT_FINITE, index, 1, || error.to_string()),
                             Err(error) => out.prune("estimate_error", index, 1, || error.to_string()),
                             Ok(estimate) => {
                                 if cx.sampled(index) {

@@ -33,7 +33,7 @@ pub use rank::{Candidate, TopK};
 pub use space::{BlockKey, Config, KeySpace, Space};
 
 use crate::analysis::system::{datatype_name, SystemProfile};
-use crate::analysis::workload::{Datatype, ModelSpec};
+use crate::analysis::workload::{Datatype, ModelSpec, MAX_WORLD_SIZE};
 
 /// What to search.
 #[derive(Debug, Clone)]
@@ -58,15 +58,39 @@ pub struct SearchOptions {
     pub threads: Option<usize>,
 }
 
+/// Largest `--max-batch`: 2^24 sequences, far beyond any training batch
+/// (GPT-3's was 1,536). The microbatch choices are the divisors of each
+/// local batch, so the batch bounds the block keys per (TP, PP).
+pub const MAX_SEARCH_BATCH: u64 = 1 << 24;
+/// Most configurations `--top` reports (each insertion into the ranking
+/// costs up to K).
+pub const MAX_TOP: usize = 1000;
+/// Most configurations `--sample` reports.
+pub const MAX_SAMPLES: u64 = 10_000;
+/// Most worker threads `--threads` starts.
+pub const MAX_THREADS: usize = 1024;
+
 /// Why a search cannot run.
 #[derive(Debug, Error)]
 pub enum SearchError {
     #[error("--procs must be positive")]
     NoProcessors,
+    #[error("--procs {0} is more than the {MAX_WORLD_SIZE} (2^24) processors Blueprint plans for (blueprint-translate's limit on mapping.tp × mapping.pp × mapping.dp)")]
+    TooManyProcessors(u64),
     #[error("--max-batch must be positive")]
     NoBatch,
+    #[error("--max-batch {0} is more than the {MAX_SEARCH_BATCH} (2^24) sequences the search explores")]
+    BatchTooLarge(u64),
     #[error("--top must be positive")]
     NoTop,
+    #[error("--top {0} is more than the {MAX_TOP} configurations the search reports")]
+    TopTooLarge(usize),
+    #[error("--sample {0} is more than the {MAX_SAMPLES} configurations the search samples")]
+    TooManySamples(u64),
+    #[error("--threads {0} is more than the {MAX_THREADS} worker threads the search starts")]
+    TooManyThreads(usize),
+    #[error("{0}")]
+    NotFinite(String),
     #[error("the system states no {unit} throughput for {datatype} ({unit}.{datatype} is missing)")]
     MissingDatatype { unit: &'static str, datatype: &'static str },
     #[error("cannot start {threads} worker threads: {reason}")]
@@ -127,11 +151,26 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
     if options.procs == 0 {
         return Err(SearchError::NoProcessors);
     }
+    if options.procs > MAX_WORLD_SIZE {
+        return Err(SearchError::TooManyProcessors(options.procs));
+    }
     if options.max_batch == 0 {
         return Err(SearchError::NoBatch);
     }
+    if options.max_batch > MAX_SEARCH_BATCH {
+        return Err(SearchError::BatchTooLarge(options.max_batch));
+    }
     if options.top == 0 {
         return Err(SearchError::NoTop);
+    }
+    if options.top > MAX_TOP {
+        return Err(SearchError::TopTooLarge(options.top));
+    }
+    if options.samples > MAX_SAMPLES {
+        return Err(SearchError::TooManySamples(options.samples));
+    }
+    if let Some(threads) = options.threads.filter(|t| *t > MAX_THREADS) {
+        return Err(SearchError::TooManyThreads(threads));
     }
     let datatype = datatype_name(options.datatype);
     if system.matrix().rate(options.datatype).is_none() {
@@ -199,6 +238,9 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
                 },
             )
     });
+    if let Some(first) = outcome.pruned.get(evaluate::NOT_FINITE) {
+        return Err(SearchError::NotFinite(format!("configuration {}: {}", first.first_index, first.example)));
+    }
     outcome.samples.sort_by_key(|s| s.index);
     Ok(SearchResult {
         configurations: total,

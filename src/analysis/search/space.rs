@@ -38,8 +38,21 @@ pub const RECOMPUTES: [Recompute; 3] = [Recompute::None, Recompute::AttnOnly, Re
 /// TP communication schemes in the canonical order (Calculon's).
 pub const TP_COMMS: [TpComm; 3] = [TpComm::Ar, TpComm::P2pRsAg, TpComm::RsAg];
 
+/// The divisors of `x`, ascending, found by trial division up to `√x`:
+/// the search's cost must not grow with `--procs` or the batch themselves.
 fn divisors(x: u64) -> impl Iterator<Item = u64> {
-    (1..=x).filter(move |c| x.is_multiple_of(*c))
+    let (mut small, mut large) = (Vec::new(), Vec::new());
+    let mut c = 1u64;
+    while c.checked_mul(c).is_some_and(|square| square <= x) {
+        if x.is_multiple_of(c) {
+            small.push(c);
+            if c != x / c {
+                large.push(x / c);
+            }
+        }
+        c += 1;
+    }
+    small.into_iter().chain(large.into_iter().rev())
 }
 
 /// TP degrees: divisors of `procs` that divide `hidden` and `heads`.
@@ -154,7 +167,8 @@ pub struct Space {
 pub struct KeySpace {
     pub key: BlockKey,
     pub tp_nets: Vec<usize>,
-    pub interleavings: Vec<u64>,
+    /// Shared by every key of one PP degree (computed once per degree).
+    pub interleavings: std::sync::Arc<[u64]>,
     pub pp_nets: Vec<usize>,
     pub dp_nets: Vec<usize>,
     pub overlaps: Vec<bool>,
@@ -217,6 +231,7 @@ impl Space {
         for tp in tensor_parallelisms(self.procs, m.hidden, m.heads) {
             for pp in pipeline_parallelisms(self.procs, tp, m.blocks) {
                 let dp = self.procs / (tp * pp);
+                let pipeline_interleavings: std::sync::Arc<[u64]> = interleavings(m.blocks, pp).into();
                 let Some(global_batch) = batch_size(dp, self.max_batch) else { continue };
                 for microbatch in microbatch_sizes(m.seq_len, tp, global_batch / dp) {
                     for recompute in RECOMPUTES {
@@ -243,7 +258,7 @@ impl Space {
                                         keys.push(KeySpace {
                                             key,
                                             tp_nets: self.tiers(tp),
-                                            interleavings: interleavings(m.blocks, pp),
+                                            interleavings: std::sync::Arc::clone(&pipeline_interleavings),
                                             pp_nets: self.tiers(pp),
                                             dp_nets: self.tiers(dp),
                                             overlaps: if dp > 1 && self.dp_overlap { vec![false, true] } else { vec![false] },
@@ -296,6 +311,18 @@ mod tests {
         assert_eq!(batch_size(16, 8), None);
         // b·s divisible by TP: with s = 3 and TP 2 only even microbatches.
         assert_eq!(microbatch_sizes(3, 2, 12), vec![2, 4, 6, 12]);
+    }
+
+    #[test]
+    fn divisors_ascend() {
+        // Against the definition, on squares, primes, 0 and 1.
+        for x in [0u64, 1, 2, 12, 36, 97, 360, 1 << 20, 999_983 * 3] {
+            let naive: Vec<u64> = (1..=x.min(4_000_000)).filter(|c| x % c == 0).collect();
+            assert_eq!(divisors(x).collect::<Vec<_>>(), naive, "{x}");
+        }
+        // √(2^64 − 1) steps at most: a prime near 2^40 (1,099,511,627,689)
+        // is found in a million steps.
+        assert_eq!(divisors(1_099_511_627_689).collect::<Vec<_>>(), vec![1, 1_099_511_627_689]);
     }
 
     #[test]

@@ -216,7 +216,7 @@ fn calculons_good_count_is_fit_plus_the_schedule_rule() {
                 .spec(&m, o.datatype);
         let block = BlockFacts::from_derivation(&derive_training_block(&spec).expect("derives"), &spec);
         for &tn in &k.tp_nets {
-            for &v in &k.interleavings {
+            for &v in k.interleavings.iter() {
                 spec.mapping.pipeline_interleaving = v;
                 let fits = ProcessorMemory::calculon(&block, &spec).proc_mem_tier1_cap_req <= s.mem1().capacity_bytes();
                 for &pn in &k.pp_nets {

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use self::ffi::{Api, Comm, Datatype, Request};
 use super::collective::{agree, axis_split, check};
-use super::contribution::{BlockLayout, Contribution, Deposit, OpKind, StartFailure};
+use super::contribution::{BlockLayout, Contribution, Deposit, OpIdentity, OpKind, StartFailure};
 use super::dtype::{reduce_into, ElementType, ReduceOp};
 use super::error::{RtError, RtResult};
 use super::memref::{shape_numel, StridedView};
@@ -45,6 +45,8 @@ use super::redistribute::{permute_sources, reshape_sources};
 
 /// Words (`i64`) in a header.
 const HEADER_WORDS: usize = 512;
+/// Most words of an op's name a header carries (256 bytes).
+const OP_NAME_WORDS: usize = 32;
 const MAGIC: i64 = 0x4250_5254;
 /// Tag of the point-to-point data of `send_recv` (plus the team).
 const P2P_TAG_BASE: i64 = 1;
@@ -995,6 +997,23 @@ fn encode(c: &Contribution) -> RtResult<Vec<i64>> {
         }
         None => w.push(0),
     }
+    // The op's identity: its hash, and as much of its name as fits (for
+    // the message when the participants disagree).
+    match &c.op {
+        Some(op) => {
+            w.push(1);
+            w.push(op.hash as i64);
+            let room = HEADER_WORDS.saturating_sub(w.len() + 1).min(OP_NAME_WORDS) * 8;
+            let name = &op.name.as_bytes()[..op.name.len().min(room)];
+            w.push(name.len() as i64);
+            w.extend(name.chunks(8).map(|chunk| {
+                let mut raw = [0u8; 8];
+                raw[..chunk.len()].copy_from_slice(chunk);
+                i64::from_le_bytes(raw)
+            }));
+        }
+        None => w.push(0),
+    }
     if w.len() > HEADER_WORDS {
         return Err(RtError::InvalidArgument(format!(
             "the operation needs a {}-word description (participants, shapes), more than the {HEADER_WORDS} the MPI runtime sends",
@@ -1085,7 +1104,16 @@ fn decode(words: &[i64]) -> RtResult<Deposit> {
     } else {
         None
     };
-    Ok(Ok(Contribution { rank, kind, dtype, participants, in_shape, data: Vec::new(), source: None, out_shape, layout, target: None }))
+    let op = if r.next()? == 1 {
+        let hash = r.next()? as u64;
+        let len = usize::try_from(r.next()?).map_err(|_| RtError::Internal("malformed MPI header".into()))?.min(OP_NAME_WORDS * 8);
+        let words = (0..len.div_ceil(8)).map(|_| r.next()).collect::<RtResult<Vec<i64>>>()?;
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).take(len).collect();
+        Some(OpIdentity { hash, name: String::from_utf8_lossy(&bytes).into() })
+    } else {
+        None
+    };
+    Ok(Ok(Contribution { rank, kind, dtype, participants, in_shape, data: Vec::new(), source: None, out_shape, layout, target: None, op }))
 }
 
 #[cfg(test)]
@@ -1105,13 +1133,22 @@ mod tests {
             out_shape: None,
             layout: Some(BlockLayout { g_shape: vec![8, 8], l_offsets: vec![4, 0], ng_shape: vec![8, 8], nl_offsets: vec![0, 4] }),
             target: None,
+            op: Some(OpIdentity::new("'permute' at f.mlir:3:5")),
         };
         let words = encode(&c).expect("fits");
         assert_eq!(words.len(), HEADER_WORDS);
         let back = decode(&words).expect("decodes").expect("a contribution");
         assert_eq!((back.rank, &back.kind, back.dtype, &back.participants), (2, &c.kind, c.dtype, &c.participants));
         assert_eq!((&back.in_shape, &back.out_shape, &back.layout), (&c.in_shape, &c.out_shape, &c.layout));
+        assert_eq!(back.op, c.op);
         assert!(back.data.is_empty());
+        // A long name travels truncated; its hash whole.
+        let mut long = c;
+        long.op = Some(OpIdentity::new(&"x".repeat(10_000)));
+        long.layout = None;
+        let back = decode(&encode(&long).expect("fits")).expect("decodes").expect("a contribution");
+        let (sent, got) = (long.op.as_ref().expect("op"), back.op.as_ref().expect("op"));
+        assert_eq!((got.hash, got.name.len()), (sent.hash, OP_NAME_WORDS * 8));
         let failed = decode(&encode_failure(1, "shape mismatch: x")).expect("decodes");
         assert!(matches!(failed, Err(StartFailure { rank: 1, ref message }) if message == "shape mismatch: x"));
         assert!(decode(&[7; HEADER_WORDS]).is_err());
@@ -1130,6 +1167,7 @@ mod tests {
             out_shape: Some(vec![1]),
             layout: None,
             target: None,
+            op: None,
         };
         assert!(matches!(encode(&c), Err(RtError::InvalidArgument(_))));
     }

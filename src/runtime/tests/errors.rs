@@ -425,7 +425,12 @@ fn error_codes_round_trip() {
 #[test]
 fn symbol_table_lists_every_entry_point_once() {
     let table = super::super::symbols();
-    assert_eq!(table.len(), 5 + 8 * 10 + 1);
+    // Five queries and announcements, the assert, abort and exit, eight
+    // typed collectives and copies per element type, the matmul kernel.
+    assert_eq!(table.len(), 5 + 3 + 8 * 10 + 1);
+    for name in ["_bprt_assert", "abort", "exit"] {
+        assert!(table.iter().any(|(n, _)| *n == name), "{name}");
+    }
     let names: HashSet<&str> = table.iter().map(|(n, _)| *n).collect();
     assert_eq!(names.len(), table.len());
     for suffix in ["f64", "f32", "f16", "bf16", "i64", "i32", "i16", "i8", "i1", "index"] {
@@ -441,4 +446,78 @@ fn symbol_table_lists_every_entry_point_once() {
     let nprocs: extern "C" fn(i64) -> i64 = unsafe { std::mem::transmute(*nprocs) };
     let w = world(3);
     assert_eq!(w.run(|_| nprocs(0)), vec![3, 3, 3]);
+}
+
+/// Announces `name` as lowered code does (`_bprt_op` on an `i8` memref).
+fn announce(name: &OwnedMemRef<u8>) {
+    let mut name = name.clone();
+    let (rank, desc) = name.arg();
+    // SAFETY: a valid rank-1 i8 memref.
+    assert_eq!(unsafe { _bprt_op(rank, desc) }, 0);
+}
+
+fn op_name(text: &str) -> OwnedMemRef<u8> {
+    OwnedMemRef::new(&[text.len() as i64], text.as_bytes().to_vec())
+}
+
+/// Two same-shape all-reduces in another order on rank 0: by call order
+/// alone they pair the wrong inputs (each rank would get 1 + 100 and
+/// 100 + 1); the announced ops disagree, so every rank fails, naming both
+/// ops and ranks (issue 29).
+#[test]
+fn reordered_ops_fail_naming_both_ops() {
+    let w = world(2);
+    let (a, b) = (op_name("'ar_a' at f.mlir:3:5"), op_name("'ar_b' at f.mlir:4:5"));
+    let results = w.run(|r| {
+        let order = if r == 0 { [(&b, 100.0), (&a, 1.0)] } else { [(&a, 1.0), (&b, 100.0)] };
+        order.map(|(name, value)| {
+            announce(name);
+            all_reduce_f32(&[0, 1], vec![value; 2], 0)
+        })
+    });
+    for [first, second] in results {
+        let (c, msg) = first.unwrap_err();
+        assert_eq!(c, MISMATCH);
+        assert!(msg.contains("is at op 'ar_a' at f.mlir:3:5") && msg.contains("is at op 'ar_b' at f.mlir:4:5"), "{msg}");
+        assert!(msg.contains("rank 0") && msg.contains("rank 1"), "{msg}");
+        // The second exchange pairs the other two calls: again two ops.
+        assert_eq!(second.unwrap_err().0, MISMATCH);
+    }
+    assert_eq!(w.open_exchanges(), 0);
+
+    // The same op on both ranks pairs as before (a call without a new
+    // announcement carries the op announced last).
+    let results = w.run(|r| {
+        announce(&a);
+        let same = all_reduce_f32(&[0, 1], vec![r as f32 + 1.0; 2], 0);
+        (same, all_reduce_f32(&[0, 1], vec![1.0; 2], 0))
+    });
+    for (same, again) in results {
+        assert_eq!(same.unwrap(), vec![3.0, 3.0]);
+        assert_eq!(again.unwrap(), vec![2.0, 2.0]);
+    }
+}
+
+/// An announced name is interned: the same bytes at the same place give
+/// the same string, whatever the number of calls; other bytes at that
+/// place give their own.
+#[test]
+fn announced_names_are_interned() {
+    let name = op_name("'ar' at f.mlir:1:1");
+    let mut view = name.clone();
+    let (rank, desc) = view.arg();
+    // SAFETY: a valid rank-1 i8 memref, alive for both calls.
+    unsafe {
+        assert_eq!(_bprt_op(rank, desc), 0);
+        let first = super::super::op_identity::current().expect("announced");
+        assert_eq!(_bprt_op(rank, desc), 0);
+        let second = super::super::op_identity::current().expect("announced");
+        assert!(std::sync::Arc::ptr_eq(&first.name, &second.name));
+        assert_eq!(&*first.name, "'ar' at f.mlir:1:1");
+    }
+    let mut other = op_name("'ar' at f.mlir:9:9");
+    let (rank, desc) = other.arg();
+    // SAFETY: as above.
+    unsafe { _bprt_op(rank, desc) };
+    assert_eq!(&*super::super::op_identity::current().expect("announced").name, "'ar' at f.mlir:9:9");
 }

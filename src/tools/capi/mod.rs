@@ -278,8 +278,10 @@ pub unsafe extern "C" fn blueprintEstimate(
     callback: MlirStringCallback,
     user_data: *mut c_void,
 ) -> MlirLogicalResult {
-    // SAFETY: the caller's contract.
-    let path = unsafe { text_of(system_path) };
+    // SAFETY: the caller's contract. A path is bytes, kept as they are.
+    let path = std::path::PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(unsafe {
+        crate::ir::raw::string_ref_bytes(system_path)
+    }));
     guarded(callback, user_data, || {
         let tier =
             |name: &str, value: i32| usize::try_from(value).map_err(|_| format!("blueprintEstimate: {name} = {value} is not a tier index"));

@@ -8,6 +8,7 @@
 
 mod diagnostics_check;
 
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 
 use melior::{
@@ -30,13 +31,15 @@ use crate::{
 };
 
 pub use crate::ir::parse::parse_module;
+use crate::tools::cli::{is_dash, print_info, report};
 use crate::tools::pipeline::{parse_pipeline, PipelineElement};
 
 /// Command-line options, as `mlir-opt` spells them.
 #[derive(Debug, Default, Clone)]
 pub struct Options {
-    pub input: Option<String>,
-    pub output: Option<String>,
+    /// Paths as given (not necessarily UTF-8).
+    pub input: Option<OsString>,
+    pub output: Option<OsString>,
     pub split_input_file: bool,
     pub verify_diagnostics: bool,
     pub pipeline: Vec<PipelineElement>,
@@ -54,15 +57,20 @@ pub struct Options {
 const SPLIT_MARKER: &str = "// -----";
 
 /// Parses `args` (without the program name).
-pub fn parse_args(args: &[String]) -> Result<Options> {
+pub fn parse_args(args: &[OsString]) -> Result<Options> {
     let mut options = Options::default();
     let mut pipeline_text: Option<String> = None;
     let mut pass_flags: Vec<PipelineElement> = Vec::new();
     let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
+    while let Some(raw) = iter.next() {
+        // Options are ASCII: an argument that is not UTF-8 is a path.
+        let Some(arg) = raw.to_str() else {
+            set_input(&mut options, raw)?;
+            continue;
+        };
         let (flag, value) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with('-') => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
+            _ => (arg, None),
         };
         let flag_name = flag.trim_start_matches('-');
         match flag {
@@ -84,11 +92,14 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
             "--pass-pipeline" | "-pass-pipeline" => {
                 let text = match value {
                     Some(v) => v,
-                    None => iter.next().cloned().ok_or_else(|| Error::Usage("--pass-pipeline needs a pipeline".into()))?,
+                    None => {
+                        let next = iter.next().ok_or_else(|| Error::Usage("--pass-pipeline needs a pipeline".into()))?;
+                        crate::tools::cli::text(next, "--pass-pipeline").map_err(Error::Usage)?.to_string()
+                    }
                 };
                 pipeline_text = Some(text);
             }
-            "-" => set_input(&mut options, "-")?,
+            "-" => set_input(&mut options, raw)?,
             _ if flag.starts_with('-') && flag.len() > 1 => {
                 // One flag per pass, Blueprint's or upstream's, as in mlir-opt:
                 // `--canonicalize`, `--cse`, `--name=option=value`.
@@ -108,7 +119,7 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
                     pass_flags.push(PipelineElement::Upstream(element));
                 }
             }
-            _ => set_input(&mut options, arg)?,
+            _ => set_input(&mut options, raw)?,
         }
     }
     match (pipeline_text, pass_flags.is_empty()) {
@@ -119,11 +130,15 @@ pub fn parse_args(args: &[String]) -> Result<Options> {
     Ok(options)
 }
 
-fn set_input(options: &mut Options, path: &str) -> Result<()> {
+fn set_input(options: &mut Options, path: &OsStr) -> Result<()> {
     if let Some(existing) = &options.input {
-        return Err(Error::Usage(format!("only one input file is accepted, got '{existing}' and '{path}'")));
+        return Err(Error::Usage(format!(
+            "only one input file is accepted, got '{}' and '{}'",
+            existing.to_string_lossy(),
+            path.to_string_lossy()
+        )));
     }
-    options.input = Some(path.to_string());
+    options.input = Some(path.to_os_string());
     Ok(())
 }
 
@@ -161,32 +176,28 @@ pub fn help_text() -> String {
 
 /// Runs the driver; returns the process exit code.
 #[must_use]
-pub fn main_with_args(args: &[String]) -> i32 {
+pub fn main_with_args(args: &[OsString]) -> i32 {
     let options = match parse_args(args) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("blueprint-opt: {e}");
-            eprintln!("Try 'blueprint-opt --help'.");
+            report(&format!("blueprint-opt: {e}\nTry 'blueprint-opt --help'."));
             return 1;
         }
     };
     if options.help {
-        print!("{}", help_text());
-        return 0;
+        return print_info("blueprint-opt", &help_text());
     }
     if options.version {
-        println!("blueprint-opt {} (MLIR 22)", env!("CARGO_PKG_VERSION"));
-        return 0;
+        return print_info("blueprint-opt", &format!("blueprint-opt {} (MLIR 22)\n", env!("CARGO_PKG_VERSION")));
     }
     if options.print_irdl {
-        print!("{}", ods::IRDL);
-        return 0;
+        return print_info("blueprint-opt", ods::IRDL);
     }
     match run(&options) {
         Ok(true) => 0,
         Ok(false) => 1,
         Err(e) => {
-            eprintln!("blueprint-opt: {e}");
+            report(&format!("blueprint-opt: {e}"));
             1
         }
     }
@@ -246,11 +257,11 @@ pub fn run(options: &Options) -> Result<bool> {
             let text = String::from_utf8_lossy(&chunk);
             let problems = diagnostics_check::check(&name, &text, &diagnostics);
             for problem in &problems {
-                eprintln!("{problem}");
+                report(&problem.to_string());
             }
             all_ok &= problems.is_empty();
         } else {
-            report(&diagnostics);
+            report_all(&diagnostics);
             all_ok &= module.is_some() && !diagnostics.iter().any(|d| d.severity == Severity::Error);
         }
         let Some(module) = module else { continue };
@@ -288,20 +299,20 @@ pub fn run(options: &Options) -> Result<bool> {
     Ok(true)
 }
 
-fn report(diagnostics: &[Diagnostic]) {
+fn report_all(diagnostics: &[Diagnostic]) {
     for diagnostic in diagnostics {
-        eprintln!("{diagnostic}");
+        report(&diagnostic.to_string());
     }
 }
 
 fn write_output(options: &Options, write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    match options.output.as_deref() {
-        None | Some("-") => {
+    match options.output.as_deref().filter(|p| !is_dash(p)) {
+        None => {
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             write(&mut stdout).and_then(|()| stdout.flush()).map_err(|source| Error::WriteOutput { path: "<stdout>".into(), source })
         }
         Some(path) => crate::tools::cli::write_file_atomically_with(std::path::Path::new(path), write)
-            .map_err(|source| Error::WriteOutput { path: path.to_string(), source }),
+            .map_err(|source| Error::WriteOutput { path: path.to_string_lossy().into_owned(), source }),
     }
 }
 
@@ -338,13 +349,13 @@ impl Timings {
         };
         if options.timing {
             let seconds = |from: std::time::Instant, to: std::time::Instant| (to - from).as_secs_f64();
-            eprintln!(
+            report(&format!(
                 "blueprint-opt: parse (and MLIR verify) {:.4} s, Blueprint verify {:.4} s, pipeline {:.4} s, print {:.4} s",
                 seconds(started, parsed),
                 seconds(parsed, verified),
                 seconds(verified, ran),
                 seconds(ran, std::time::Instant::now())
-            );
+            ));
         }
     }
 }

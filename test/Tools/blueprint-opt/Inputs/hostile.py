@@ -2,7 +2,11 @@
 """Writes one hostile input to stdout: `hostile.py KIND [N]`.
 
 Kinds: utf8-op (an op name with a \\xff byte), kv-heads-zero, mesh-2p40,
-participants N, nested-modules N, nested-if N, nested-array N, nested-dict N.
+participants N, nested-modules N, nested-if N, nested-array N, nested-dict N,
+utf8-symbol (a mesh @"w\\xff" used by dist.rank), utf8-nested-symbol (the
+bad name nested in a symbol reference inside an array),
+from-elements FORM N (tensor.from_elements of N elements from one operand;
+FORM: custom, generic, vector, alias).
 """
 import sys
 
@@ -11,7 +15,7 @@ HEADER = 'dist.header schema "blueprint.dist" version "1.0" model "sha256:' + "0
 
 def main():
     kind = sys.argv[1]
-    n = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    n = int(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2].isdigit() else 0
     out = sys.stdout.buffer
     if kind == "utf8-op":
         out.write(b'"dist.\xffbad"() : () -> ()\n')
@@ -41,6 +45,23 @@ def main():
                    f'  %y = dist.all_reduce %x on @m over [{ranks}] reduction = sum phase = forward '
                    'bytes = 16 {id = "ar", lineage = "l"} : tensor<4xf32>\n'
                    '  return %y : tensor<4xf32>\n}\n').encode())
+    elif kind == "utf8-symbol":
+        out.write(HEADER.encode() + b'\ndist.mesh @"w\xff"(axes = ["tp"], shape = [2])\n'
+                  b'func.func @f() -> index {\n  %r = dist.rank on @"w\xff"\n  return %r : index\n}\n')
+    elif kind == "utf8-nested-symbol":
+        out.write(b'func.func @f() attributes {refs = [@a::@"b\xff"]} {\n  return\n}\n')
+    elif kind == "from-elements":
+        form = sys.argv[2]
+        n = int(sys.argv[3])
+        body = {
+            "custom": f"%t = tensor.from_elements %a : tensor<{n}xindex>",
+            "generic": f'%t = "tensor.from_elements"(%a) : (index) -> tensor<{n}xindex>',
+            "vector": f"%t = vector.from_elements %a : vector<{n}xindex>",
+            "alias": "%t = tensor.from_elements %a : !big",
+        }[form]
+        result = f"vector<{n}xindex>" if form == "vector" else f"tensor<{n}xindex>"
+        alias = f"!big = tensor<{n}xindex>\n" if form == "alias" else ""
+        out.write((f"{alias}func.func @f(%a: index) -> {result} {{\n  {body}\n  return %t : {result}\n}}\n").encode())
     elif kind == "nested-modules":
         out.write(("module {" * n + "}" * n + "\n").encode())
     elif kind == "nested-if":

@@ -65,3 +65,90 @@ func.func @timeout() -> tensor<4xf32> {
   }
   return %y : tensor<4xf32>
 }
+
+// Two same-shape all-reduces, issued in the other order on rank 0 (op ids
+// are unique in a module, so rank 0's are ops of their own). Paired by call
+// order alone, every rank got 103 and 301 instead of 4 and 400, with exit
+// status 0; the participants now compare the op they run.
+func.func @reordered() -> (tensor<4xf32>, tensor<4xf32>) {
+  %r = dist.rank on @world
+  %c0 = arith.constant 0 : index
+  %a = arith.constant dense<1.0> : tensor<4xf32>
+  %b = arith.constant dense<100.0> : tensor<4xf32>
+  %first = arith.cmpi eq, %r, %c0 : index
+  %ya, %yb = scf.if %first -> (tensor<4xf32>, tensor<4xf32>) {
+    %sb = dist.all_reduce %b on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_b.rank0", lineage = "l"} : tensor<4xf32>
+    %sa = dist.all_reduce %a on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_a.rank0", lineage = "l"} : tensor<4xf32>
+    scf.yield %sa, %sb : tensor<4xf32>, tensor<4xf32>
+  } else {
+    %sa = dist.all_reduce %a on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_a", lineage = "l"} : tensor<4xf32>
+    %sb = dist.all_reduce %b on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_b", lineage = "l"} : tensor<4xf32>
+    scf.yield %sa, %sb : tensor<4xf32>, tensor<4xf32>
+  }
+  return %ya, %yb : tensor<4xf32>, tensor<4xf32>
+}
+
+// Rank 1 skips the first of two all-reduces: the others' first would meet
+// its second.
+func.func @skipped() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c1 = arith.constant 1 : index
+  %a = arith.constant dense<1.0> : tensor<4xf32>
+  %skips = arith.cmpi eq, %r, %c1 : index
+  %y = scf.if %skips -> tensor<4xf32> {
+    scf.yield %a : tensor<4xf32>
+  } else {
+    %s = dist.all_reduce %a on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_first", lineage = "l"} : tensor<4xf32>
+    scf.yield %s : tensor<4xf32>
+  }
+  %z = dist.all_reduce %y on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_second", lineage = "l"} : tensor<4xf32>
+  return %z : tensor<4xf32>
+}
+
+func.func private @abort()
+func.func private @exit(i32)
+
+// A failed cf.assert on rank 2; the others then wait for it in an
+// all-reduce.
+func.func @assert_fails() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c2 = arith.constant 2 : index
+  %ok = arith.cmpi ne, %r, %c2 : index
+  cf.assert %ok, "rank 2 must not get here"
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  %y = dist.all_reduce %x on @world over [0, 1, 2, 3] reduction = sum phase = forward bytes = 16 {id = "ar_after_assert", lineage = "l"} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// Rank 1 calls abort(), rank 3 exit(3); the others finish.
+func.func @ends() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %is1 = arith.cmpi eq, %r, %c1 : index
+  %is3 = arith.cmpi eq, %r, %c3 : index
+  scf.if %is1 {
+    func.call @abort() : () -> ()
+  }
+  scf.if %is3 {
+    %code = arith.constant 3 : i32
+    func.call @exit(%code) : (i32) -> ()
+  }
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+
+// Rank 1 reads through a null pointer.
+func.func @crashes() -> tensor<4xf32> {
+  %r = dist.rank on @world
+  %c1 = arith.constant 1 : index
+  %is1 = arith.cmpi eq, %r, %c1 : index
+  scf.if %is1 {
+    %null = llvm.mlir.zero : !llvm.ptr
+    %v = llvm.load volatile %null : !llvm.ptr -> i64
+    %s = llvm.mlir.zero : !llvm.ptr
+    llvm.store volatile %v, %s : i64, !llvm.ptr
+  }
+  %x = arith.constant dense<1.0> : tensor<4xf32>
+  return %x : tensor<4xf32>
+}

@@ -16,6 +16,10 @@ Calculon's oracle files or from the MLIR pipeline, never from the search).
   search_check.py strip SEARCH.json
       the report without what depends on the machine (wall time, rate,
       threads), for comparing runs
+  search_check.py tier-count SEARCH.json TIERS
+      the report's configuration count equals the count of Calculon's
+      llm-optimal-execution space (its rules, enumerated here) on a system
+      of TIERS network tiers
 """
 import json
 import subprocess
@@ -103,6 +107,52 @@ def strip(search_path):
     print()
 
 
+def divisors(x):
+    return [c for c in range(1, x + 1) if x % c == 0]
+
+
+def tier_count(search_path, tiers):
+    """Calculon's space (calculon/llm/optimal_execution.py): TP divides the
+    processors, hidden and heads; PP divides min(procs / TP, blocks), procs /
+    TP and the blocks; the batch is the largest multiple of DP; microbatches
+    divide the local batch with microbatch * seq divisible by TP; then
+    recompute x optimizer sharding x tp_comm x seq_par_ag_redo x fused x TP
+    overlap per key, and per key every tier of each group larger than one,
+    every interleaving (divisors of blocks / PP) and DP overlap."""
+    report = json.load(open(search_path))
+    m, space = report["model"], report["space"]
+    procs, max_batch, t = space["procs"], space["max_batch"], int(tiers)
+    total = 0
+    for tp in divisors(procs):
+        if m["hidden"] % tp or m["heads"] % tp:
+            continue
+        for pp in divisors(min(procs // tp, m["blocks"])):
+            if (procs // tp) % pp or m["blocks"] % pp:
+                continue
+            dp = procs // (tp * pp)
+            if dp > max_batch:
+                continue
+            local = max_batch // dp
+            for mb in divisors(local):
+                if (mb * m["seq_len"]) % tp:
+                    continue
+                for recompute in ("none", "attn_only", "full"):
+                    for _sharding in ([False, True] if dp > 1 else [False]):
+                        for comm in ("ar", "p2p_rs_ag", "rs_ag"):
+                            redo = 2 if comm == "rs_ag" and recompute != "full" else 1
+                            overlap = 3 if space["tp_overlap"] and tp > 1 else 1
+                            keys = redo * len(space["fused_activation"]) * overlap
+                            per_key = ((t if tp > 1 else 1) * (len(divisors(m["blocks"] // pp)) if pp > 1 else 1)
+                                       * (t if pp > 1 else 1) * (t if dp > 1 else 1)
+                                       * (2 if dp > 1 and space["dp_overlap"] else 1))
+                            total += keys * per_key
+    got = report["totals"]["configurations"]
+    if got == total:
+        print(f"configurations match the space's count for {t} tiers ({total})")
+    else:
+        print(f"configurations DIFFER: search {got}, space {total} for {t} tiers")
+
+
 def main():
     mode = sys.argv[1]
     if mode == "two-paths":
@@ -111,6 +161,8 @@ def main():
         oracle(*sys.argv[2:4])
     elif mode == "strip":
         strip(sys.argv[2])
+    elif mode == "tier-count":
+        tier_count(*sys.argv[2:4])
     else:
         sys.exit(f"unknown mode {mode}")
 
