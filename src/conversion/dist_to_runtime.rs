@@ -86,8 +86,33 @@ struct Lowering<'c, 'a> {
     team: i64,
     /// Trailing scalar arguments after the data operands, as (value, type).
     scalars: Vec<(i64, &'static str)>,
-    participants: Option<Vec<i64>>,
+    group: Group,
 }
+
+/// Whom a collective spans.
+enum Group {
+    /// Not a collective (a transfer or a copy).
+    None,
+    /// Explicit participants (`over [...]`), in call order.
+    Ranks(Vec<i64>),
+    /// The calling rank's group along mesh axes (`axes [...]`): built at
+    /// run time from its coordinates on the mesh (`_bprt_mesh_group`).
+    Axes { shape: Vec<i64>, axes: Vec<i64> },
+}
+
+impl Group {
+    /// How many ranks it holds (1 for none).
+    fn size(&self) -> i64 {
+        match self {
+            Group::None => 1,
+            Group::Ranks(ranks) => ranks.len() as i64,
+            Group::Axes { shape, axes } => axes.iter().map(|&a| shape[a as usize]).product(),
+        }
+    }
+}
+
+/// A mesh's axis names and shape, by symbol.
+type Meshes = HashMap<String, (Vec<String>, Vec<i64>)>;
 
 fn run(module: OperationRef, pass: ExternalPass) {
     match plan(module) {
@@ -112,6 +137,14 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Plan<'c, 'a>, Failures<'
         .enumerate()
         .map(|(i, name)| (name.to_string(), i as i64))
         .collect();
+    let meshes: Meshes = ops
+        .iter()
+        .filter(|op| OpKind::of(**op) == Some(OpKind::DistMesh))
+        .filter_map(|op| {
+            let names = op.attribute("axes").ok().and_then(crate::ir::read::string_list)?;
+            Some((str_attr(*op, "sym_name")?.to_string(), (names, i64_array_attr(*op, "shape")?)))
+        })
+        .collect();
     let mut lowerings = Vec::new();
     let mut queries = Vec::new();
     let mut failures = Vec::new();
@@ -129,7 +162,7 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Plan<'c, 'a>, Failures<'
             k if k.async_form().is_some() => {
                 failures.push((op, "is synchronous; run 'dist-async' first so it has a start and a wait".to_string()))
             }
-            k if k.is_async() => match plan_one(op, k, &teams) {
+            k if k.is_async() => match plan_one(op, k, &teams, &meshes) {
                 Ok(lowering) => lowerings.push(lowering),
                 Err(message) => failures.push((op, message)),
             },
@@ -142,6 +175,9 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Plan<'c, 'a>, Failures<'
     let mut declared: BTreeMap<String, RuntimeFunction> = BTreeMap::new();
     for lowering in &lowerings {
         declared.insert(lowering.function.symbol(), lowering.function);
+        if matches!(lowering.group, Group::Axes { .. }) {
+            declared.insert(RuntimeFunction::MeshGroup.symbol(), RuntimeFunction::MeshGroup);
+        }
     }
     for query in &queries {
         declared.insert(query.function.symbol(), query.function);
@@ -181,7 +217,12 @@ const fn reduce_op(reduction: Reduction) -> ReduceOp {
     }
 }
 
-fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<String, i64>) -> Result<Lowering<'c, 'a>, String> {
+fn plan_one<'c, 'a>(
+    op: OperationRef<'c, 'a>,
+    kind: OpKind,
+    teams: &HashMap<String, i64>,
+    meshes: &Meshes,
+) -> Result<Lowering<'c, 'a>, String> {
     let handle = op.result(0).map_err(|e| e.to_string())?;
     let waits = users(handle);
     let wait = match waits.as_slice() {
@@ -206,12 +247,26 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<Stri
         (None, Some(team)) => team,
         (None, None) => return Err("has no mesh or team".into()),
     };
-    let participants = i64_array_attr(op, "participants");
-    // The runtime takes explicit groups: groups named by mesh axes over a
-    // slice are for planning, not (yet) for execution.
-    if kind.is_collective() && participants.is_none() {
-        return Err("names its group by mesh axes; the runtime lowering needs explicit participants ('over [...]')".into());
-    }
+    let group = match (i64_array_attr(op, "participants"), kind.is_collective()) {
+        (Some(ranks), _) => Group::Ranks(ranks),
+        (None, false) => Group::None,
+        // A group named by mesh axes: each rank builds its own at run time.
+        (None, true) => {
+            let mesh = symbol_attr(op, "mesh").ok_or("names its group by mesh axes but no mesh")?;
+            let (names, shape) = meshes.get(mesh).ok_or_else(|| format!("names mesh @{mesh}, which is not in this module"))?;
+            let wanted = op.attribute("mesh_axes").ok().and_then(crate::ir::read::string_list).unwrap_or_default();
+            let mut axes = Vec::with_capacity(wanted.len());
+            for name in &wanted {
+                let index =
+                    names.iter().position(|n| n == name).ok_or_else(|| format!("names axis '{name}', which mesh @{mesh} does not have"))?;
+                axes.push(index as i64);
+            }
+            if axes.is_empty() {
+                return Err("names no participants and no mesh axes".into());
+            }
+            Group::Axes { shape: shape.clone(), axes }
+        }
+    };
     if op.attribute("slice").is_ok() || op.attribute("along").is_ok() {
         return Err("is placed on a mesh slice; the runtime lowering needs explicit ranks".into());
     }
@@ -233,7 +288,7 @@ fn plan_one<'c, 'a>(op: OperationRef<'c, 'a>, kind: OpKind, teams: &HashMap<Stri
         OpKind::DistCopyPermute => (RuntimeFunction::CopyPermute(element), vec![]),
         other => return Err(format!("'{}' has no runtime lowering", other.name())),
     };
-    Ok(Lowering { start: op, wait, function, team, scalars, participants })
+    Ok(Lowering { start: op, wait, function, team, scalars, group })
 }
 
 /// Inserts ops before a fixed op (or at the end of a block), in the
@@ -335,6 +390,9 @@ fn apply(module: OperationRef, plan: Plan) {
     let mut names = OpNames::new(module);
     for lowering in plan.lowerings {
         used.insert(lowering.function.symbol(), lowering.function);
+        if matches!(lowering.group, Group::Axes { .. }) {
+            used.insert(RuntimeFunction::MeshGroup.symbol(), RuntimeFunction::MeshGroup);
+        }
         lower(&lowering, &mut names);
         used.insert(RuntimeFunction::Wait.symbol(), RuntimeFunction::Wait);
         used.insert(RuntimeFunction::Op.symbol(), RuntimeFunction::Op);
@@ -518,9 +576,22 @@ fn lower(l: &Lowering, names: &mut OpNames) {
             arguments.push(output_view);
         }
         _ => {
-            if let Some(participants) = &l.participants {
-                let values: Vec<Value> = participants.iter().map(|p| at.constant(*p, "i64")).collect();
-                arguments.push(at.list(&values, "i64"));
+            match &l.group {
+                Group::None => {}
+                Group::Ranks(ranks) => {
+                    let values: Vec<Value> = ranks.iter().map(|p| at.constant(*p, "i64")).collect();
+                    arguments.push(at.list(&values, "i64"));
+                }
+                Group::Axes { shape, axes } => {
+                    let list = |values: &[i64]| at.list(&values.iter().map(|v| at.constant(*v, "i64")).collect::<Vec<_>>(), "i64");
+                    let (shape_list, axes_list) = (list(shape), list(axes));
+                    let ranked = format!("memref<{}xi64>", l.group.size());
+                    let buffer = Emitter::value(at.op("memref.alloca", &[], &[&ranked], &[("operandSegmentSizes", "array<i32: 0, 0>")]));
+                    let members = Emitter::value(at.op("memref.cast", &[buffer], &["memref<*xi64>"], &[]));
+                    let group = RuntimeFunction::MeshGroup;
+                    at.op("func.call", &[team, shape_list, axes_list, members], &["i64"], &[("callee", &format!("@{}", group.symbol()))]);
+                    arguments.push(members);
+                }
             }
             arguments.push(input_view);
             arguments.push(output_view);
@@ -564,9 +635,12 @@ impl Lowering<'_, '_> {
             | RuntimeFunction::CopyReshape(e)
             | RuntimeFunction::CopyPermute(e)
             | RuntimeFunction::Matmul(e) => e.mlir(),
-            RuntimeFunction::Wait | RuntimeFunction::NProcs | RuntimeFunction::PRank | RuntimeFunction::Op | RuntimeFunction::Assert => {
-                "i64"
-            }
+            RuntimeFunction::Wait
+            | RuntimeFunction::NProcs
+            | RuntimeFunction::PRank
+            | RuntimeFunction::MeshGroup
+            | RuntimeFunction::Op
+            | RuntimeFunction::Assert => "i64",
         }
     }
 }
@@ -592,7 +666,7 @@ fn dynamic_result_sizes<'c, 'a>(at: &Emitter<'c, 'a>, l: &Lowering<'c, 'a>, inpu
             }
         }
         _ => {
-            let n = l.participants.as_ref().map_or(1, |p| p.len() as i64);
+            let n = l.group.size();
             let axis = int_attr(op, "axis").unwrap_or(0);
             for (dim, extent) in shape.iter().enumerate() {
                 if extent.is_some() {

@@ -182,6 +182,63 @@ pub extern "C" fn _bprt_exit(code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// The group of the calling rank along mesh axes: on a mesh of `shape`
+/// (row-major over the whole world), the ranks that differ from it only
+/// along `axes` (indices into `shape`), written to `out` in increasing
+/// order; what a collective named by mesh axes spans. Returns 0, or a
+/// negative code (the mesh is not the world, an axis out of range or
+/// repeated, `out` not the group's size) after recording the error. The
+/// backends cache a group's communicator, so building its list per call is
+/// all this costs.
+///
+/// # Safety
+/// Each `(rank, desc)` pair is a valid unranked memref of `i64`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _bprt_mesh_group(
+    team: i64,
+    shape_rank: i64,
+    shape: *mut c_void,
+    axes_rank: i64,
+    axes: *mut c_void,
+    out_rank: i64,
+    out: *mut c_void,
+) -> i64 {
+    guard(|| {
+        let backend = Backend::current()?;
+        // SAFETY: the caller's contract.
+        let read = |what, rank, desc| unsafe { super::memref::read_i64s(what, rank, desc) };
+        let (shape, axes) = (read("mesh shape", shape_rank, shape.cast_const())?, read("mesh axes", axes_rank, axes.cast_const())?);
+        let ranks = shape.iter().try_fold(1i64, |n, &d| if d > 0 { n.checked_mul(d) } else { None });
+        if ranks != i64::try_from(backend.nranks()).ok() {
+            return Err(RtError::InvalidArgument(format!(
+                "the mesh {shape:?} has {} ranks, but the world has {}",
+                ranks.map_or_else(|| "too many".to_string(), |n| n.to_string()),
+                backend.nranks()
+            )));
+        }
+        let mut varying = Vec::with_capacity(axes.len());
+        for &axis in &axes {
+            let index = usize::try_from(axis).ok().filter(|&a| a < shape.len() && !varying.contains(&a));
+            varying.push(index.ok_or_else(|| RtError::InvalidArgument(format!("mesh axes {axes:?} are not distinct axes of {shape:?}")))?);
+        }
+        let group: Vec<i64> = super::mesh::axis_group(&shape, &varying, backend.rank() as i64).collect();
+        let members: Vec<usize> = group.iter().map(|&r| r as usize).collect();
+        backend.prepare_axis_group(team, &shape, &varying, &members)?;
+        // SAFETY: the caller's contract.
+        let view = unsafe { StridedView::from_unranked("group", out_rank, out, 8) }?;
+        if view.sizes() != [group.len() as i64] {
+            return Err(RtError::InvalidArgument(format!(
+                "the group has {} ranks, but its buffer has shape {:?}",
+                group.len(),
+                view.sizes()
+            )));
+        }
+        let bytes: Vec<u8> = group.iter().flat_map(|r| r.to_ne_bytes()).collect();
+        view.write(&bytes)?;
+        Ok(0)
+    })
+}
+
 /// Number of ranks of the world (every team spans the whole world).
 #[unsafe(no_mangle)]
 pub extern "C" fn _bprt_nprocs(team: i64) -> i64 {
@@ -521,6 +578,7 @@ pub(super) fn symbols() -> Vec<(&'static str, *mut ())> {
     let mut table: Vec<(&'static str, *mut ())> = vec![
         ("_bprt_nprocs", _bprt_nprocs as *mut ()),
         ("_bprt_prank", _bprt_prank as *mut ()),
+        ("_bprt_mesh_group", _bprt_mesh_group as *mut ()),
         ("_bprt_wait", _bprt_wait as *mut ()),
         ("_bprt_last_error", _bprt_last_error as *mut ()),
         ("_bprt_op", _bprt_op as *mut ()),

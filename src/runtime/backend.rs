@@ -80,6 +80,16 @@ impl Backend {
         }
     }
 
+    /// Prepares the calling rank's group along mesh axes for the
+    /// collectives that name it (on MPI its communicator; in process, where
+    /// exchanges are matched by their participants, nothing).
+    pub(crate) fn prepare_axis_group(&self, team: i64, shape: &[i64], axes: &[usize], participants: &[usize]) -> RtResult<()> {
+        match self {
+            Backend::Local(..) => Ok(()),
+            Backend::Mpi(world) => world.prepare_axis_group(team, shape, axes, participants),
+        }
+    }
+
     /// Records an error of the calling rank (in-process: in the world).
     pub(crate) fn record_error(&self, error: RtError) {
         if let Backend::Local(world, rank) = self {

@@ -89,6 +89,9 @@ pub enum RuntimeFunction {
     Wait,
     NProcs,
     PRank,
+    /// `_bprt_mesh_group(team, shape, axes, out)`: the calling rank's group
+    /// along mesh axes (a collective named by axes).
+    MeshGroup,
     /// `_bprt_op(memref<*xi8>)`: names the op whose calls follow.
     Op,
     /// `_bprt_assert(i64, memref<*xi8>)`: `cf.assert`, the condition and
@@ -115,6 +118,7 @@ impl RuntimeFunction {
             Self::Wait => "_bprt_wait".into(),
             Self::NProcs => "_bprt_nprocs".into(),
             Self::PRank => "_bprt_prank".into(),
+            Self::MeshGroup => "_bprt_mesh_group".into(),
             Self::Op => "_bprt_op".into(),
             Self::Assert => "_bprt_assert".into(),
             Self::Matmul(e) => typed("matmul", e),
@@ -142,6 +146,7 @@ impl RuntimeFunction {
                 vec![team, data(e), index_list.clone(), index_list.clone(), index_list.clone(), index_list, ranks, data(e)]
             }
             Self::Wait | Self::NProcs | Self::PRank => vec!["i64".into()],
+            Self::MeshGroup => vec![team, ranks.clone(), ranks.clone(), ranks],
             Self::Op => vec!["memref<*xi8>".into()],
             Self::Assert => vec!["i64".into(), "memref<*xi8>".into()],
             Self::Matmul(e) => vec![data(e), data(e), data(e)],
@@ -220,6 +225,7 @@ mod tests {
             RuntimeFunction::Wait,
             RuntimeFunction::NProcs,
             RuntimeFunction::PRank,
+            RuntimeFunction::MeshGroup,
             RuntimeFunction::Op,
             RuntimeFunction::Assert,
             RuntimeFunction::Matmul(ElementType::F32),

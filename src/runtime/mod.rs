@@ -53,6 +53,7 @@ pub mod error;
 pub mod interface;
 pub mod kernels;
 pub mod memref;
+pub mod mesh;
 pub mod mpi;
 mod op_identity;
 mod ops;

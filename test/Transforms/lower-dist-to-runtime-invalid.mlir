@@ -66,19 +66,8 @@ func.func @encoded(%x: tensor<4xf32, "sparse">) {
 
 // -----
 
-// Groups named by mesh axes and tasks on a slice or along an axis are for
-// planning; the runtime takes explicit ranks.
-dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
-dist.mesh @grid(axes = ["dp", "tp"], shape = [2, 2])
-func.func @axes_group(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'dist.all_reduce_start' op names its group by mesh axes; the runtime lowering needs explicit participants ('over [...]')}}
-  %h, %y = dist.all_reduce_start %x on @grid axes ["tp"] reduction = sum phase = forward bytes = 16 {id = "ar", lineage = "l"} : tensor<4xf32>
-  dist.wait %h
-  return %y : tensor<4xf32>
-}
-
-// -----
-
+// Tasks on a slice or along an axis are placed by the pipeline; the
+// runtime lowering takes explicit ranks.
 dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 dist.mesh @grid(axes = ["dp", "tp"], shape = [2, 2])
 func.func @along_axis(%x: tensor<4xf32>) -> tensor<4xf32> {

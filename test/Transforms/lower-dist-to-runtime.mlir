@@ -166,3 +166,25 @@ func.func @checks(%ok: i1) {
   cf.assert %ok, "x must hold"
   return
 }
+
+// -----
+
+// A collective whose group is named by mesh axes: each rank builds its group
+// (the ranks that differ from it only along "tp" on the 2 x 2 mesh, two of
+// them) from the mesh's shape and the axis indices at run time, and passes
+// it as the participants.
+// CHECK: func.func private @_bprt_mesh_group(i64, memref<*xi64>, memref<*xi64>, memref<*xi64>) -> i64
+// CHECK-LABEL: func.func @axes_group
+// CHECK: %[[SHAPE:.*]] = memref.alloca() : memref<2xi64>
+// CHECK: %[[AXES:.*]] = memref.alloca() : memref<1xi64>
+// CHECK: %[[GROUP:.*]] = memref.alloca() : memref<2xi64>
+// CHECK-NEXT: %[[MEMBERS:.*]] = memref.cast %[[GROUP]] : memref<2xi64> to memref<*xi64>
+// CHECK-NEXT: call @_bprt_mesh_group(%{{.*}}, %{{.*}}, %{{.*}}, %[[MEMBERS]]) : (i64, memref<*xi64>, memref<*xi64>, memref<*xi64>) -> i64
+// CHECK: call @_bprt_all_reduce_f32(%{{.*}}, %[[MEMBERS]], %{{.*}}, %{{.*}}, %{{.*}})
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @grid(axes = ["dp", "tp"], shape = [2, 2])
+func.func @axes_group(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %h, %y = dist.all_reduce_start %x on @grid axes ["tp"] reduction = sum phase = forward bytes = 16 {id = "ar", lineage = "l"} : tensor<4xf32>
+  dist.wait %h
+  return %y : tensor<4xf32>
+}

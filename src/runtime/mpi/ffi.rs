@@ -118,6 +118,7 @@ api! {
     group_incl = "MPI_Group_incl": fn(Group, c_int, *const c_int, *mut Group);
     group_free = "MPI_Group_free": fn(*mut Group);
     comm_create_group = "MPI_Comm_create_group": fn(Comm, Group, c_int, *mut Comm);
+    comm_split = "MPI_Comm_split": fn(Comm, c_int, c_int, *mut Comm);
     comm_set_errhandler = "MPI_Comm_set_errhandler": fn(Comm, c_int);
     comm_get_attr = "MPI_Comm_get_attr": fn(Comm, c_int, *mut c_void, *mut c_int);
     error_string = "MPI_Error_string": fn(c_int, *mut c_char, *mut c_int);

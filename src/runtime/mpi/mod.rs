@@ -124,6 +124,9 @@ struct State {
     queues: HashMap<GroupKey, VecDeque<i64>>,
     /// Communicators by `(team, participants in call order)`.
     comms: HashMap<(i64, Vec<usize>), Comm>,
+    /// Mesh-axis group sets already split off the world, by `(team, mesh
+    /// shape, axes)`.
+    axis_splits: std::collections::HashSet<(i64, Vec<i64>, Vec<usize>)>,
     /// Header sends of failed starts, kept alive until they complete.
     orphans: Vec<(Request, Vec<i64>)>,
 }
@@ -260,6 +263,7 @@ impl MpiWorld {
                 pending: HashMap::new(),
                 queues: HashMap::new(),
                 comms: HashMap::new(),
+                axis_splits: std::collections::HashSet::new(),
                 orphans: Vec::new(),
             }),
         };
@@ -342,6 +346,32 @@ impl MpiWorld {
         // SAFETY: a valid communicator.
         unsafe { (self.api.comm_set_errhandler)(comm, ffi::ERRORS_RETURN) };
         Ok(comm)
+    }
+
+    /// Creates the communicators of every group along `axes` of a mesh of
+    /// `shape` in one `MPI_Comm_split` of the world (colour: the group's
+    /// lowest rank), the first time the program names those axes; the
+    /// calling rank's (`participants`) is then the one its collectives use.
+    /// Every rank reaches this at the same point of the program (a
+    /// collective named by mesh axes runs on every rank of the mesh), so the
+    /// splits match; creating the groups lazily as their headers agree
+    /// could leave ranks of overlapping groups waiting on each other in a
+    /// cycle.
+    pub(crate) fn prepare_axis_group(&self, team: i64, shape: &[i64], axes: &[usize], participants: &[usize]) -> RtResult<()> {
+        let mut state = lock(&self.state);
+        if !state.axis_splits.insert((team, shape.to_vec(), axes.to_vec())) {
+            return Ok(());
+        }
+        let colour = participants.iter().copied().min().unwrap_or(self.rank) as c_int;
+        let mut comm = ffi::COMM_NULL;
+        // SAFETY: out-parameter; every rank of the world calls it (see above).
+        unsafe {
+            self.mpi("MPI_Comm_split", (self.api.comm_split)(ffi::COMM_WORLD, colour, self.rank as c_int, &mut comm))?;
+            (self.api.comm_set_errhandler)(comm, ffi::ERRORS_RETURN);
+        }
+        // A communicator made earlier for the same ranks stays in use.
+        state.comms.entry((team, participants.to_vec())).or_insert(comm);
+        Ok(())
     }
 
     /// The communicator of `(team, participants)`, created on first use

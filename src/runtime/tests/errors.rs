@@ -425,10 +425,11 @@ fn error_codes_round_trip() {
 #[test]
 fn symbol_table_lists_every_entry_point_once() {
     let table = super::super::symbols();
-    // Five queries and announcements, the assert, abort and exit, eight
-    // typed collectives and copies per element type, the matmul kernel.
-    assert_eq!(table.len(), 5 + 3 + 8 * 10 + 1);
-    for name in ["_bprt_assert", "abort", "exit"] {
+    // Six queries and announcements (the mesh group among them), the
+    // assert, abort and exit, eight typed collectives and copies per element
+    // type, the matmul kernel.
+    assert_eq!(table.len(), 6 + 3 + 8 * 10 + 1);
+    for name in ["_bprt_assert", "abort", "exit", "_bprt_mesh_group"] {
         assert!(table.iter().any(|(n, _)| *n == name), "{name}");
     }
     let names: HashSet<&str> = table.iter().map(|(n, _)| *n).collect();
@@ -520,4 +521,47 @@ fn announced_names_are_interned() {
     // SAFETY: as above.
     unsafe { _bprt_op(rank, desc) };
     assert_eq!(&*super::super::op_identity::current().expect("announced").name, "'ar' at f.mlir:9:9");
+}
+
+/// `_bprt_mesh_group` writes each rank's group along the named axes, and
+/// refuses a mesh that is not the world, a repeated or unknown axis, and a
+/// buffer of the wrong size, naming them.
+#[test]
+fn mesh_groups_follow_the_coordinates_and_refuse_what_does_not_fit() {
+    use super::super::abi::_bprt_mesh_group;
+    let w = world(6);
+    // A 2 x 3 mesh: along axis 1 rank r's group is its row.
+    let groups = w.run(|_| {
+        let (mut shape, mut axes, mut out) = (ints(&[2, 3]), ints(&[1]), ints(&[-1, -1, -1]));
+        let ((sr, sd), (ar, ad), (or, od)) = (shape.arg(), axes.arg(), out.arg());
+        // SAFETY: the memrefs are alive for the call.
+        let code = unsafe { _bprt_mesh_group(0, sr, sd, ar, ad, or, od) };
+        (code, out.to_vec())
+    });
+    for (rank, (code, group)) in groups.into_iter().enumerate() {
+        assert_eq!(code, 0);
+        let row = (rank / 3) as i64 * 3;
+        assert_eq!(group, vec![row, row + 1, row + 2], "rank {rank}");
+    }
+    let call = |shape: &[i64], axes: &[i64], size: usize| {
+        let (shape, axes) = (shape.to_vec(), axes.to_vec());
+        w.run(move |_| {
+            let (mut s, mut a, mut o) = (ints(&shape), ints(&axes), ints(&vec![0; size]));
+            let ((sr, sd), (ar, ad), (or, od)) = (s.arg(), a.arg(), o.arg());
+            // SAFETY: the memrefs are alive for the call.
+            let code = unsafe { _bprt_mesh_group(0, sr, sd, ar, ad, or, od) };
+            (code, last_message())
+        })
+    };
+    for (shape, axes, size, message) in [
+        (vec![2, 2], vec![1], 2, "the mesh [2, 2] has 4 ranks, but the world has 6"),
+        (vec![2, 3], vec![1, 1], 3, "mesh axes [1, 1] are not distinct axes of [2, 3]"),
+        (vec![2, 3], vec![2], 3, "mesh axes [2] are not distinct axes of [2, 3]"),
+        (vec![2, 3], vec![0], 3, "the group has 2 ranks, but its buffer has shape [3]"),
+    ] {
+        for (code, got) in call(&shape, &axes, size) {
+            assert!(code < 0);
+            assert!(got.contains(message), "{got}");
+        }
+    }
 }

@@ -211,23 +211,9 @@ mod collective_groups {
     }
 
     /// The ranks that differ from `rank` only along the `varying` axes, in
-    /// increasing order (row-major numbering).
+    /// increasing order (row-major numbering), as the runtime builds them.
     pub(super) fn group_of<'s>(shape: &'s [i64], varying: &'s [usize], rank: i64) -> impl Iterator<Item = i64> + 's {
-        let mut coords = vec![0i64; shape.len()];
-        let mut rest = rank;
-        for d in (0..shape.len()).rev() {
-            coords[d] = rest % shape[d].max(1);
-            rest /= shape[d].max(1);
-        }
-        let total: i64 = varying.iter().map(|&d| shape[d]).product();
-        (0..total).map(move |mut k| {
-            let mut c = coords.clone();
-            for &d in varying.iter().rev() {
-                c[d] = k % shape[d];
-                k /= shape[d];
-            }
-            c.iter().zip(shape).fold(0, |acc, (x, s)| acc * s + x)
-        })
+        crate::runtime::mesh::axis_group(shape, varying, rank)
     }
 }
 
