@@ -87,6 +87,9 @@ struct Lowering<'c, 'a> {
     /// Trailing scalar arguments after the data operands, as (value, type).
     scalars: Vec<(i64, &'static str)>,
     group: Group,
+    /// A transfer along a mesh axis (`along`): the mesh's shape and the
+    /// axis; its `source` and `dest` scalars are coordinates on that axis.
+    along: Option<(Vec<i64>, i64)>,
 }
 
 /// Whom a collective spans.
@@ -178,6 +181,9 @@ fn plan<'c, 'a>(module: OperationRef<'c, 'a>) -> Result<Plan<'c, 'a>, Failures<'
         if matches!(lowering.group, Group::Axes { .. }) {
             declared.insert(RuntimeFunction::MeshGroup.symbol(), RuntimeFunction::MeshGroup);
         }
+        if lowering.along.is_some() {
+            declared.insert(RuntimeFunction::MeshPeer.symbol(), RuntimeFunction::MeshPeer);
+        }
     }
     for query in &queries {
         declared.insert(query.function.symbol(), query.function);
@@ -267,9 +273,23 @@ fn plan_one<'c, 'a>(
             Group::Axes { shape: shape.clone(), axes }
         }
     };
-    if op.attribute("slice").is_ok() || op.attribute("along").is_ok() {
+    if op.attribute("slice").is_ok() {
         return Err("is placed on a mesh slice; the runtime lowering needs explicit ranks".into());
     }
+    // A transfer along a mesh axis: its coordinates become each rank's
+    // source and destination ranks at run time.
+    let along = match str_attr(op, "along") {
+        None => None,
+        Some(axis) => {
+            let mesh = symbol_attr(op, "mesh").ok_or("is placed along an axis but on no mesh")?;
+            let (names, shape) = meshes.get(mesh).ok_or_else(|| format!("names mesh @{mesh}, which is not in this module"))?;
+            let index = names
+                .iter()
+                .position(|n| n == axis)
+                .ok_or_else(|| format!("is placed along '{axis}', which mesh @{mesh} does not have"))?;
+            Some((shape.clone(), index as i64))
+        }
+    };
     let axis = int_attr(op, "axis").unwrap_or(0);
     let reduction = || {
         enum_attr::<Reduction>(op, "reduction").map(|r| i64::from(reduce_op(r).code())).ok_or_else(|| "has no valid reduction".to_string())
@@ -288,7 +308,7 @@ fn plan_one<'c, 'a>(
         OpKind::DistCopyPermute => (RuntimeFunction::CopyPermute(element), vec![]),
         other => return Err(format!("'{}' has no runtime lowering", other.name())),
     };
-    Ok(Lowering { start: op, wait, function, team, scalars, group })
+    Ok(Lowering { start: op, wait, function, team, scalars, group, along })
 }
 
 /// Inserts ops before a fixed op (or at the end of a block), in the
@@ -392,6 +412,9 @@ fn apply(module: OperationRef, plan: Plan) {
         used.insert(lowering.function.symbol(), lowering.function);
         if matches!(lowering.group, Group::Axes { .. }) {
             used.insert(RuntimeFunction::MeshGroup.symbol(), RuntimeFunction::MeshGroup);
+        }
+        if lowering.along.is_some() {
+            used.insert(RuntimeFunction::MeshPeer.symbol(), RuntimeFunction::MeshPeer);
         }
         lower(&lowering, &mut names);
         used.insert(RuntimeFunction::Wait.symbol(), RuntimeFunction::Wait);
@@ -597,8 +620,23 @@ fn lower(l: &Lowering, names: &mut OpNames) {
             arguments.push(output_view);
         }
     }
-    for (value, ty) in &l.scalars {
-        arguments.push(at.constant(*value, ty));
+    match (&l.along, l.function) {
+        (Some((shape, axis)), RuntimeFunction::SendRecv(_)) => {
+            // The ranks that share every other coordinate with this one, at
+            // the source and destination coordinates.
+            let shape_list = at.list(&shape.iter().map(|v| at.constant(*v, "i64")).collect::<Vec<_>>(), "i64");
+            let axis = at.constant(*axis, "i64");
+            for (coordinate, _) in &l.scalars {
+                let coordinate = at.constant(*coordinate, "i64");
+                let callee = format!("@{}", RuntimeFunction::MeshPeer.symbol());
+                arguments.push(Emitter::value(at.op("func.call", &[team, shape_list, axis, coordinate], &["i64"], &[("callee", &callee)])));
+            }
+        }
+        _ => {
+            for (value, ty) in &l.scalars {
+                arguments.push(at.constant(*value, ty));
+            }
+        }
     }
     let symbol = l.function.symbol();
     let call = at.op("func.call", &arguments, &["i64"], &[("callee", &format!("@{symbol}"))]);
@@ -639,6 +677,7 @@ impl Lowering<'_, '_> {
             | RuntimeFunction::NProcs
             | RuntimeFunction::PRank
             | RuntimeFunction::MeshGroup
+            | RuntimeFunction::MeshPeer
             | RuntimeFunction::Op
             | RuntimeFunction::Assert => "i64",
         }

@@ -208,14 +208,7 @@ pub unsafe extern "C" fn _bprt_mesh_group(
         // SAFETY: the caller's contract.
         let read = |what, rank, desc| unsafe { super::memref::read_i64s(what, rank, desc) };
         let (shape, axes) = (read("mesh shape", shape_rank, shape.cast_const())?, read("mesh axes", axes_rank, axes.cast_const())?);
-        let ranks = shape.iter().try_fold(1i64, |n, &d| if d > 0 { n.checked_mul(d) } else { None });
-        if ranks != i64::try_from(backend.nranks()).ok() {
-            return Err(RtError::InvalidArgument(format!(
-                "the mesh {shape:?} has {} ranks, but the world has {}",
-                ranks.map_or_else(|| "too many".to_string(), |n| n.to_string()),
-                backend.nranks()
-            )));
-        }
+        check_mesh_is_world(&shape, backend.nranks())?;
         let mut varying = Vec::with_capacity(axes.len());
         for &axis in &axes {
             let index = usize::try_from(axis).ok().filter(|&a| a < shape.len() && !varying.contains(&a));
@@ -237,6 +230,44 @@ pub unsafe extern "C" fn _bprt_mesh_group(
         view.write(&bytes)?;
         Ok(0)
     })
+}
+
+/// The rank that shares every coordinate with the calling rank but
+/// `axis`, where it has `coordinate` (a mesh of `shape`, row-major over the
+/// whole world): a transfer along a mesh axis sends from and to such ranks.
+/// Returns the rank, or a negative code (the mesh is not the world, the
+/// axis or coordinate out of range) after recording the error.
+///
+/// # Safety
+/// `(shape_rank, shape)` is a valid unranked memref of `i64`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn _bprt_mesh_peer(team: i64, shape_rank: i64, shape: *mut c_void, axis: i64, coordinate: i64) -> i64 {
+    let _ = team;
+    guard(|| {
+        let backend = Backend::current()?;
+        // SAFETY: the caller's contract.
+        let shape = unsafe { super::memref::read_i64s("mesh shape", shape_rank, shape.cast_const()) }?;
+        check_mesh_is_world(&shape, backend.nranks())?;
+        let index = usize::try_from(axis).ok().filter(|&a| shape.get(a).is_some_and(|&s| (0..s).contains(&coordinate)));
+        let Some(index) = index else {
+            return Err(RtError::InvalidArgument(format!("coordinate {coordinate} on axis {axis} is outside the mesh {shape:?}")));
+        };
+        let mut coords = super::mesh::coordinates(&shape, backend.rank() as i64);
+        coords[index] = coordinate;
+        Ok(coords.iter().zip(&shape).fold(0, |acc, (c, s)| acc * s + c))
+    })
+}
+
+/// The mesh of `shape` numbers every rank of a world of `nranks`.
+fn check_mesh_is_world(shape: &[i64], nranks: usize) -> RtResult<()> {
+    let ranks = shape.iter().try_fold(1i64, |n, &d| if d > 0 { n.checked_mul(d) } else { None });
+    if ranks == i64::try_from(nranks).ok() {
+        return Ok(());
+    }
+    Err(RtError::InvalidArgument(format!(
+        "the mesh {shape:?} has {} ranks, but the world has {nranks}",
+        ranks.map_or_else(|| "too many".to_string(), |n| n.to_string())
+    )))
 }
 
 /// Number of ranks of the world (every team spans the whole world).
@@ -579,6 +610,7 @@ pub(super) fn symbols() -> Vec<(&'static str, *mut ())> {
         ("_bprt_nprocs", _bprt_nprocs as *mut ()),
         ("_bprt_prank", _bprt_prank as *mut ()),
         ("_bprt_mesh_group", _bprt_mesh_group as *mut ()),
+        ("_bprt_mesh_peer", _bprt_mesh_peer as *mut ()),
         ("_bprt_wait", _bprt_wait as *mut ()),
         ("_bprt_last_error", _bprt_last_error as *mut ()),
         ("_bprt_op", _bprt_op as *mut ()),

@@ -92,6 +92,10 @@ pub enum RuntimeFunction {
     /// `_bprt_mesh_group(team, shape, axes, out)`: the calling rank's group
     /// along mesh axes (a collective named by axes).
     MeshGroup,
+    /// `_bprt_mesh_peer(team, shape, axis, coordinate)`: the rank that
+    /// shares every other coordinate with the caller, at `coordinate` on
+    /// `axis` (a transfer along a mesh axis).
+    MeshPeer,
     /// `_bprt_op(memref<*xi8>)`: names the op whose calls follow.
     Op,
     /// `_bprt_assert(i64, memref<*xi8>)`: `cf.assert`, the condition and
@@ -119,6 +123,7 @@ impl RuntimeFunction {
             Self::NProcs => "_bprt_nprocs".into(),
             Self::PRank => "_bprt_prank".into(),
             Self::MeshGroup => "_bprt_mesh_group".into(),
+            Self::MeshPeer => "_bprt_mesh_peer".into(),
             Self::Op => "_bprt_op".into(),
             Self::Assert => "_bprt_assert".into(),
             Self::Matmul(e) => typed("matmul", e),
@@ -147,6 +152,7 @@ impl RuntimeFunction {
             }
             Self::Wait | Self::NProcs | Self::PRank => vec!["i64".into()],
             Self::MeshGroup => vec![team, ranks.clone(), ranks.clone(), ranks],
+            Self::MeshPeer => vec![team, ranks, "i64".into(), "i64".into()],
             Self::Op => vec!["memref<*xi8>".into()],
             Self::Assert => vec!["i64".into(), "memref<*xi8>".into()],
             Self::Matmul(e) => vec![data(e), data(e), data(e)],
@@ -226,6 +232,7 @@ mod tests {
             RuntimeFunction::NProcs,
             RuntimeFunction::PRank,
             RuntimeFunction::MeshGroup,
+            RuntimeFunction::MeshPeer,
             RuntimeFunction::Op,
             RuntimeFunction::Assert,
             RuntimeFunction::Matmul(ElementType::F32),

@@ -66,13 +66,13 @@ func.func @encoded(%x: tensor<4xf32, "sparse">) {
 
 // -----
 
-// Tasks on a slice or along an axis are placed by the pipeline; the
-// runtime lowering takes explicit ranks.
+// A task placed on a mesh slice (one pipeline stage's) runs on that
+// slice's ranks only: the runtime lowering takes explicit ranks there.
 dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
-dist.mesh @grid(axes = ["dp", "tp"], shape = [2, 2])
-func.func @along_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'dist.p2p_start' op is placed on a mesh slice; the runtime lowering needs explicit ranks}}
-  %h, %y = dist.p2p_start %x on @grid along "dp" from 0 to 1 phase = forward bytes = 16 {id = "p", lineage = "l"} : tensor<4xf32>
+dist.mesh @grid(axes = ["pp", "tp"], shape = [2, 2])
+func.func @on_slice(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.all_reduce_start' op is placed on a mesh slice; the runtime lowering needs explicit ranks}}
+  %h, %y = dist.all_reduce_start %x on @grid slice [0, -1] axes ["tp"] reduction = sum phase = forward bytes = 16 {id = "ar", lineage = "l"} : tensor<4xf32>
   dist.wait %h
   return %y : tensor<4xf32>
 }

@@ -425,11 +425,11 @@ fn error_codes_round_trip() {
 #[test]
 fn symbol_table_lists_every_entry_point_once() {
     let table = super::super::symbols();
-    // Six queries and announcements (the mesh group among them), the
-    // assert, abort and exit, eight typed collectives and copies per element
-    // type, the matmul kernel.
-    assert_eq!(table.len(), 6 + 3 + 8 * 10 + 1);
-    for name in ["_bprt_assert", "abort", "exit", "_bprt_mesh_group"] {
+    // Seven queries and announcements (the mesh group and peer among
+    // them), the assert, abort and exit, eight typed collectives and copies
+    // per element type, the matmul kernel.
+    assert_eq!(table.len(), 7 + 3 + 8 * 10 + 1);
+    for name in ["_bprt_assert", "abort", "exit", "_bprt_mesh_group", "_bprt_mesh_peer"] {
         assert!(table.iter().any(|(n, _)| *n == name), "{name}");
     }
     let names: HashSet<&str> = table.iter().map(|(n, _)| *n).collect();
