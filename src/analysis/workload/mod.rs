@@ -50,6 +50,6 @@ pub use invocation::{
 pub use spec::{
     Datatype, Dropout, ModelSpec, Norm, Optimizer, OptimizerKind, OptimizerSpec, PipelineSchedule, Real, Recompute, ScheduleKind,
     SpecError, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec, DEFAULT_ROPE_THETA, MAX_SPEC_INTEGER,
-    MAX_WORLD_SIZE,
+    MAX_WORK_SCALE, MAX_WORLD_SIZE,
 };
 pub use training::derive_training_block;

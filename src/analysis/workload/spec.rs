@@ -16,7 +16,7 @@ use thiserror::Error;
 /// product times 4 bytes, and a phase sums fewer than 32 invocations, so
 /// 2^54 keeps every sum below 2^64 with room to spare. The largest oracle
 /// case (megatron-1T) is about 2^42.3.
-pub(super) const MAX_WORK_SCALE: u128 = 1 << 54;
+pub const MAX_WORK_SCALE: u128 = 1 << 54;
 
 /// Largest value any integer field of a spec may hold: 2^53, the largest
 /// integer every consumer (JSON readers, `f64` estimates, MLIR's `i64`

@@ -6,7 +6,7 @@
 use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike, Type, TypeLike, Value, ValueLike};
 
 use crate::{
-    analysis::workload::{BlockGraph, GraphOpKind, OptimizerKind, ValueRole},
+    analysis::workload::{BlockGraph, GraphOpKind, OptimizerKind, ValueRole, MAX_WORK_SCALE},
     ir::{
         ods::{self, OpKind, Role},
         read::{enum_attr, int_attr, name_of, str_attr, tensor_element, tensor_shape, type_string},
@@ -122,6 +122,10 @@ pub fn read_block<'c, 'a>(function: OperationRef<'c, 'a>) -> Result<ReadBlock<'c
             let shape: Option<Vec<u64>> = dims.iter().map(|d| d.and_then(|d| u64::try_from(d).ok())).collect();
             let shape = shape.ok_or_else(|| (op, format!("result #{i} has a dynamic dimension: {}", type_string(ty))))?;
             let elem = element_bytes(ty).ok_or_else(|| (op, format!("result #{i} is not a float tensor: {}", type_string(ty))))?;
+            let elems = shape.iter().try_fold(1u128, |n, &d| n.checked_mul(u128::from(d)));
+            if elems.is_none_or(|n| n > MAX_WORK_SCALE) {
+                return Err((op, format!("result #{i} ({}) has more elements than Blueprint counts exactly (2^54)", type_string(ty))));
+            }
             results.push((shape, elem));
         }
         let id = str_attr(op, "id").unwrap_or_default();

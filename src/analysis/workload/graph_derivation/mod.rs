@@ -41,7 +41,7 @@ use thiserror::Error;
 use super::graph::{BlockGraph, GraphOpKind, ValueRole};
 use super::invocation::{BlockDerivation, Phase};
 use super::rules::{Activation, Residency, RuleBuilder, Runs, Strategy, OWNED_STORED, SHARED_UNSTORED};
-use super::spec::{OptimizerKind, Recompute, TrainingSpec};
+use super::spec::{OptimizerKind, Recompute, TrainingSpec, MAX_WORK_SCALE};
 
 /// Why a block cannot be distributed, and the op (by id) at fault.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -198,6 +198,7 @@ impl<'g> Derivation<'g> {
         }
         self.find_recomputed();
         self.check_gradients()?;
+        self.check_scale()?;
         let mut b = RuleBuilder::new(self.s);
         for op in 0..self.g.ops.len() {
             if self.g.ops[op].kind.is_forward() {
@@ -605,6 +606,36 @@ impl<'g> Derivation<'g> {
                     format!(
                         "has no activation gradient ('model.activation_gradient' of \"{id}\"): the backward pass cannot pass through it"
                     ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The block's work fits the exact counts: a linear's `m·n·k`, an
+    /// attention product's `batch·heads·s·t·d` and every other op's tensor
+    /// elements, summed over the block, at most [`MAX_WORK_SCALE`] (as the
+    /// spec's `work_scale` bounds the algebra's), so no count overflows
+    /// (the rules multiply these by at most 2^9).
+    fn check_scale(&self) -> Result<(), GraphError> {
+        let product = |dims: &[u64]| dims.iter().try_fold(1u128, |n, &d| n.checked_mul(u128::from(d))).unwrap_or(u128::MAX);
+        let mut total = 0u128;
+        for node in self.g.ops.iter().filter(|n| n.kind.is_forward()) {
+            let shape = |i: usize| node.operands.get(i).map_or(&[][..], |&v| self.shape(v));
+            let dim = |s: &[u64], i: usize| s.get(i).copied().unwrap_or(0);
+            let scale = match &node.kind {
+                GraphOpKind::Matmul => product(&[self.rows(node.operands[0]), dim(shape(1), 0), dim(shape(1), 1)]),
+                GraphOpKind::AttentionScores { heads, head_dim, .. } | GraphOpKind::AttentionContext { heads, head_dim, .. } => {
+                    let (lhs, rhs) = (shape(0), shape(1));
+                    product(&[dim(rhs, 0), *heads, dim(lhs, 1), dim(rhs, 1), *head_dim])
+                }
+                _ => node.operands.iter().chain(&node.results).map(|&v| u128::from(self.g.values[v].elems())).sum(),
+            };
+            total = total.saturating_add(scale);
+            if total > MAX_WORK_SCALE {
+                return Err(at(
+                    &node.id,
+                    format!("brings the block's work to {total} multiply-adds and elements, more than Blueprint counts exactly (2^54)"),
                 ));
             }
         }
