@@ -187,6 +187,7 @@ fn bench_search(quick: bool) {
                 calculon_dp_overlap: false,
                 samples: 0,
                 threads,
+                headroom: None,
             };
             let runs = if quick { 1 } else { 5 };
             let mut results: Vec<(Duration, u64, usize)> = (0..runs)
