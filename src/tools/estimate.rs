@@ -367,14 +367,15 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
     let mut pictures = Vec::new();
+    let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let strategy = format!(
-        "{} · TP {} · PP {} · DP {} · {} chunk(s) per stage · {} microbatches · {}",
+        "{} · TP {} · PP {} · DP {} · {} per stage · {} · {}",
         spec.model.name.as_deref().or(spec.name.as_deref()).unwrap_or("model"),
         spec.mapping.tp,
         spec.mapping.pp,
         spec.mapping.dp,
-        schedule.chunks,
-        schedule.microbatches,
+        count(schedule.chunks, "chunk", "chunks"),
+        count(schedule.microbatches, "microbatch", "microbatches"),
         step_name(work)
     );
     let drawn = match args.simulate.unwrap_or(Communication::Overlapped) {

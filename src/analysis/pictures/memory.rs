@@ -55,8 +55,9 @@ pub fn memory_svg(stages: &[ProcessorMemory], capacity_bytes: f64, title: &str) 
     let (left, top, plot_h) = (80.0, 76.0, 360.0);
     let n = stages.len().max(1) as f64;
     let bar = 56.0f64.min(1100.0 / n * 0.7).max(3.0);
-    let pitch = bar / 0.7;
-    let plot_w = (pitch * n).max(360.0);
+    // A few stages spread over the plot rather than bunched at its left.
+    let plot_w = (bar / 0.7 * n).max(360.0);
+    let pitch = plot_w / n;
     // Wide enough for the title and the legend.
     let width = (left + plot_w + 170.0).max(left + 8.5 * title.chars().count() as f64 + 20.0).max(760.0);
     let height = top + plot_h + 110.0;

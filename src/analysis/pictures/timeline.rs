@@ -397,7 +397,8 @@ fn axis(out: &mut String, b0: f64, b1: f64, top: f64, bottom: f64, x_of: impl Fn
         r##"<line x1="{}" y1="{b}" x2="{}" y2="{b}" stroke="#333333"/><text x="{}" y="{}" text-anchor="end" fill="#555555">ms</text></g>"##,
         short(x_of(b0), 1),
         short(x_of(b1), 1),
-        short(LEFT - 6.0, 1),
+        // Clear of the first tick's label, centred on the axis' start.
+        short(LEFT - 28.0, 1),
         short(bottom + 15.0, 1),
         b = short(bottom, 1)
     );
