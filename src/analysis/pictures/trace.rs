@@ -93,8 +93,10 @@ fn event_json(e: &Event) -> Value {
         "name": name,
         "cat": category(e.activity),
         "ph": "X",
+        // Scaled before subtracting, so that an event ends where the next
+        // on its thread starts (viewers nest overlapping slices).
         "ts": e.start * 1e6,
-        "dur": (e.end - e.start) * 1e6,
+        "dur": e.end * 1e6 - e.start * 1e6,
         "pid": process_id(e.stage),
         "tid": thread_id(e.stream),
         "args": {
