@@ -395,7 +395,8 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     }
     if let Some(path) = &args.trace {
         let labels = TraceLabels { title: strategy.clone(), closed_form_seconds: report.timing_seconds.total_time };
-        let trace = serde_json::to_string(&trace_json(drawn, &labels)).map_err(|e| e.to_string())? + "\n";
+        let value = trace_json(drawn, &labels).map_err(|e| format!("blueprint-translate: error: --trace: {e}"))?;
+        let trace = serde_json::to_string(&value).map_err(|e| e.to_string())? + "\n";
         pictures.push((path.clone(), trace));
     }
     if let Some(path) = &args.memory {

@@ -152,11 +152,19 @@ const ACTIVITIES: [Activity; 10] = [
 
 const BUBBLE: &str = "#e4e4e4";
 
+/// Most events a picture draws (about 300 bytes of SVG each): beyond, a
+/// browser no longer opens it.
+pub const MAX_EVENTS: usize = 2_000_000;
+
 /// Why a view cannot be drawn.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ViewError {
     #[error("--timeline-range {start_ms}:{end_ms} ms is outside the simulated step (0 to {total_ms} ms)")]
     OutsideStep { start_ms: f64, end_ms: f64, total_ms: f64 },
+    #[error(
+        "the timeline would draw {events} events, more than the {MAX_EVENTS} a browser opens: draw part of the step with --timeline-range"
+    )]
+    TooManyEvents { events: usize },
 }
 
 /// One bar: an event, or a run of events of one activity merged because
@@ -186,6 +194,10 @@ pub fn timeline_svg(simulation: &Simulation, labels: &TimelineLabels, view: &Tim
         }
     };
     let span = w1 - w0;
+    let drawn = simulation.events.iter().filter(|e| e.end > w0 && e.start < w1).count();
+    if drawn > MAX_EVENTS {
+        return Err(ViewError::TooManyEvents { events: drawn });
+    }
     let width = view.width.clamp(MIN_WIDTH, MAX_WIDTH);
     let plot = width - LEFT - RIGHT;
     let stages = simulation.stages.len() as u64;

@@ -114,9 +114,23 @@ fn metadata(name: &str, pid: u64, tid: u64, args: Value) -> Value {
     json!({ "name": name, "ph": "M", "ts": 0, "pid": pid, "tid": tid, "args": args })
 }
 
-/// The trace of `simulation` as a JSON value (`traceEvents` first).
-#[must_use]
-pub fn trace_json(simulation: &Simulation, labels: &TraceLabels) -> Value {
+/// Most events a trace holds (about 250 bytes of JSON each): beyond,
+/// Perfetto's and Chrome's JSON importers no longer load it.
+pub const MAX_EVENTS: usize = 2_000_000;
+
+/// A trace too large to load.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the trace would hold {0} events, more than the {MAX_EVENTS} a trace viewer loads from JSON")]
+pub struct TooManyEvents(pub usize);
+
+/// The trace of `simulation` as a JSON value.
+///
+/// # Errors
+/// More than [`MAX_EVENTS`] events.
+pub fn trace_json(simulation: &Simulation, labels: &TraceLabels) -> Result<Value, TooManyEvents> {
+    if simulation.events.len() > MAX_EVENTS {
+        return Err(TooManyEvents(simulation.events.len()));
+    }
     let mut events = Vec::with_capacity(simulation.events.len() + 8 * simulation.stages.len());
     for stage in simulation.stages.iter().map(|s| s.stage) {
         let pid = process_id(stage);
@@ -133,7 +147,7 @@ pub fn trace_json(simulation: &Simulation, labels: &TraceLabels) -> Value {
     let mut sorted: Vec<&Event> = simulation.events.iter().filter(|e| e.end > e.start).collect();
     sorted.sort_by(|a, b| a.stage.cmp(&b.stage).then(a.stream.cmp(&b.stream)).then(a.start.total_cmp(&b.start)));
     events.extend(sorted.into_iter().map(event_json));
-    json!({
+    Ok(json!({
         "traceEvents": events,
         "displayTimeUnit": "ms",
         "otherData": {
@@ -143,7 +157,7 @@ pub fn trace_json(simulation: &Simulation, labels: &TraceLabels) -> Value {
             "closed_form_seconds": labels.closed_form_seconds,
             "time_unit": "ts and dur in microseconds from the start of the step",
         },
-    })
+    }))
 }
 
 #[cfg(test)]
@@ -167,7 +181,7 @@ mod tests {
                 e(Stream::DataParallel, Activity::DataParallel, None, 0.5, 0.75),
             ],
         };
-        let trace = trace_json(&simulation, &TraceLabels { title: "t".into(), closed_form_seconds: 1.0 });
+        let trace = trace_json(&simulation, &TraceLabels { title: "t".into(), closed_form_seconds: 1.0 }).expect("small");
         let events = trace["traceEvents"].as_array().expect("an array");
         let complete: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
         // The empty TP event is left out.
@@ -180,5 +194,25 @@ mod tests {
         assert_eq!(complete[1]["tid"], thread_id(Stream::DataParallel));
         let names: Vec<&Value> = events.iter().filter(|e| e["name"] == "process_name").map(|e| &e["args"]["name"]).collect();
         assert_eq!(names, ["stage 0", "stage 1"]);
+    }
+
+    #[test]
+    fn too_many_events_is_an_error_for_both_pictures() {
+        let event =
+            Event { stage: 0, stream: Stream::Compute, activity: Activity::Forward, chunk: 0, microbatch: Some(0), start: 0.0, end: 1.0 };
+        let simulation = Simulation {
+            communication: Communication::Overlapped,
+            total_time: 1.0,
+            stages: vec![StageActivity { stage: 0, busy_seconds: 1.0, idle_seconds: 0.0 }],
+            events: vec![event; MAX_EVENTS + 1],
+        };
+        let labels = TraceLabels { title: "t".into(), closed_form_seconds: 1.0 };
+        assert_eq!(trace_json(&simulation, &labels), Err(TooManyEvents(MAX_EVENTS + 1)));
+        let timeline = crate::analysis::pictures::timeline::timeline_svg(
+            &simulation,
+            &crate::analysis::pictures::timeline::TimelineLabels { title: "t".into(), closed_form_seconds: 1.0, chunks: 1 },
+            &crate::analysis::pictures::timeline::TimelineView::default(),
+        );
+        assert!(matches!(timeline, Err(crate::analysis::pictures::timeline::ViewError::TooManyEvents { .. })));
     }
 }
