@@ -196,7 +196,7 @@ fn percent(part: f64, whole: f64) -> String {
 
 /// The axis top: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k at or above `gib`.
 fn nice_top(gib: f64) -> f64 {
-    if !(gib > 0.0) || !gib.is_finite() {
+    if gib.is_nan() || gib <= 0.0 || gib.is_infinite() {
         return 1.0;
     }
     let exponent = gib.log10().floor() as i32;

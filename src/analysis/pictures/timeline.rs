@@ -374,7 +374,7 @@ fn auto_bands(simulation: &Simulation, w0: f64, w1: f64, plot: f64, label_width:
     }
     forwards.sort_by(f64::total_cmp);
     let median = forwards[forwards.len() / 2];
-    if !(median > 0.0) {
+    if median.is_nan() || median <= 0.0 {
         return 1;
     }
     let needed = (label_width * (w1 - w0) / (median * plot)).ceil();
