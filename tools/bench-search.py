@@ -28,7 +28,7 @@ def main():
         sys.exit(f'bench-search: no Calculon at {CALCULON} (set CALCULON to its executable or CALCULON_VENV to its venv)')
     with tempfile.TemporaryDirectory() as tmp:
         run = subprocess.run([SEARCH, f'{ORACLES}/models/{model}.json', '--system', f'{ORACLES}/systems/{system}.json', '--procs', procs,
-                              '--max-batch', batch, '--threads', '1', '--calculon-dp-overlap', '--top', '1'],
+                              '--max-batch', batch, '--threads', '1', '--calculon-dp-overlap', '--top', '1', '--format', 'json'],
                              capture_output=True, text=True, check=True)
         ours = json.loads(run.stdout)
         calc = subprocess.run([CALCULON, 'llm-optimal-execution', f'models/{model}.json', procs, batch, 'float16',

@@ -187,6 +187,7 @@ fn bench_search(quick: bool) {
                 calculon_dp_overlap: false,
                 samples: 0,
                 threads,
+                headroom: None,
             };
             let runs = if quick { 1 } else { 5 };
             let mut results: Vec<(Duration, u64, usize)> = (0..runs)
@@ -352,8 +353,9 @@ fn main() {
     }
     let sim = simulate(&input, Communication::Overlapped).expect("simulates");
     let labels = TimelineLabels { title: "gpt3".into(), closed_form_seconds: closed.timing_seconds.total_time, chunks: schedule.chunks };
+    let view = blueprint::analysis::pictures::timeline::TimelineView::default();
     let took = time_per_call(runs, 2, || {
-        std::hint::black_box(timeline_svg(&sim, &labels));
+        let _ = std::hint::black_box(timeline_svg(&sim, &labels, &view));
     });
     println!("picture  gpt3-175B m = 64 timeline SVG:                                  {took:>10.2?}");
 

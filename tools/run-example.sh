@@ -5,8 +5,8 @@
 #     ModelIR -> DistributedTaskIR -> PortablePlanIR with every check and
 #     print the plan's work summary (Calculon's field names);
 #  2. estimate that plan on an A100 system file (closed form and simulated
-#     schedule, memory per stage against 80 GiB) and draw its timeline and
-#     memory as SVG;
+#     schedule, memory per stage against 80 GiB), draw its timeline and
+#     memory as SVG and write the simulated step as a Perfetto trace;
 #  3. answer "what is the fastest way to train megatron-126M on 8 of these
 #     processors, and does it fit?" with the strategy search.
 # Usage: tools/run-example.sh [SPEC.json]   (outputs in target/example/)
@@ -29,21 +29,11 @@ echo "== 1. plan and work summary of $spec" >&2
 
 echo "== 2. estimate on $systems/a100_80g.json (TP on tier 0, PP and DP on tier 1)" >&2
 "$bin/blueprint-translate" --estimate "$out/plan.mlir" --system "$systems/a100_80g.json" \
-  --tp-net 0 --pp-net 1 --dp-net 1 --timeline "$out/timeline.svg" --memory "$out/memory.svg"
-echo "   pictures: $out/timeline.svg, $out/memory.svg (tools/screenshot.sh renders them)" >&2
+  --tp-net 0 --pp-net 1 --dp-net 1 --timeline "$out/timeline.svg" --memory "$out/memory.svg" --trace "$out/trace.json"
+echo "   pictures: $out/timeline.svg, $out/memory.svg (tools/screenshot.sh renders them); $out/trace.json opens in Perfetto" >&2
 
 echo "== 3. the fastest way to train megatron-126M on 8 A100s (batch up to 8)" >&2
 "$bin/blueprint-search" "$oracles/models/megatron-126M.json" \
   --system "$systems/a100_nomem2.json" --procs 8 --max-batch 8 --top 3 \
   -o "$out/search.json" --emit-plan "$out/best.mlir"
-python3 - "$out/search.json" <<'PY'
-import json, sys
-report = json.load(open(sys.argv[1]))
-for rank, entry in enumerate(report["top"], 1):
-    m = entry["mapping"]
-    print(f"   #{rank}: TP {m['tp']} PP {m['pp']} DP {m['dp']} v {m['pipeline_interleaving']} "
-          f"microbatch {entry['workload']['microbatch']} recompute {m['recompute']} tp_comm {m['tp_comm']}: "
-          f"{entry['sample_rate']:.2f} samples/s, {entry['per_processor']['proc_mem_tier1_cap_req'] / 2**30:.2f} GiB per processor (fits)")
-totals = report["totals"]
-print(f"   {totals['evaluated']} configurations in {totals['wall_seconds']:.3f} s; best plan in target/example/best.mlir")
-PY
+echo "   report: $out/search.json; best plan: $out/best.mlir" >&2

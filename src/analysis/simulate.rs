@@ -53,6 +53,11 @@ impl Communication {
 #[serde(rename_all = "snake_case")]
 pub enum Stream {
     Compute,
+    /// The exposed part of a slot's TP collectives. It is time the compute
+    /// stream spends waiting, so these events sit inside the compute
+    /// stream's slots: each slot's exposed TP time is its last part (the
+    /// collectives really interleave with the layers' compute).
+    TensorParallel,
     PointToPoint,
     DataParallel,
 }
@@ -72,6 +77,12 @@ pub enum Activity {
     DataParallel,
     /// The chunk's optimizer step.
     Optimizer,
+    /// Exposed TP communication of a forward slot.
+    TpForward,
+    /// Exposed TP re-communication of a recompute.
+    TpRecompute,
+    /// Exposed TP communication of a backward slot.
+    TpBackward,
 }
 
 impl Activity {
@@ -85,6 +96,9 @@ impl Activity {
             Self::SendBackward => "send backward",
             Self::DataParallel => "DP reduction",
             Self::Optimizer => "optimizer step",
+            Self::TpForward => "TP forward",
+            Self::TpRecompute => "TP recompute",
+            Self::TpBackward => "TP backward",
         }
     }
 }
@@ -112,6 +126,11 @@ pub struct ChunkDurations {
     pub recompute: f64,
     /// The rest of the backward with its exposed TP communication, no transfer.
     pub backward: f64,
+    /// The exposed TP communication inside `forward`, `recompute` and
+    /// `backward` (drawn on its own track; the slots' lengths include it).
+    pub forward_tp: f64,
+    pub recompute_tp: f64,
+    pub backward_tp: f64,
     pub send_forward: f64,
     pub send_backward: f64,
     /// The chunk's DP reduction (0 without DP).
@@ -128,7 +147,8 @@ impl ChunkDurations {
         let blocks = blocks_per_chunk as f64;
         let chunk_fw = base * s.bfw + s.efw;
         let chunk_bw = base * s.bbw + s.ebw;
-        let recompute = blocks * t.block_re_time + base * t.baseblock_recomm_time_exposed + t.edgeblock_recomm_time_exposed;
+        let recompute_tp = base * t.baseblock_recomm_time_exposed + t.edgeblock_recomm_time_exposed;
+        let recompute = blocks * t.block_re_time + recompute_tp;
         Self {
             forward: chunk_fw - t.block_fw_pp_time,
             recompute,
@@ -137,6 +157,9 @@ impl ChunkDurations {
             send_backward: t.block_bw_pp_time,
             data_parallel: blocks * t.block_dp_time,
             optimizer: blocks * t.block_optim_time,
+            forward_tp: base * t.baseblock_fw_tp_time_exposed + t.edgeblock_fw_tp_time_exposed,
+            recompute_tp,
+            backward_tp: base * t.baseblock_agrad_tp_time_exposed + t.edgeblock_agrad_tp_time_exposed,
         }
     }
 }
@@ -263,26 +286,65 @@ pub fn simulate(input: &StepInput, communication: Communication) -> Result<Simul
                 None => 0.0,
             };
             let mut t = compute_free[s].max(ready);
-            let mut push = |stream: Stream, activity: Activity, start: f64, length: f64| {
-                events.push(Event { stage, stream, activity, chunk: c, microbatch: Some(mb), start, end: start + length });
-                start + length
-            };
             let (send, activity, receiver) = match direction {
                 Direction::Forward => {
-                    t = push(Stream::Compute, Activity::Forward, t, d.forward);
+                    t = push_compute(
+                        &mut events,
+                        Event {
+                            stage,
+                            stream: Stream::Compute,
+                            activity: Activity::Forward,
+                            chunk: c,
+                            microbatch: Some(mb),
+                            start: t,
+                            end: t + d.forward,
+                        },
+                        Activity::TpForward,
+                        d.forward_tp,
+                    );
                     busy[s] += d.forward;
                     let receiver = if stage + 1 < p || c + 1 < v { Some(stage_after(stage, p)) } else { None };
                     (d.send_forward, Activity::SendForward, receiver)
                 }
                 Direction::Backward => {
                     if d.recompute > 0.0 {
-                        t = push(Stream::Compute, Activity::Recompute, t, d.recompute);
+                        t = push_compute(
+                            &mut events,
+                            Event {
+                                stage,
+                                stream: Stream::Compute,
+                                activity: Activity::Recompute,
+                                chunk: c,
+                                microbatch: Some(mb),
+                                start: t,
+                                end: t + d.recompute,
+                            },
+                            Activity::TpRecompute,
+                            d.recompute_tp,
+                        );
                     }
-                    t = push(Stream::Compute, Activity::Backward, t, d.backward);
+                    t = push_compute(
+                        &mut events,
+                        Event {
+                            stage,
+                            stream: Stream::Compute,
+                            activity: Activity::Backward,
+                            chunk: c,
+                            microbatch: Some(mb),
+                            start: t,
+                            end: t + d.backward,
+                        },
+                        Activity::TpBackward,
+                        d.backward_tp,
+                    );
                     busy[s] += d.recompute + d.backward;
                     let receiver = if stage > 0 || c > 0 { Some(stage_before(stage, p)) } else { None };
                     (d.send_backward, Activity::SendBackward, receiver)
                 }
+            };
+            let mut push = |stream: Stream, activity: Activity, start: f64, length: f64| {
+                events.push(Event { stage, stream, activity, chunk: c, microbatch: Some(mb), start, end: start + length });
+                start + length
             };
             // Without a pipeline nothing is sent, even in the closed form.
             let out = if p == 1 {
@@ -373,6 +435,19 @@ pub fn simulate(input: &StepInput, communication: Communication) -> Result<Simul
         .map(|stage| StageActivity { stage, busy_seconds: busy[stage as usize], idle_seconds: total_time - busy[stage as usize] })
         .collect();
     Ok(Simulation { communication, total_time, stages, events })
+}
+
+/// Pushes a compute slot whose last `tp` seconds are exposed TP
+/// communication, as two events (the TP part on its own stream); returns
+/// the slot's end, computed as without the split so that the simulated
+/// times do not depend on it.
+fn push_compute(events: &mut Vec<Event>, slot: Event, tp_activity: Activity, tp: f64) -> f64 {
+    let split = if tp > 0.0 { (slot.end - tp).max(slot.start) } else { slot.end };
+    events.push(Event { end: split, ..slot });
+    if split < slot.end {
+        events.push(Event { stream: Stream::TensorParallel, activity: tp_activity, start: split, ..slot });
+    }
+    slot.end
 }
 
 /// The stage the next virtual stage runs on.

@@ -14,7 +14,8 @@ use crate::{
             estimate::{estimate, Capability, EstimateOptions, TaskFacts, TaskTiling, TimingSeconds, TpOverlap},
             pictures::{
                 memory::memory_svg,
-                timeline::{timeline_svg, TimelineLabels},
+                timeline::{self, timeline_svg, TimelineLabels, TimelineView},
+                trace::{trace_json, TraceLabels},
             },
             schedule::{ProcessorMemory, Schedule, Slot},
             simulate::{simulate, slots_from_triples, ChunkDurations, Communication, Simulation, StepInput},
@@ -41,8 +42,14 @@ pub struct EstimateArgs {
     /// Where to draw the simulated step and the per-stage memory.
     pub timeline: Option<PathBuf>,
     pub memory: Option<PathBuf>,
-    /// The simulation the timeline draws.
+    /// Where to write the simulated step as Chrome-trace / Perfetto JSON.
+    pub trace: Option<PathBuf>,
+    /// The simulation the timeline and the trace show.
     pub simulate: Option<Communication>,
+    /// `--timeline-width`, `--timeline-range` (seconds), `--timeline-bands`.
+    pub timeline_width: Option<f64>,
+    pub timeline_range: Option<(f64, f64)>,
+    pub timeline_bands: Option<u32>,
 }
 
 /// What `--estimate` produces: the report, a refusal (a stage that does
@@ -78,6 +85,30 @@ impl EstimateArgs {
             "--allow-over-capacity" => self.allow_over_capacity = true,
             "--timeline" => self.timeline = Some(path("--timeline")?),
             "--memory" => self.memory = Some(path("--memory")?),
+            "--trace" => self.trace = Some(path("--trace")?),
+            "--timeline-width" => {
+                let text = value("--timeline-width")?;
+                let width =
+                    text.parse::<f64>().ok().filter(|w| (timeline::MIN_WIDTH..=timeline::MAX_WIDTH).contains(w)).ok_or_else(|| {
+                        format!(
+                            "blueprint-translate: --timeline-width takes a width in px from {} to {}, got '{text}'",
+                            timeline::MIN_WIDTH,
+                            timeline::MAX_WIDTH
+                        )
+                    })?;
+                self.timeline_width = Some(width);
+            }
+            "--timeline-bands" => {
+                let text = value("--timeline-bands")?;
+                let bands = text.parse::<u32>().ok().filter(|b| (1..=timeline::MAX_BANDS).contains(b)).ok_or_else(|| {
+                    format!("blueprint-translate: --timeline-bands takes a count from 1 to {}, got '{text}'", timeline::MAX_BANDS)
+                })?;
+                self.timeline_bands = Some(bands);
+            }
+            "--timeline-range" => {
+                let text = value("--timeline-range")?;
+                self.timeline_range = Some(parse_range(&text)?);
+            }
             "--simulate" => {
                 self.simulate = Some(match value("--simulate")?.as_str() {
                     "overlapped" => Communication::Overlapped,
@@ -96,6 +127,40 @@ impl EstimateArgs {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+}
+
+/// `START:END` in milliseconds, as seconds.
+fn parse_range(text: &str) -> Result<(f64, f64), String> {
+    let bad = || {
+        format!("blueprint-translate: --timeline-range takes START:END in milliseconds from the start of the step, START < END (e.g. 0:250), got '{text}'")
+    };
+    let (a, b) = text.split_once(':').ok_or_else(bad)?;
+    let parse = |v: &str| v.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x >= 0.0);
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) if a < b => Ok((a / 1e3, b / 1e3)),
+        _ => Err(bad()),
+    }
+}
+
+impl EstimateArgs {
+    /// The layout options need the picture they lay out.
+    fn check(&self) -> Result<(), String> {
+        if self.timeline.is_none() {
+            for (given, name) in [
+                (self.timeline_width.is_some(), "--timeline-width"),
+                (self.timeline_range.is_some(), "--timeline-range"),
+                (self.timeline_bands.is_some(), "--timeline-bands"),
+            ] {
+                if given {
+                    return Err(format!("blueprint-translate: {name} lays out the timeline: give --timeline OUT.svg too"));
+                }
+            }
+        }
+        if self.simulate.is_some() && self.timeline.is_none() && self.trace.is_none() {
+            return Err("blueprint-translate: --simulate chooses what --timeline or --trace shows: give one of them too".into());
+        }
+        Ok(())
     }
 }
 
@@ -206,6 +271,7 @@ pub fn estimate_module(op: melior::ir::OperationRef, name: &str, args: &Estimate
 /// does not fit, or a plan the estimate cannot price.
 pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result<EstimateOutput, String> {
     let system_path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
+    args.check()?;
     let shown = system_path.to_string_lossy();
     let path: &str = &shown;
     let text = std::fs::read_to_string(system_path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
@@ -301,24 +367,37 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     };
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
     let mut pictures = Vec::new();
+    let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let strategy = format!(
-        "{} · TP {} · PP {} · DP {} · {} chunk(s) per stage · {} microbatches · {}",
+        "{} · TP {} · PP {} · DP {} · {} per stage · {} · {}",
         spec.model.name.as_deref().or(spec.name.as_deref()).unwrap_or("model"),
         spec.mapping.tp,
         spec.mapping.pp,
         spec.mapping.dp,
-        schedule.chunks,
-        schedule.microbatches,
+        count(schedule.chunks, "chunk", "chunks"),
+        count(schedule.microbatches, "microbatch", "microbatches"),
         step_name(work)
     );
+    let drawn = match args.simulate.unwrap_or(Communication::Overlapped) {
+        Communication::Serialized => &report.simulation.serialized,
+        Communication::Overlapped => &report.simulation.overlapped,
+    };
     if let Some(path) = &args.timeline {
-        let drawn = match args.simulate.unwrap_or(Communication::Overlapped) {
-            Communication::Serialized => &report.simulation.serialized,
-            Communication::Overlapped => &report.simulation.overlapped,
-        };
         let labels =
             TimelineLabels { title: strategy.clone(), closed_form_seconds: report.timing_seconds.total_time, chunks: schedule.chunks };
-        pictures.push((path.clone(), timeline_svg(drawn, &labels)));
+        let view = TimelineView {
+            width: args.timeline_width.unwrap_or(timeline::DEFAULT_WIDTH),
+            range: args.timeline_range,
+            bands: args.timeline_bands,
+        };
+        let svg = timeline_svg(drawn, &labels, &view).map_err(|e| format!("blueprint-translate: error: {e}"))?;
+        pictures.push((path.clone(), svg));
+    }
+    if let Some(path) = &args.trace {
+        let labels = TraceLabels { title: strategy.clone(), closed_form_seconds: report.timing_seconds.total_time };
+        let value = trace_json(drawn, &labels).map_err(|e| format!("blueprint-translate: error: --trace: {e}"))?;
+        let trace = serde_json::to_string(&value).map_err(|e| e.to_string())? + "\n";
+        pictures.push((path.clone(), trace));
     }
     if let Some(path) = &args.memory {
         let memory: Vec<ProcessorMemory> = report.stages.iter().map(|s| s.memory).collect();

@@ -3,6 +3,9 @@
 //! plain Rust; only `--emit-plan` builds MLIR, once, for the best
 //! configuration, through the import → distribute → plan pipeline.
 //!
+//! It prints a ranked table on stdout (`--format csv` or `json` for
+//! machines), also when `-o` writes the JSON report to a file.
+//!
 //! Bad input gets a diagnostic naming the file or option and exit code 1,
 //! and nothing is written; outputs are written atomically, after the search
 //! and the plan have both succeeded. When no configuration fits, the
@@ -21,7 +24,7 @@ use melior::ir::operation::{OperationLike, OperationPrintingFlags};
 
 use crate::{
     analysis::{
-        search::{self, output, Control, SearchOptions},
+        search::{self, output, table, Control, Headroom, SearchOptions},
         system::SystemProfile,
         workload::{Datatype, ModelSpec, TrainingSpec},
     },
@@ -45,8 +48,10 @@ OPTIONS:\n\
 \x20 --fused-activation F    true (default, as Calculon), false or all\n\
 \x20 --calculon-dp-overlap   Rank by Calculon's DP-overlap figure (with its recompute defect)\n\
 \x20 --threads T             Worker threads (default: every core)\n\
-\x20 --sample N              Also report N configurations spread evenly over the space\n\
-\x20 -o <file>               Output JSON file (default: stdout)\n\
+\x20 --sample N              Also report N configurations spread evenly over the space (in the JSON)\n\
+\x20 --headroom H            Memory per processor kept free of the first tier: GiB (4, 4GiB) or a share (10%)\n\
+\x20 --format F              What stdout gets: table (default; ranked, the fields that differ, MFU, GiB), csv or json\n\
+\x20 -o <file>               Also write the JSON report to <file> (- for stdout, instead of the table)\n\
 \x20 --emit-plan <file>      Write the best configuration's whole-step plan as MLIR\n";
 
 /// The pipeline `--emit-plan` runs after the import.
@@ -72,7 +77,38 @@ struct Args {
     samples: u64,
     output: Option<OsString>,
     emit_plan: Option<OsString>,
+    format: Option<Format>,
+    headroom: Option<Headroom>,
     help: bool,
+}
+
+/// What stdout gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+/// `4`, `4GiB`, `4 GiB` or `10%`.
+fn parse_headroom(text: &str) -> Result<Headroom, String> {
+    let bad = || {
+        format!("blueprint-search: --headroom takes GiB per processor (4, 4GiB) or a share of the first memory tier (10%), got '{text}'")
+    };
+    let t = text.trim();
+    if let Some(percent) = t.strip_suffix('%') {
+        let p: f64 = percent.trim().parse().map_err(|_| bad())?;
+        if !(0.0..100.0).contains(&p) {
+            return Err(format!("blueprint-search: --headroom {text} is not a share from 0% to below 100%"));
+        }
+        return Ok(Headroom::Fraction(p / 100.0));
+    }
+    let number = t.strip_suffix("GiB").unwrap_or(t).trim();
+    let gib: f64 = number.parse().map_err(|_| bad())?;
+    if !gib.is_finite() || gib < 0.0 {
+        return Err(bad());
+    }
+    Ok(Headroom::Gib(gib))
 }
 
 fn number<T: std::str::FromStr>(name: &str, text: &str) -> Result<T, String> {
@@ -125,6 +161,15 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
                     other => return Err(format!("blueprint-search: --fused-activation takes true, false or all, got '{other}'")),
                 });
             }
+            "--format" => {
+                a.format = Some(match value("--format")?.as_str() {
+                    "table" => Format::Table,
+                    "csv" => Format::Csv,
+                    "json" => Format::Json,
+                    other => return Err(format!("blueprint-search: --format takes table, csv or json, got '{other}'")),
+                });
+            }
+            "--headroom" => a.headroom = Some(parse_headroom(&value("--headroom")?)?),
             "--no-dp-overlap" => a.no_dp_overlap = true,
             "--no-tp-overlap" => a.no_tp_overlap = true,
             "--calculon-dp-overlap" => a.calculon_dp_overlap = true,
@@ -199,6 +244,11 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     let (model_path, system_path): (&str, &str) = (&model_shown, &system_shown);
     let procs = a.procs.ok_or("blueprint-search: --procs N is required")?;
     let max_batch = a.max_batch.ok_or("blueprint-search: --max-batch B is required")?;
+    let json_on_stdout = a.output.as_deref().is_some_and(is_dash);
+    if json_on_stdout && a.format.is_some_and(|f| f != Format::Json) {
+        return Err("blueprint-search: -o - writes the JSON report to stdout, where --format would print too: give one of them".into());
+    }
+    let format = if json_on_stdout { Format::Json } else { a.format.unwrap_or(Format::Table) };
     let stem = Path::new(model_file).file_stem().map(|s| s.to_string_lossy().into_owned());
     let model =
         ModelSpec::from_any_json_with(&read(model_file)?, stem.as_deref(), a.seq_len).map_err(|e| format!("{model_path}: error: {e}"))?;
@@ -214,6 +264,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         calculon_dp_overlap: a.calculon_dp_overlap,
         samples: a.samples,
         threads: a.threads,
+        headroom: a.headroom,
     };
 
     // Ctrl-C: stop and report the best so far; a second one exits at once.
@@ -275,18 +326,27 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         // A failed search writes nothing: the reasons go to stderr.
         let mut message = String::from("blueprint-search: no configuration fits; nothing is written. Pruned:");
         for (reason, pruned) in &result.outcome.pruned {
-            message.push_str(&format!(
-                "\n  {reason}: {} configurations, the first (index {}): {}",
-                pruned.count, pruned.first_index, pruned.example
-            ));
+            match &pruned.nearest {
+                Some(near) => message.push_str(&format!(
+                    "\n  {reason}: {} configurations; the nearest miss (index {}) needs {} bytes per processor, {} more than the {} it may use",
+                    pruned.count,
+                    near.index,
+                    near.estimate.memory.per_processor.proc_mem_tier1_cap_req,
+                    near.over_by_bytes,
+                    near.limit_bytes
+                )),
+                None => message.push_str(&format!(
+                    "\n  {reason}: {} configurations, the first (index {}): {}",
+                    pruned.count, pruned.first_index, pruned.example
+                )),
+            }
         }
         if a.emit_plan.is_some() {
             message.push_str("\n--emit-plan: no configuration fits, so there is no plan to emit");
         }
         return Err(message);
     }
-    let has_mem2 = system.mem2().gib() > 0.0;
-    let report = output::report(&model, system_path, has_mem2, &options, &result);
+    let report = output::report(&model, system_path, &system, &options, &result);
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
     let plan = match (&a.emit_plan, best) {
         (Some(_), Some(best)) => {
@@ -305,10 +365,19 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         (Some(_), None) => return Err("blueprint-search: --emit-plan: no configuration fits, so there is no plan to emit".into()),
         _ => None,
     };
-    write(a.output.as_deref(), &json)?;
+    // Files first, then stdout, so that a failure leaves stdout empty.
+    if let Some(path) = a.output.as_deref().filter(|p| !is_dash(p)) {
+        write(Some(path), &json)?;
+    }
     if let (Some(path), Some(plan)) = (&a.emit_plan, plan) {
         write(Some(path), &plan)?;
     }
+    let shown = match format {
+        Format::Json => json,
+        Format::Table => table::table(&report),
+        Format::Csv => table::csv(&report),
+    };
+    write(None, &shown)?;
     if result.outcome.partial {
         return Ok(130);
     }

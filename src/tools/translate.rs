@@ -51,11 +51,15 @@ ESTIMATE OPTIONS:\n\
 \x20 --system S.json                           A Calculon system file (required)\n\
 \x20 --tp-net N --pp-net N --dp-net N          Network tier (index into the system's networks) per parallel axis\n\
 \x20 --dp-overlap                              Overlap the DP gradient reduction with the backward pass\n\
-\x20 --tp-overlap none|ring|pipe               TP communication overlap (only none is priced)\n\
+\x20 --tp-overlap none|ring|pipe               The TP overlap the plan is expected to tile (checked against its strategy)\n\
 \x20 --allow-over-capacity                     Print the estimate even when a stage does not fit\n\
-\x20 --timeline OUT.svg                        Draw the simulated step (one row per stage and stream)\n\
-\x20 --simulate overlapped|serialized          Which simulation the timeline draws (default overlapped)\n\
-\x20 --memory OUT.svg                          Draw per-stage memory against the capacity\n";
+\x20 --timeline OUT.svg                        Draw the simulated step (compute, TP, PP and DP tracks per stage)\n\
+\x20 --timeline-width PX                       Its width (default 1560, a 1600 px window; 600 to 20000)\n\
+\x20 --timeline-range START:END                Draw only START to END ms of the step\n\
+\x20 --timeline-bands N                        Wrap the drawn time into N bands (default: as the bars need)\n\
+\x20 --trace OUT.json                          Write the simulated step as Chrome-trace JSON (Perfetto, chrome://tracing)\n\
+\x20 --simulate overlapped|serialized          Which simulation the timeline and the trace show (default overlapped)\n\
+\x20 --memory OUT.svg                          Draw per-stage memory (axis scaled to the data) against the capacity\n";
 
 /// Runs the tool; returns the exit code.
 #[must_use]
@@ -150,7 +154,19 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
             if let Some(message) = result.refusal {
                 return Err(message);
             }
-            // Pictures first: a failure leaves no report claiming them.
+            // Every picture's folder first, so that a bad path leaves none
+            // of them written; then the pictures, before the report.
+            for (path, _) in &result.pictures {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    if !dir.is_dir() {
+                        return Err(format!(
+                            "blueprint-translate: cannot write '{}': no directory '{}'",
+                            path.to_string_lossy(),
+                            dir.to_string_lossy()
+                        ));
+                    }
+                }
+            }
             for (path, svg) in &result.pictures {
                 crate::tools::cli::write_file_atomically(path, svg.as_bytes())
                     .map_err(|e| format!("blueprint-translate: cannot write '{}': {e}", path.to_string_lossy()))?;

@@ -5,6 +5,7 @@
 
 pub mod memory;
 pub mod timeline;
+pub mod trace;
 
 use std::fmt::Write;
 
@@ -76,21 +77,32 @@ pub(crate) fn open(out: &mut String, width: f64, height: f64, title: &str) {
     );
 }
 
-/// One legend entry per `(label, colour)`, in a row from `(x, y)`.
-pub(crate) fn legend(out: &mut String, x: f64, y: f64, entries: &[(&str, &str)]) {
+/// The width a legend entry takes, px.
+pub(crate) fn legend_entry_width(label: &str) -> f64 {
+    19.0 + 7.0 * label.chars().count() as f64 + 18.0
+}
+
+/// One legend entry per `(label, colour)`, in rows from `(x, y)` no wider
+/// than `width`.
+pub(crate) fn legend(out: &mut String, x: f64, y: f64, entries: &[(&str, &str)], width: f64) {
     let _ = writeln!(out, r#"<g class="legend">"#);
-    let mut at = x;
+    let (mut at, mut row_y) = (x, y);
     for (label, colour) in entries {
+        let w = legend_entry_width(label);
+        if at > x && at - x + w > width {
+            at = x;
+            row_y += 24.0;
+        }
         let _ = writeln!(
             out,
             r##"<rect x="{}" y="{}" width="14" height="14" fill="{colour}" stroke="#555" stroke-width="0.5"/><text x="{}" y="{}">{}</text>"##,
             short(at, 1),
-            short(y, 1),
+            short(row_y, 1),
             short(at + 19.0, 1),
-            short(y + 11.5, 1),
+            short(row_y + 11.5, 1),
             escape(label)
         );
-        at += 19.0 + 7.0 * label.chars().count() as f64 + 18.0;
+        at += w;
     }
     let _ = writeln!(out, "</g>");
 }

@@ -8,7 +8,12 @@
 //! not fit the system (Calculon's `_check_network_assignments`), when
 //! Blueprint's spec rules reject it (the schedule rules: interleaved 1F1B
 //! needs a microbatch count that PP divides), or when its memory per
-//! processor (Calculon's stage-0 convention) exceeds the first memory tier.
+//! processor (Calculon's stage-0 convention) exceeds the first memory tier,
+//! or what is left of it with the memory kept free (`--headroom`).
+//!
+//! For the memory reasons the search keeps the nearest miss, the pruned
+//! configuration that came closest to fitting (least excess, then fastest,
+//! then first): what more memory, or less headroom, would buy.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,14 +24,54 @@ use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Esti
 use crate::analysis::system::{NetworkBinding, NetworkBindingError, SystemProfile};
 use crate::analysis::workload::{derive_training_block, BlockFacts, Datatype, ModelSpec, SpecError};
 
-/// Why configurations were pruned: how many, and the message of the first
-/// (in the canonical order).
+/// Why configurations were pruned: how many, the message of the first
+/// (in the canonical order) and, for memory, the nearest miss.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pruned {
     pub count: u64,
     pub first_index: u64,
     pub example: String,
+    pub nearest: Option<NearMiss>,
 }
+
+/// A configuration pruned for memory, with its estimate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NearMiss {
+    pub index: u64,
+    pub config: Config,
+    pub estimate: Estimate,
+    /// Bytes per processor above the limit it missed.
+    pub over_by_bytes: f64,
+    /// The limit: the first memory tier, less the headroom.
+    pub limit_bytes: f64,
+}
+
+impl NearMiss {
+    /// Whether `self` is nearer than `other`: less excess, then a higher
+    /// sample rate, then the canonical order (a total order, so merging
+    /// in any order keeps the same one).
+    #[must_use]
+    pub fn nearer_than(&self, other: &Self) -> bool {
+        self.over_by_bytes
+            .total_cmp(&other.over_by_bytes)
+            .then(other.estimate.sample_rate.total_cmp(&self.estimate.sample_rate))
+            .then(self.index.cmp(&other.index))
+            .is_lt()
+    }
+}
+
+/// The nearer of two misses.
+fn nearer(a: Option<NearMiss>, b: Option<NearMiss>) -> Option<NearMiss> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.nearer_than(&a) { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The prune reason of a configuration above the first memory tier.
+pub const MEMORY_TIER1: &str = "memory_tier1";
+/// The prune reason of one within the tier but not its headroom.
+pub const MEMORY_HEADROOM: &str = "memory_headroom";
 
 /// A sampled configuration: its estimate, or why it has none.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,8 +115,17 @@ impl Outcome {
                 }
             }
             None => {
-                self.pruned.insert(reason, Pruned { count, first_index: index, example: message() });
+                self.pruned.insert(reason, Pruned { count, first_index: index, example: message(), nearest: None });
             }
+        }
+    }
+
+    /// Prunes one configuration for memory, keeping the nearest miss.
+    fn prune_memory(&mut self, reason: &'static str, miss: NearMiss, message: impl FnOnce() -> String) {
+        let index = miss.index;
+        self.prune(reason, index, 1, message);
+        if let Some(p) = self.pruned.get_mut(reason) {
+            p.nearest = nearer(p.nearest.take(), Some(miss));
         }
     }
 
@@ -89,6 +143,7 @@ impl Outcome {
                         mine.first_index = p.first_index;
                         mine.example = p.example;
                     }
+                    mine.nearest = nearer(mine.nearest.take(), p.nearest);
                 }
                 None => {
                     self.pruned.insert(reason, p);
@@ -133,6 +188,9 @@ pub struct Context<'a> {
     pub calculon_dp_overlap: bool,
     /// Canonical numbers of the configurations to sample, ascending.
     pub samples: &'a [u64],
+    /// Memory per processor a configuration may need: the first tier less
+    /// the headroom (the tier itself without one).
+    pub memory_limit: f64,
     pub interrupt: Option<&'a AtomicBool>,
 }
 
@@ -230,7 +288,11 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                                 if cx.sampled(index) {
                                     out.samples.push(Sample { index, config: config(data_par_overlap), outcome: Ok(estimate.clone()) });
                                 }
-                                if estimate.memory.fits {
+                                let m = &estimate.memory;
+                                let (need, fits, capacity, over) =
+                                    (m.per_processor.proc_mem_tier1_cap_req, m.fits, m.capacity_bytes, m.over_by_bytes);
+                                let limit = cx.memory_limit;
+                                if fits && need <= limit {
                                     out.evaluated += 1;
                                     out.fit += 1;
                                     if estimate.dp_overlap.is_some_and(|f| f.calculon.is_some_and(|c| c != f.blueprint)) {
@@ -239,12 +301,31 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                                     if out.top.admits(estimate.sample_rate, index) {
                                         out.top.insert(Candidate { index, config: config(data_par_overlap), estimate });
                                     }
-                                } else {
-                                    let m = &estimate.memory;
-                                    out.prune("memory_tier1", index, 1, || {
+                                } else if !fits {
+                                    let miss = NearMiss {
+                                        index,
+                                        config: config(data_par_overlap),
+                                        estimate,
+                                        over_by_bytes: over,
+                                        limit_bytes: capacity,
+                                    };
+                                    out.prune_memory(MEMORY_TIER1, miss, move || {
                                         format!(
-                                            "needs {} bytes per processor (Calculon's stage-0 convention), {} more than the first memory tier's {}",
-                                            m.per_processor.proc_mem_tier1_cap_req, m.over_by_bytes, m.capacity_bytes
+                                            "needs {need} bytes per processor (Calculon's stage-0 convention), {over} more than the first memory tier's {capacity}"
+                                        )
+                                    });
+                                } else {
+                                    let miss = NearMiss {
+                                        index,
+                                        config: config(data_par_overlap),
+                                        estimate,
+                                        over_by_bytes: need - limit,
+                                        limit_bytes: limit,
+                                    };
+                                    out.prune_memory(MEMORY_HEADROOM, miss, move || {
+                                        format!(
+                                            "needs {need} bytes per processor (Calculon's stage-0 convention), within the first memory tier's {capacity} but {} more than the {limit} left with the headroom",
+                                            need - limit
                                         )
                                     });
                                 }

@@ -19,6 +19,7 @@ pub mod evaluate;
 pub mod output;
 pub mod rank;
 pub mod space;
+pub mod table;
 #[cfg(test)]
 mod tests;
 
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use thiserror::Error;
 
-pub use evaluate::{Outcome, Pruned, Sample};
+pub use evaluate::{NearMiss, Outcome, Pruned, Sample, MEMORY_HEADROOM, MEMORY_TIER1};
 pub use rank::{Candidate, TopK};
 pub use space::{BlockKey, Config, KeySpace, Space};
 
@@ -56,6 +57,27 @@ pub struct SearchOptions {
     pub samples: u64,
     /// Worker threads; `None` for every core.
     pub threads: Option<usize>,
+    /// Memory per processor kept free of the first tier (`--headroom`).
+    pub headroom: Option<Headroom>,
+}
+
+/// Memory kept free: a size, or a share of the first memory tier.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Headroom {
+    Gib(f64),
+    /// A fraction in [0, 1).
+    Fraction(f64),
+}
+
+impl Headroom {
+    /// The bytes kept free of a tier of `capacity_bytes`.
+    #[must_use]
+    pub fn bytes(self, capacity_bytes: f64) -> f64 {
+        match self {
+            Self::Gib(gib) => gib * 1_073_741_824.0,
+            Self::Fraction(f) => f * capacity_bytes,
+        }
+    }
 }
 
 /// Largest `--max-batch`: 2^24 sequences, far beyond any training batch
@@ -95,6 +117,10 @@ pub enum SearchError {
     MissingDatatype { unit: &'static str, datatype: &'static str },
     #[error("cannot start {threads} worker threads: {reason}")]
     Threads { threads: usize, reason: String },
+    #[error("--headroom must be a finite size in GiB at least 0, or a percentage from 0 to below 100")]
+    BadHeadroom,
+    #[error("--headroom keeps {headroom_gib} GiB free, all of the first memory tier's {capacity_gib} GiB: no configuration could fit")]
+    HeadroomTooLarge { headroom_gib: f64, capacity_gib: f64 },
 }
 
 /// How a caller follows and stops a search.
@@ -172,6 +198,24 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
     if let Some(threads) = options.threads.filter(|t| *t > MAX_THREADS) {
         return Err(SearchError::TooManyThreads(threads));
     }
+    let capacity = system.mem1().capacity_bytes();
+    let memory_limit = match options.headroom {
+        None => capacity,
+        Some(h) => {
+            let valid = match h {
+                Headroom::Gib(g) => g.is_finite() && g >= 0.0,
+                Headroom::Fraction(f) => (0.0..1.0).contains(&f),
+            };
+            if !valid {
+                return Err(SearchError::BadHeadroom);
+            }
+            let kept = h.bytes(capacity);
+            if kept >= capacity {
+                return Err(SearchError::HeadroomTooLarge { headroom_gib: kept / 1_073_741_824.0, capacity_gib: system.mem1().gib() });
+            }
+            capacity - kept
+        }
+    };
     let datatype = datatype_name(options.datatype);
     if system.matrix().rate(options.datatype).is_none() {
         return Err(SearchError::MissingDatatype { unit: "matrix", datatype });
@@ -208,6 +252,7 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
         system,
         calculon_dp_overlap: options.calculon_dp_overlap,
         samples: &samples,
+        memory_limit,
         interrupt: control.interrupt,
     };
     let mut builder = rayon::ThreadPoolBuilder::new();

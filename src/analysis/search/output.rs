@@ -1,17 +1,81 @@
 //! The search's JSON report: the top K (every knob in Blueprint's spec
 //! field names, the network binding, the estimate options, `sample_rate`,
-//! `total_time`, `timing_seconds`, `per_processor`), optional samples, the
-//! totals and the notes.
+//! `total_time`, `timing_seconds`, `per_processor`, `mfu`), optional
+//! samples, the totals with the nearest miss of each memory reason, and
+//! the notes. [`super::table`] renders it for people.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{Candidate, Config, SearchOptions, SearchResult};
+use super::{Candidate, Config, Headroom, NearMiss, SearchOptions, SearchResult};
 use crate::analysis::estimate::{DpOverlapFigures, Estimate, TimingSeconds};
 use crate::analysis::schedule::ProcessorMemory;
-use crate::analysis::system::{datatype_name, NetworkBinding};
-use crate::analysis::workload::{ModelSpec, TrainingMappingSpec, TrainingWorkloadSpec};
+use crate::analysis::system::{datatype_name, NetworkBinding, SystemProfile};
+use crate::analysis::workload::{
+    derive_training_block, BlockFacts, Datatype, ModelSpec, Recompute, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec,
+    TrainingWorkloadSpec,
+};
+
+/// How MFU is counted, for the report and the table.
+pub const MFU_COUNTING: &str = "MFU = model FLOPs per step / (step time × processors × the matrix unit's peak for the datatype); model FLOPs = the decoder blocks' forward, activation-gradient and weight-gradient operations (matmul and other ops, as the block derivation counts them for the plan), derived at TP 1 without recompute, times blocks and samples; embedding and LM head are not counted (the block is the model, as in Calculon)";
+
+/// The model FLOPs of a sample and the peak they are measured against.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelFlops {
+    /// Per sample, by fused activation (`[unfused, fused]`); `None` where the
+    /// TP-1 block does not derive.
+    #[serde(skip)]
+    per_sample: [Option<f64>; 2],
+    /// Per sample with the fused activation of the best configuration.
+    pub per_sample_flops: Option<f64>,
+    /// The matrix unit's peak for the datatype, per processor.
+    pub peak_flops_per_processor: f64,
+    pub counting: &'static str,
+}
+
+impl ModelFlops {
+    /// Derives the TP-1 block of `model` (one sample, no recompute).
+    #[must_use]
+    pub fn of(model: &ModelSpec, system: &SystemProfile, datatype: Datatype) -> Self {
+        let per_sample = [false, true].map(|fused| {
+            let spec = TrainingSpec {
+                name: None,
+                model: model.clone(),
+                workload: TrainingWorkloadSpec { global_batch: 1, microbatch: 1, datatype, optimizer: None },
+                mapping: TrainingMappingSpec {
+                    tp: 1,
+                    pp: 1,
+                    dp: 1,
+                    pipeline_interleaving: 1,
+                    recompute: Recompute::None,
+                    tp_comm: TpComm::Ar,
+                    seq_par_ag_redo: false,
+                    fused_activation: fused,
+                    optimizer_sharding: false,
+                    tp_overlap: TpOverlap::None,
+                    pipeline_schedule: None,
+                },
+            };
+            let derivation = derive_training_block(&spec).ok()?;
+            let facts = BlockFacts::from_derivation(&derivation, &spec);
+            let block = facts.block_fw_flops as f64 + facts.block_agrad_flops as f64 + facts.block_wgrad_flops as f64;
+            Some(block * model.blocks as f64)
+        });
+        let peak = system.matrix().rate(datatype).map_or(0.0, |r| r.tflops() * 1e12);
+        Self { per_sample, per_sample_flops: None, peak_flops_per_processor: peak, counting: MFU_COUNTING }
+    }
+
+    /// The model FLOPs utilization of `config` taking `step_seconds`.
+    #[must_use]
+    pub fn mfu(&self, config: &Config, step_seconds: f64) -> Option<f64> {
+        let k = &config.key;
+        let per_sample = self.per_sample[usize::from(k.fused_activation)]?;
+        let procs = (k.tp * k.pp * k.dp) as f64;
+        let mfu = per_sample * k.global_batch as f64 / (step_seconds * procs * self.peak_flops_per_processor);
+        mfu.is_finite().then_some(mfu)
+    }
+}
 
 /// The estimate options of a configuration (`blueprint-translate
 /// --estimate`'s; TP overlap is the mapping's `tp_overlap`).
@@ -37,6 +101,9 @@ pub struct Entry {
     pub timing_seconds: Option<TimingSeconds>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub per_processor: Option<ProcessorMemory>,
+    /// Model FLOPs utilization (see `model_flops.counting`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mfu: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fits: Option<bool>,
     /// Both DP-overlap figures when they differ (recompute under DP overlap).
@@ -50,7 +117,14 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn new(index: u64, config: &Config, model: &ModelSpec, options: &SearchOptions, estimate: Option<&Estimate>) -> Self {
+    fn new(
+        index: u64,
+        config: &Config,
+        model: &ModelSpec,
+        options: &SearchOptions,
+        flops: &ModelFlops,
+        estimate: Option<&Estimate>,
+    ) -> Self {
         let spec = config.spec(model, options.datatype);
         let n = config.networks;
         let mut args = format!("--tp-net {} --pp-net {} --dp-net {}", n.tp, n.pp, n.dp);
@@ -67,6 +141,7 @@ impl Entry {
             total_time: estimate.map(|e| e.timing_seconds.total_time),
             timing_seconds: estimate.map(|e| e.timing_seconds),
             per_processor: estimate.map(|e| e.memory.per_processor),
+            mfu: estimate.and_then(|e| flops.mfu(config, e.timing_seconds.total_time)),
             fits: None,
             dp_overlap: estimate.and_then(|e| e.dp_overlap).filter(|f| f.calculon.is_some_and(|c| c != f.blueprint)),
             pruned: None,
@@ -74,8 +149,8 @@ impl Entry {
         }
     }
 
-    fn of(c: &Candidate, model: &ModelSpec, options: &SearchOptions) -> Self {
-        Self::new(c.index, &c.config, model, options, Some(&c.estimate))
+    fn of(c: &Candidate, model: &ModelSpec, options: &SearchOptions, flops: &ModelFlops) -> Self {
+        Self::new(c.index, &c.config, model, options, flops, Some(&c.estimate))
     }
 }
 
@@ -85,6 +160,19 @@ pub struct PrunedOut {
     pub count: u64,
     /// The message of the first such configuration in the canonical order.
     pub example: String,
+    /// For memory: the configuration that came closest to fitting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nearest: Option<NearestOut>,
+}
+
+/// The nearest miss of a memory reason.
+#[derive(Debug, Clone, Serialize)]
+pub struct NearestOut {
+    /// Bytes per processor above the limit.
+    pub over_by_bytes: f64,
+    /// The limit it missed: the first memory tier, less the headroom.
+    pub limit_bytes: f64,
+    pub configuration: Entry,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -122,6 +210,10 @@ pub struct Space {
     pub fused_activation: Vec<bool>,
     pub offload: bool,
     pub ranking: &'static str,
+    /// Memory per processor kept free of the first tier, bytes.
+    pub headroom_bytes: f64,
+    /// What a configuration may need: the first tier less the headroom.
+    pub memory_limit_bytes: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -133,6 +225,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sample: Vec<Entry>,
     pub totals: Totals,
+    pub model_flops: ModelFlops,
     pub notes: Vec<String>,
 }
 
@@ -146,7 +239,7 @@ pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bo
             if options.calculon_dp_overlap { "Ranked by Calculon's figure (--calculon-dp-overlap)" } else { "Ranked by Blueprint's figure" },
             result.outcome.dp_overlap_differs
         ),
-        "Memory per processor is Calculon's stage-0 convention (every stage taken as equal); a configuration that exceeds the first memory tier is pruned (memory_tier1)".to_string(),
+        "Memory per processor is Calculon's stage-0 convention (every stage taken as equal); a configuration that exceeds the first memory tier is pruned (memory_tier1), one within it but above what --headroom leaves is pruned too (memory_headroom); each memory reason names its nearest miss: least excess, then fastest, then first".to_string(),
         "Blueprint's schedule rule prunes interleaved 1F1B configurations whose microbatch count PP does not divide (interleaved_microbatches, Megatron's rule); Calculon evaluates them".to_string(),
         "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP overlap (none, ring, pipe), TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), each ascending".to_string(),
     ];
@@ -164,25 +257,36 @@ pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bo
 
 /// The report of `result`.
 #[must_use]
-pub fn report(model: &ModelSpec, system: &str, system_has_mem2: bool, options: &SearchOptions, result: &SearchResult) -> Report {
+pub fn report(model: &ModelSpec, system_path: &str, system: &SystemProfile, options: &SearchOptions, result: &SearchResult) -> Report {
     let o = &result.outcome;
-    let top = o.top.best().iter().map(|c| Entry::of(c, model, options)).collect();
+    let mut flops = ModelFlops::of(model, system, options.datatype);
+    flops.per_sample_flops = o.top.best().first().and_then(|c| flops.per_sample[usize::from(c.config.key.fused_activation)]);
+    let top = o.top.best().iter().map(|c| Entry::of(c, model, options, &flops)).collect();
     let sample = o
         .samples
         .iter()
         .map(|s| match &s.outcome {
-            Ok(e) => Entry { fits: Some(e.memory.fits), ..Entry::new(s.index, &s.config, model, options, Some(e)) },
+            Ok(e) => Entry { fits: Some(e.memory.fits), ..Entry::new(s.index, &s.config, model, options, &flops, Some(e)) },
             Err((reason, message)) => {
-                Entry { pruned: Some(format!("{reason}: {message}")), ..Entry::new(s.index, &s.config, model, options, None) }
+                Entry { pruned: Some(format!("{reason}: {message}")), ..Entry::new(s.index, &s.config, model, options, &flops, None) }
             }
         })
         .collect();
+    let nearest = |miss: &NearMiss| NearestOut {
+        over_by_bytes: miss.over_by_bytes,
+        limit_bytes: miss.limit_bytes,
+        configuration: Entry::new(miss.index, &miss.config, model, options, &flops, Some(&miss.estimate)),
+    };
     let wall = result.wall.as_secs_f64();
     let totals = Totals {
         configurations: result.configurations,
         evaluated: o.evaluated,
         fit: o.fit,
-        pruned: o.pruned.iter().map(|(k, p)| (*k, PrunedOut { count: p.count, example: p.example.clone() })).collect(),
+        pruned: o
+            .pruned
+            .iter()
+            .map(|(k, p)| (*k, PrunedOut { count: p.count, example: p.example.clone(), nearest: p.nearest.as_ref().map(nearest) }))
+            .collect(),
         pruned_total: o.pruned.values().map(|p| p.count).sum(),
         block_keys: result.block_keys,
         calculon_configurations: result.calculon_configurations,
@@ -192,9 +296,11 @@ pub fn report(model: &ModelSpec, system: &str, system_has_mem2: bool, options: &
         wall_seconds: wall,
         configurations_per_second: if wall > 0.0 { o.evaluated as f64 / wall } else { 0.0 },
     };
+    let capacity = system.mem1().capacity_bytes();
+    let headroom_bytes = options.headroom.map_or(0.0, |h: Headroom| h.bytes(capacity));
     Report {
         model: model.clone(),
-        system: system.to_string(),
+        system: system_path.to_string(),
         space: Space {
             procs: options.procs,
             max_batch: options.max_batch,
@@ -204,10 +310,13 @@ pub fn report(model: &ModelSpec, system: &str, system_has_mem2: bool, options: &
             fused_activation: options.fused_activation.clone(),
             offload: false,
             ranking: "sample_rate descending, then index ascending",
+            headroom_bytes,
+            memory_limit_bytes: capacity - headroom_bytes,
         },
         top,
         sample,
         totals,
-        notes: notes(options, result, system_has_mem2),
+        model_flops: flops,
+        notes: notes(options, result, system.mem2().gib() > 0.0),
     }
 }

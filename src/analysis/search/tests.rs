@@ -32,6 +32,7 @@ fn options(procs: u64, max_batch: u64) -> SearchOptions {
         calculon_dp_overlap: false,
         samples: 0,
         threads: Some(1),
+        headroom: None,
     }
 }
 
@@ -256,4 +257,38 @@ fn calculons_counts_with_offload_and_tp_overlap() {
     o.fused_activation = vec![false, true];
     o.dp_overlap = false;
     assert_eq!(counts(&o, "megatron-126M", "h100_80g_nvl8"), (68_704, 170_848));
+}
+
+#[test]
+fn headroom_prunes_above_the_limit_and_keeps_the_nearest_miss() {
+    let (m, s) = (model("megatron-126M"), system("a100_nomem2"));
+    let limit = s.mem1().capacity_bytes() - 75.0 * 1_073_741_824.0;
+    let every = search(&m, &s, &SearchOptions { top: 1000, ..options(2, 2) }, Control::default()).expect("search");
+    let run = |threads, headroom| {
+        search(&m, &s, &SearchOptions { top: 1000, threads, headroom: Some(headroom), ..options(2, 2) }, Control::default())
+            .expect("search")
+    };
+    let kept = run(Some(1), Headroom::Gib(75.0));
+    assert_eq!(every.outcome.fit as usize, every.top().len(), "the space's fitting configurations are all listed");
+    let (inside, outside): (Vec<&Candidate>, Vec<&Candidate>) =
+        every.top().iter().partition(|c| c.estimate.memory.per_processor.proc_mem_tier1_cap_req <= limit);
+    assert!(!inside.is_empty() && !outside.is_empty());
+    let indices = |cs: &[&Candidate]| cs.iter().map(|c| c.index).collect::<Vec<_>>();
+    assert_eq!(indices(&kept.top().iter().collect::<Vec<_>>()), indices(&inside));
+    let pruned = &kept.outcome.pruned[MEMORY_HEADROOM];
+    assert_eq!(pruned.count as usize, outside.len());
+    let excess = |c: &Candidate| c.estimate.memory.per_processor.proc_mem_tier1_cap_req - limit;
+    let least = outside.iter().map(|c| excess(c)).fold(f64::INFINITY, f64::min);
+    let nearest = pruned.nearest.as_ref().expect("a nearest miss");
+    assert_eq!(nearest.over_by_bytes, least);
+    // The same whatever the threads and however the headroom is said.
+    for other in [run(None, Headroom::Gib(75.0)), run(Some(2), Headroom::Fraction(0.9375))] {
+        let theirs = other.outcome.pruned[MEMORY_HEADROOM].nearest.as_ref().expect("a nearest miss");
+        assert_eq!(theirs.index, nearest.index);
+        assert_eq!(indices(&other.top().iter().collect::<Vec<_>>()), indices(&inside));
+    }
+    let too_much = search(&m, &s, &SearchOptions { headroom: Some(Headroom::Gib(80.0)), ..options(2, 2) }, Control::default());
+    assert!(matches!(too_much, Err(SearchError::HeadroomTooLarge { .. })));
+    let nan = search(&m, &s, &SearchOptions { headroom: Some(Headroom::Gib(f64::NAN)), ..options(2, 2) }, Control::default());
+    assert!(matches!(nan, Err(SearchError::BadHeadroom)));
 }

@@ -12,7 +12,18 @@ use crate::analysis::{
 };
 
 fn uniform(forward: f64, backward: f64, send: f64) -> ChunkDurations {
-    ChunkDurations { forward, recompute: 0.0, backward, send_forward: send, send_backward: send, data_parallel: 0.0, optimizer: 0.0 }
+    ChunkDurations {
+        forward,
+        recompute: 0.0,
+        backward,
+        send_forward: send,
+        send_backward: send,
+        data_parallel: 0.0,
+        optimizer: 0.0,
+        forward_tp: 0.0,
+        recompute_tp: 0.0,
+        backward_tp: 0.0,
+    }
 }
 
 fn one_f_one_b(stages: u64, microbatches: u64) -> Vec<Vec<Slot>> {
@@ -148,5 +159,35 @@ fn serialized_simulation_reproduces_the_closed_form() {
     // simulated interleaved schedule does not leave them all idle.
     for (name, simulated, closed) in differ {
         assert!(simulated <= closed * (1.0 + 1e-12), "{name}: simulated {simulated} above the closed form {closed}");
+    }
+}
+
+#[test]
+fn exposed_tp_is_split_out_without_moving_anything() {
+    // The TP part of each slot is its last part, on its own stream; the
+    // step is the same as without the split.
+    let plain = uniform(3.0, 5.0, 0.5);
+    let split = ChunkDurations { forward_tp: 1.0, backward_tp: 2.0, ..plain };
+    for mode in [Communication::Serialized, Communication::Overlapped] {
+        let a = simulate_with(3, 4, plain, mode);
+        let b = simulate_with(3, 4, split, mode);
+        assert_eq!(a.total_time, b.total_time);
+        assert_eq!(a.stages, b.stages);
+        let tp: Vec<&Event> = b.events.iter().filter(|e| e.stream == Stream::TensorParallel).collect();
+        assert_eq!(tp.len(), 2 * 3 * 4);
+        for e in tp {
+            let slot = b
+                .events
+                .iter()
+                .find(|c| c.stream == Stream::Compute && c.stage == e.stage && c.microbatch == e.microbatch && c.end == e.start)
+                .expect("the TP part follows its slot's compute");
+            let (whole, tp) = match e.activity {
+                Activity::TpForward => (3.0, 1.0),
+                Activity::TpBackward => (5.0, 2.0),
+                other => panic!("unexpected {other:?}"),
+            };
+            assert_eq!(e.end - e.start, tp);
+            assert_eq!(e.end - slot.start, whole);
+        }
     }
 }
