@@ -389,6 +389,12 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Self::value(self.op("arith.constant", &[], &[ty], &[("value", &format!("{value} : {ty}"))]))
     }
 
+    /// [`Self::list`] of `i64` constants.
+    fn i64_list(&self, values: &[i64]) -> Value<'c, 'a> {
+        let constants: Vec<Value<'c, 'a>> = values.iter().map(|v| self.constant(*v, "i64")).collect();
+        self.list(&constants, "i64")
+    }
+
     /// A stack buffer `memref<Nx{ty}>` holding `values`, cast to unranked.
     fn list(&self, values: &[Value<'c, 'a>], ty: &str) -> Value<'c, 'a> {
         let ranked = format!("memref<{}x{ty}>", values.len());
@@ -593,8 +599,7 @@ fn lower(l: &Lowering, names: &mut OpNames) {
                 arguments.push(at.list(&values, "index"));
             }
             if let Some(axes) = i64_array_attr(op, "axes") {
-                let values: Vec<Value> = axes.iter().map(|a| at.constant(*a, "i64")).collect();
-                arguments.push(at.list(&values, "i64"));
+                arguments.push(at.i64_list(&axes));
             }
             arguments.push(output_view);
         }
@@ -602,12 +607,10 @@ fn lower(l: &Lowering, names: &mut OpNames) {
             match &l.group {
                 Group::None => {}
                 Group::Ranks(ranks) => {
-                    let values: Vec<Value> = ranks.iter().map(|p| at.constant(*p, "i64")).collect();
-                    arguments.push(at.list(&values, "i64"));
+                    arguments.push(at.i64_list(ranks));
                 }
                 Group::Axes { shape, axes } => {
-                    let list = |values: &[i64]| at.list(&values.iter().map(|v| at.constant(*v, "i64")).collect::<Vec<_>>(), "i64");
-                    let (shape_list, axes_list) = (list(shape), list(axes));
+                    let (shape_list, axes_list) = (at.i64_list(shape), at.i64_list(axes));
                     let ranked = format!("memref<{}xi64>", l.group.size());
                     let buffer = Emitter::value(at.op("memref.alloca", &[], &[&ranked], &[("operandSegmentSizes", "array<i32: 0, 0>")]));
                     let members = Emitter::value(at.op("memref.cast", &[buffer], &["memref<*xi64>"], &[]));
@@ -624,7 +627,7 @@ fn lower(l: &Lowering, names: &mut OpNames) {
         (Some((shape, axis)), RuntimeFunction::SendRecv(_)) => {
             // The ranks that share every other coordinate with this one, at
             // the source and destination coordinates.
-            let shape_list = at.list(&shape.iter().map(|v| at.constant(*v, "i64")).collect::<Vec<_>>(), "i64");
+            let shape_list = at.i64_list(shape);
             let axis = at.constant(*axis, "i64");
             for (coordinate, _) in &l.scalars {
                 let coordinate = at.constant(*coordinate, "i64");

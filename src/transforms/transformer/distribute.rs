@@ -1,17 +1,20 @@
 //! `distribute-transformer-training`: ModelIR + strategy -> the whole
 //! training step in DistributedTaskIR.
 //!
-//! The block is derived by the workload algebra ([`crate::analysis::workload`]); the
-//! step is laid out by the schedule ([`crate::analysis::schedule`]) on a logical
-//! `dp x pp x tp` mesh:
+//! The block is derived from the ModelIR it is given (a coarse op is
+//! decomposed first): [`crate::analysis::workload::derive_from_graph`] shards
+//! its ops and counts them with the shared op rules; the step is laid out
+//! by the schedule ([`crate::analysis::schedule`]) on a logical `dp x pp x
+//! tp` mesh:
 //!
 //! - `dist.pipeline @step`: stages along `pp`, chunks per stage, the
 //!   microbatch count and the schedule kind;
 //! - one `dist.chunk` per (stage, chunk), Megatron's interleaved assignment
 //!   (chunk `c` of stage `s` holds blocks from `(c·p + s)·L/(p·v)`), with
 //!   the block template once: one task per primitive invocation of one
-//!   block and one microbatch on the stage's slice (forward -> recompute ->
-//!   re-communication -> backward, serial, a token chain), TP collectives
+//!   block and one microbatch on the stage's slice (forward, recompute,
+//!   re-communication, backward), each waiting for the tasks whose results
+//!   its ModelIR op reads and returning its result's shard, TP collectives
 //!   over the `tp` axis, the block's data-parallel gradient reduction over
 //!   the `dp` axis (all-reduce; reduce-scatter of gradients and all-gather
 //!   of parameters under optimizer sharding) and its optimizer step (both
@@ -442,7 +445,7 @@ impl Step<'_> {
             if Some(index) == first_optimizer && map.dp > 1 {
                 // The block's gradients, reduced over the data-parallel axis.
                 let wgrads: Vec<usize> = (0..index).filter(|&i| invocations[i].phase == Phase::WeightGradient).collect();
-                let deps = self.wait_for(&wgrads, &tokens, None, &mut waited, input);
+                let deps = wait_for(&wgrads, &tokens, None, &mut waited, input);
                 let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
                 reduced = Some(token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", &deps, &slice, dp_bytes))?));
             }
@@ -453,7 +456,7 @@ impl Step<'_> {
                     // A collective waits on tokens (its input is the
                     // logical tensor's, not a shard's).
                     let results = inv.collective.is_none().then_some(&values[..]);
-                    self.wait_for(own, &tokens, results, &mut waited, input)
+                    wait_for(own, &tokens, results, &mut waited, input)
                 }
             };
             let shard = self.outputs.get(index).and_then(Option::as_ref).filter(|_| inv.collective.is_none());
@@ -480,31 +483,6 @@ impl Step<'_> {
         }
         e.push(dist::Yield { optional: dist::YieldOptional { ..Default::default() }, values: &sinks }.build(&b, e.anchor))?;
         Ok(())
-    }
-
-    /// What waiting for the tasks `indices` takes: each one's local result
-    /// where it has one and `values` are taken, else its token (the block
-    /// input when none); each is marked as waited for.
-    fn wait_for<'c, 'a>(
-        &self,
-        indices: &[usize],
-        tokens: &[Value<'c, 'a>],
-        values: Option<&[Option<Value<'c, 'a>>]>,
-        waited: &mut [bool],
-        input: Value<'c, 'a>,
-    ) -> Vec<Value<'c, 'a>> {
-        let value = |i: usize| values.and_then(|v| v.get(i).copied().flatten());
-        let deps: Vec<Value> = indices.iter().filter_map(|&i| value(i).or_else(|| tokens.get(i).copied())).collect();
-        for &i in indices {
-            if let Some(w) = waited.get_mut(i) {
-                *w = true;
-            }
-        }
-        if deps.is_empty() {
-            vec![input]
-        } else {
-            deps
-        }
     }
 
     fn dp_collective<'c, 'a>(
@@ -599,6 +577,30 @@ impl Step<'_> {
         }
         e.push(dist::Yield { values: &[previous], optional: Default::default() }.build(&e.b, e.anchor))?;
         Ok(())
+    }
+}
+
+/// What waiting for the tasks `indices` takes: each one's local result
+/// where it has one and `values` are taken, else its token (the block
+/// input when none); each is marked as waited for.
+fn wait_for<'c, 'a>(
+    indices: &[usize],
+    tokens: &[Value<'c, 'a>],
+    values: Option<&[Option<Value<'c, 'a>>]>,
+    waited: &mut [bool],
+    input: Value<'c, 'a>,
+) -> Vec<Value<'c, 'a>> {
+    let value = |i: usize| values.and_then(|v| v.get(i).copied().flatten());
+    let deps: Vec<Value> = indices.iter().filter_map(|&i| value(i).or_else(|| tokens.get(i).copied())).collect();
+    for &i in indices {
+        if let Some(w) = waited.get_mut(i) {
+            *w = true;
+        }
+    }
+    if deps.is_empty() {
+        vec![input]
+    } else {
+        deps
     }
 }
 

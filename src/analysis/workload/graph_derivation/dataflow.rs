@@ -12,10 +12,6 @@ use crate::analysis::workload::graph::GraphOpKind;
 use crate::analysis::workload::invocation::{BlockDerivation, Phase};
 
 impl Derivation<'_> {
-    fn tiled(&self) -> bool {
-        self.s.overlap.is_overlapped()
-    }
-
     /// Whether the TP collectives are emitted (not at TP 1).
     fn communicates(&self) -> bool {
         self.s.tp > 1
@@ -181,7 +177,7 @@ impl Derivation<'_> {
     }
 
     /// `value`'s shape on one rank: its split dimension divided by `tp`.
-    fn local_shape(&self, value: usize) -> Vec<u64> {
+    pub(super) fn local_shape(&self, value: usize) -> Vec<u64> {
         let mut shape = self.g.values[value].shape.clone();
         let split = self.layout[value].map_or(super::Split::Whole, |l| l.split);
         let dim = match split {

@@ -142,16 +142,20 @@ impl GraphDerivation {
 /// Adam).
 pub fn derive_from_graph(graph: &BlockGraph, spec: &TrainingSpec) -> Result<GraphDerivation, GraphError> {
     spec.validate().map_err(|e| GraphError { op: None, message: e.to_string() })?;
-    Derivation::new(graph, spec)?.run()
+    Derivation::new(graph, spec).run()
 }
 
 struct Derivation<'g> {
     g: &'g BlockGraph,
     spec: &'g TrainingSpec,
     s: Strategy,
+    /// Every op reading each value, `(op, operand position)`.
+    all_consumers: Vec<Vec<(usize, usize)>>,
     /// The forward ops reading each value (gradient ops, optimizer steps
     /// and outputs left out: they do not shape the forward pass).
     consumers: Vec<Vec<(usize, usize)>>,
+    /// The forward ops (by id) that have a weight gradient op.
+    with_wgrad: HashSet<&'g str>,
     layout: Vec<Option<Layout>>,
     entries: Vec<Entry>,
     exits: Vec<Exit>,
@@ -165,12 +169,27 @@ struct Derivation<'g> {
 }
 
 impl<'g> Derivation<'g> {
-    fn new(g: &'g BlockGraph, spec: &'g TrainingSpec) -> Result<Self, GraphError> {
-        Ok(Self {
+    fn new(g: &'g BlockGraph, spec: &'g TrainingSpec) -> Self {
+        let all_consumers = g.consumers();
+        let mut consumers = all_consumers.clone();
+        for list in &mut consumers {
+            list.retain(|&(user, _)| g.ops[user].kind.is_forward());
+        }
+        let with_wgrad = g
+            .ops
+            .iter()
+            .filter_map(|n| match &n.kind {
+                GraphOpKind::WeightGradient { of } => Some(of.as_str()),
+                _ => None,
+            })
+            .collect();
+        Self {
             g,
             spec,
             s: Strategy::of(spec),
-            consumers: forward_consumers(g),
+            all_consumers,
+            consumers,
+            with_wgrad,
             layout: vec![None; g.values.len()],
             entries: Vec::new(),
             exits: Vec::new(),
@@ -179,7 +198,7 @@ impl<'g> Derivation<'g> {
             modes: HashMap::new(),
             recomputed: HashSet::new(),
             names: HashSet::new(),
-        })
+        }
     }
 
     fn boundary(&self) -> Layout {
@@ -216,7 +235,7 @@ impl<'g> Derivation<'g> {
     /// The ModelIR op behind each invocation (see [`GraphDerivation::lineage`]).
     fn lineage(&self, derivation: &BlockDerivation) -> HashMap<String, String> {
         let g = self.g;
-        let all_consumers = g.consumers();
+        let all_consumers = &self.all_consumers;
         // Per forward op (and per collective's anchor): the first op of each
         // backward kind, and the Adam step of its first parameter.
         let mut gradient: HashMap<(&str, bool), &str> = HashMap::new();
@@ -567,7 +586,7 @@ impl<'g> Derivation<'g> {
     /// gradient op names a forward op of the block; every weight gradient
     /// feeds an Adam step.
     fn check_gradients(&self) -> Result<(), GraphError> {
-        let consumers = self.g.consumers();
+        let consumers = &self.all_consumers;
         let forward: HashMap<&str, usize> =
             (0..self.g.ops.len()).filter(|&op| self.g.ops[op].kind.is_forward()).map(|op| (self.id(op), op)).collect();
         let mut agrad = HashSet::new();
@@ -643,17 +662,17 @@ impl<'g> Derivation<'g> {
     }
 
     fn has_wgrad(&self, op: usize) -> bool {
-        let id = self.id(op);
-        self.g.ops.iter().any(|n| matches!(&n.kind, GraphOpKind::WeightGradient { of } if of == id))
+        self.with_wgrad.contains(self.id(op))
     }
 
     /// Elements of `value` on one rank.
     fn local(&self, value: usize) -> u64 {
-        let v = &self.g.values[value];
-        match self.layout[value].map_or(Split::Whole, |l| l.split) {
-            Split::Whole => v.elems(),
-            _ => v.elems() / self.s.tp,
-        }
+        self.local_shape(value).iter().product()
+    }
+
+    /// Whether the TP collectives are tiled with their linears.
+    fn tiled(&self) -> bool {
+        self.s.overlap.is_overlapped()
     }
 
     /// How a rule's input is held: a fork's tensor is shared.
@@ -688,9 +707,8 @@ impl<'g> Derivation<'g> {
         let g = self.g;
         let node = &g.ops[op];
         let id = node.id.as_str();
-        let tiled = self.s.overlap.is_overlapped();
         let full = self.spec.mapping.recompute == Recompute::Full;
-        if !tiled {
+        if !self.tiled() {
             for entry in self.entries.iter().enumerate().filter(|(_, e)| e.first_consumer == op) {
                 let (e, entry) = entry;
                 b.tp_entry(&entry.name, g.values[entry.value].elems(), self.dropped(e));
@@ -705,7 +723,7 @@ impl<'g> Derivation<'g> {
         match &node.kind {
             GraphOpKind::Fork => {
                 let entry = self.entry_forks.get(&op);
-                if tiled && entry.is_some() {
+                if self.tiled() && entry.is_some() {
                     return Ok(());
                 }
                 let stored = entry.is_none_or(|&e| !self.dropped(e));
@@ -766,7 +784,7 @@ impl<'g> Derivation<'g> {
         let (x, w) = (node.operands[0], node.operands[1]);
         let (m, n, k) = (self.rows(x), self.shape(w)[0], self.shape(w)[1]);
         let t = self.s.tp;
-        let tiled = self.s.overlap.is_overlapped();
+        let tiled = self.tiled();
         let full = self.spec.mapping.recompute == Recompute::Full;
         match self.modes.get(&op) {
             Some(&Mode::Column { entry }) => {
@@ -794,14 +812,6 @@ impl<'g> Derivation<'g> {
         }
         Ok(())
     }
-}
-
-fn forward_consumers(g: &BlockGraph) -> Vec<Vec<(usize, usize)>> {
-    let mut users = g.consumers();
-    for list in &mut users {
-        list.retain(|&(user, _)| g.ops[user].kind.is_forward() && g.ops[user].kind != GraphOpKind::Output);
-    }
-    users
 }
 
 /// The first dot-separated segment of an id (`attn` of `attn.qkv_fork`).
