@@ -126,6 +126,12 @@ pub static PASSES: &[PassInfo] = &[
         changes_ir: true,
     },
     PassInfo {
+        name: "convert-dist-step-to-linalg",
+        summary: "Lower the training step a derived program describes to one rank's @train_step on linalg and tensor collectives",
+        create: crate::conversion::model_to_linalg::distributed::create,
+        changes_ir: true,
+    },
+    PassInfo {
         name: "convert-linalg-matmul-to-kernels",
         summary: "Replace f32 linalg.matmul / linalg.batch_matmul on memrefs by calls of the runtime's strided matrix-product kernel",
         create: crate::conversion::linalg_to_kernels::create,

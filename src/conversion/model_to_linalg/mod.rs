@@ -18,6 +18,7 @@
 //! first), dropout with `p > 0` (no mask yet), another datatype or an op
 //! without a rule is a located error and the module is left unchanged.
 
+pub mod distributed;
 mod linalg;
 mod rules;
 
@@ -125,7 +126,8 @@ fn build<'c, 'm>(module: OperationRef<'c, 'm>, generated: &Module<'c>) -> Result
                 format!("convert-model-to-linalg: a training step needs exactly one block function, found {}", functions.len()),
             ));
         };
-        train_step(lin, &spec, block, generated, &outliner)?;
+        let t = read_trained(block)?;
+        train_step(lin, &spec, &t, &Distribution::one_rank(&t), block, generated, &outliner)?;
     }
     Ok(replaced)
 }
@@ -209,12 +211,22 @@ fn function<'c, 'g>(
     name: &str,
     args: &[(String, Type<'c>)],
     results: &[(String, Type<'c>)],
+    splits: &HashMap<String, Split>,
     location: Location<'c>,
     c_interface: bool,
 ) -> Result<BlockRef<'c, 'g>, BuildError> {
     let b = &lin.b;
     let names = |items: &[(String, Type<'c>)]| -> Attribute<'c> {
-        let dicts: Vec<Attribute<'c>> = items.iter().map(|(n, _)| b.dictionary(&[(NAME_ATTRIBUTE, b.string(n))])).collect();
+        let dicts: Vec<Attribute<'c>> = items
+            .iter()
+            .map(|(n, _)| match splits.get(n) {
+                Some(split) => b.dictionary(&[
+                    (NAME_ATTRIBUTE, b.string(n)),
+                    (SPLIT_ATTRIBUTE, b.dictionary(&[("dim", b.i64(split.dim)), ("axis", b.string(&split.axis))])),
+                ]),
+                None => b.dictionary(&[(NAME_ATTRIBUTE, b.string(n))]),
+            })
+            .collect();
         b.array(&dicts)
     };
     let inputs: Vec<Type<'c>> = args.iter().map(|(_, t)| *t).collect();
@@ -296,7 +308,7 @@ fn function_block<'c, 'g>(
     results: &[(String, Type<'c>)],
     location: Location<'c>,
 ) -> Result<BlockRef<'c, 'g>, BuildError> {
-    function(lin, generated, name, args, results, location, false)
+    function(lin, generated, name, args, results, &HashMap::new(), location, false)
 }
 
 /// One block function read as a trained block: where its inputs, its
@@ -357,9 +369,65 @@ fn read_trained<'c, 'm>(function: OperationRef<'c, 'm>) -> Result<Trained<'c, 'm
     })
 }
 
-/// A private function holding `ops` lowered (as calls of their outlined
-/// lowerings): arguments `args`, results `results` (ModelIR values).
-/// Returns its name and result types.
+/// One step of a phase function: a ModelIR op lowered by its rule, or a
+/// collective of the derived program applied to an op's result.
+#[derive(Clone, Copy)]
+pub(super) enum Item<'c, 'm> {
+    /// The op, and the local result type its task states (checked against
+    /// what the rule computes), if it comes from a task.
+    Op(OperationRef<'c, 'm>, Option<Type<'c>>),
+    /// The collective `template` (a `dist` op of the derived program, on
+    /// tokens), run on the tensor `op` computed; later items read its result.
+    Collective(OperationRef<'c, 'm>, OperationRef<'c, 'm>),
+}
+
+impl<'c, 'm> Item<'c, 'm> {
+    fn op(self) -> OperationRef<'c, 'm> {
+        match self {
+            Item::Op(op, _) | Item::Collective(op, _) => op,
+        }
+    }
+}
+
+/// Lowers `items` into `cx`, in order.
+fn lower_items<'c, 'g, 'm>(cx: &mut Cx<'_, 'c, 'g, 'm>, lin: Lin<'c>, items: &[Item<'c, 'm>]) -> Result<(), Failure<'c, 'm>> {
+    for item in items {
+        match *item {
+            Item::Op(op, declared) => {
+                cx.lin = lin.at(op.location());
+                rules::lower(cx, op).map_err(|m| (op, format!("'{}' op {m}", name_of(op))))?;
+                if let Some(declared) = declared {
+                    let result = op.result(0).map_err(|_| (op, "has no result".to_string()))?;
+                    let lowered = cx.env.get(result.into()).map_err(|m| (op, m))?.r#type();
+                    if lowered != declared {
+                        return Err((
+                            op,
+                            format!(
+                                "'{}' op computes {} on a rank, but its task in the derived program states {}",
+                                name_of(op),
+                                crate::ir::read::type_string(lowered),
+                                crate::ir::read::type_string(declared)
+                            ),
+                        ));
+                    }
+                }
+            }
+            Item::Collective(op, template) => {
+                let result = op.result(0).map_err(|_| (op, "has no result".to_string()))?;
+                let input = cx.env.get(result.into()).map_err(|m| (op, m))?;
+                let bytes = Some(shape_of(input).iter().product::<i64>() * 4);
+                let reduced =
+                    distributed::collective(lin.at(template.location()), &cx.block, template, input, bytes).map_err(|m| (template, m))?;
+                cx.env.set(result.into(), reduced);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A private function holding `items` lowered (as calls of their outlined
+/// lowerings): arguments `args` of `arg_types`, results `results` (ModelIR
+/// values). Returns its name and result types (the lowering's).
 #[allow(clippy::too_many_arguments)]
 fn phase_function<'c, 'g, 'm>(
     lin: Lin<'c>,
@@ -367,19 +435,31 @@ fn phase_function<'c, 'g, 'm>(
     outliner: &Outliner<'c, 'g>,
     forward: &HashMap<String, OperationRef<'c, 'm>>,
     name: &str,
-    args: &[Value<'c, 'm>],
-    ops: &[OperationRef<'c, 'm>],
+    args: &[(Value<'c, 'm>, Type<'c>)],
+    items: &[Item<'c, 'm>],
     results: &[Value<'c, 'm>],
     at: OperationRef<'c, 'm>,
 ) -> Result<Vec<Type<'c>>, Failure<'c, 'm>> {
     let built = |e: BuildError| (at, e.to_string());
     let b = &lin.b;
-    let inputs: Vec<Type<'c>> = args.iter().map(|v| v.r#type()).collect();
-    let outputs: Vec<Type<'c>> = results.iter().map(|v| v.r#type()).collect();
+    let inputs: Vec<Type<'c>> = args.iter().map(|(_, t)| *t).collect();
     let loc = at.location();
-    let block = Block::new(&inputs.iter().map(|t| (*t, loc)).collect::<Vec<_>>());
     let region = Region::new();
-    region.append_block(block);
+    let body = region.append_block(Block::new(&inputs.iter().map(|t| (*t, loc)).collect::<Vec<_>>()));
+    let mut env = Env::default();
+    for (i, (v, _)) in args.iter().enumerate() {
+        env.set(*v, arg(&body, i).map_err(built)?);
+    }
+    let mut returned = Vec::new();
+    {
+        let mut cx = Cx { lin, block: body, env: &mut env, forward, outliner: Some(outliner) };
+        lower_items(&mut cx, lin, items)?;
+        for v in results {
+            returned.push(cx.env.get(*v).map_err(|m| (at, m))?);
+        }
+    }
+    let outputs: Vec<Type<'c>> = returned.iter().map(|v| v.r#type()).collect();
+    body.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     let id = |n: &str| Identifier::new(lin.ctx, n);
     let op = OperationBuilder::new("func.func", loc)
         .add_attributes(&[
@@ -391,37 +471,28 @@ fn phase_function<'c, 'g, 'm>(
         .add_regions([region])
         .build()
         .map_err(|_| built(BuildError { op: "func.func" }))?;
-    let op = generated.body().append_operation(op);
-    let body = op.region(0).ok().and_then(|r| r.first_block()).ok_or_else(|| built(BuildError { op: "func.func" }))?;
-    let mut env = Env::default();
-    for (i, v) in args.iter().enumerate() {
-        env.set(*v, arg(&body, i).map_err(built)?);
-    }
-    {
-        let mut cx = Cx { lin, block: body, env: &mut env, forward, outliner: Some(outliner) };
-        for op in ops {
-            cx.lin = lin.at(op.location());
-            rules::lower(&mut cx, *op).map_err(|m| (*op, format!("'{}' op {m}", name_of(*op))))?;
-        }
-    }
-    let mut returned = Vec::new();
-    for v in results {
-        returned.push(env.get(*v).map_err(|m| (at, m))?);
-    }
-    body.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
+    generated.body().append_operation(op);
     Ok(outputs)
 }
 
 /// The forward values the backward reads: the operands of the backward
 /// ops and, for each gradient, its forward op's operands and results,
-/// when a forward op or the block input defines them (first use first).
-fn saved_values<'c, 'm>(t: &Trained<'c, 'm>, forward: &HashMap<String, OperationRef<'c, 'm>>) -> Vec<Value<'c, 'm>> {
+/// when a forward op or the block input defines them (first use first) —
+/// except those the backward recomputes itself (a recompute clone in
+/// `backward` is the forward op again).
+fn saved_values<'c, 'm>(
+    t: &Trained<'c, 'm>,
+    backward: &[Item<'c, 'm>],
+    forward: &HashMap<String, OperationRef<'c, 'm>>,
+) -> Vec<Value<'c, 'm>> {
+    let recomputed: Vec<OperationRef<'c, 'm>> = backward.iter().map(|i| i.op()).filter(|op| phase(*op) == Phase::Forward).collect();
     let defined_forward = |v: &Value<'c, 'm>| match crate::ir::read::defining_op(*v) {
-        Some(d) => t.forward.contains(&d) || d == t.input,
+        Some(d) => (t.forward.contains(&d) && !recomputed.contains(&d)) || d == t.input,
         None => false,
     };
     let mut saved: Vec<Value<'c, 'm>> = Vec::new();
-    for op in &t.backward {
+    for item in backward {
+        let Item::Op(op, _) = item else { continue };
         let mut read: Vec<Value<'c, 'm>> = op.operands().collect();
         if let Some(source) = str_attr(*op, "of").and_then(|of| forward.get(of)) {
             read.extend(source.operands());
@@ -452,25 +523,83 @@ fn call<'c, 'a>(
     lin.push(block, op, "func.call")
 }
 
+/// How `@train_step` is distributed: what one rank computes of it. The
+/// one-rank step ([`Distribution::one_rank`]) has the ModelIR's types, its
+/// ops in order and no collectives; a derived program's
+/// ([`distributed::read`]) has each rank's shard types, the tasks' order
+/// and the program's collectives.
+pub(super) struct Distribution<'c, 'm> {
+    pub forward: Vec<Item<'c, 'm>>,
+    /// Recompute clones first, then the gradients, with their collectives.
+    pub backward: Vec<Item<'c, 'm>>,
+    /// A rank's type of a parameter, optimizer state, the block input or
+    /// its output's gradient, where it is not the ModelIR's (by handle).
+    pub local: HashMap<usize, Type<'c>>,
+    /// How each argument and result of the step is split over the mesh
+    /// (by tensor name); absent: whole on every rank.
+    pub splits: HashMap<String, Split>,
+    /// Ranks of the data-parallel axis: a rank's rows are the global batch
+    /// divided by it.
+    pub data_parallel: u64,
+    /// The derived program's data-parallel gradient reduction, run on each
+    /// summed gradient before the optimizer.
+    pub gradient_reduction: Option<OperationRef<'c, 'm>>,
+}
+
+/// A tensor split along `dim` over the mesh axis `axis`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    pub dim: i64,
+    pub axis: String,
+}
+
+/// The attribute on `@train_step`'s arguments and results saying how a
+/// tensor is split over the mesh (`{dim, axis}`).
+pub const SPLIT_ATTRIBUTE: &str = "dist.split";
+
+impl<'c, 'm> Distribution<'c, 'm> {
+    fn one_rank(t: &Trained<'c, 'm>) -> Self {
+        Self {
+            forward: t.forward.iter().map(|op| Item::Op(*op, None)).collect(),
+            backward: t.backward.iter().map(|op| Item::Op(*op, None)).collect(),
+            local: HashMap::new(),
+            splits: HashMap::new(),
+            data_parallel: 1,
+            gradient_reduction: None,
+        }
+    }
+
+    /// A rank's type of `value`.
+    fn type_of(&self, value: Value<'c, 'm>) -> Type<'c> {
+        self.local.get(&(value.to_raw().ptr as usize)).copied().unwrap_or_else(|| value.r#type())
+    }
+}
+
 /// `@train_step`: the whole training step of `spec` with `function` as
-/// every block (EXECUTION.md "The step"). The block's three phases are
-/// private functions (forward, backward, optimizer) the step calls once
-/// per block and microbatch, so the step's code grows with the blocks only
-/// by a few calls each.
+/// every block (EXECUTION.md "The step"), as one rank of `distribution`
+/// runs it. The block's three phases are private functions (forward,
+/// backward, optimizer) the step calls once per block and microbatch, so
+/// the step's code grows with the blocks only by a few calls each.
 fn train_step<'c, 'g, 'm>(
     lin: Lin<'c>,
     spec: &TrainingSpec,
+    t: &Trained<'c, 'm>,
+    distribution: &Distribution<'c, 'm>,
     function: OperationRef<'c, 'm>,
     generated: &'g Module<'c>,
     outliner: &Outliner<'c, 'g>,
 ) -> Result<(), Failure<'c, 'm>> {
-    let t = read_trained(function)?;
     let id = |op: OperationRef| str_attr(op, "id").unwrap_or_default().to_string();
     let result_of = |op: OperationRef<'c, 'm>| op.result(0).map(Value::from).map_err(|_| (op, "has no result".to_string()));
     let input = result_of(t.input)?;
     let output_grad = result_of(t.output_grad)?;
-    let act = shape_of(input);
-    let (blocks, batch, mb) = (spec.model.blocks, spec.workload.global_batch, spec.workload.microbatch);
+    let act = crate::ir::read::tensor_shape(distribution.type_of(input))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|d| d.unwrap_or(0))
+        .collect::<Vec<i64>>();
+    let (blocks, mb) = (spec.model.blocks, spec.workload.microbatch);
+    let batch = spec.workload.global_batch / distribution.data_parallel.max(1);
     if act.first().copied() != Some(mb as i64) {
         return Err((t.input, format!("the block input's rows ({:?}) are not the spec's microbatch ({mb})", act.first())));
     }
@@ -482,27 +611,36 @@ fn train_step<'c, 'g, 'm>(
     let grads_of: Vec<Value<'c, 'm>> = t.optimizer.iter().filter_map(|s| s.operand(1).ok()).collect();
     let states: Vec<Value<'c, 'm>> = t.states.iter().map(|s| result_of(*s)).collect::<Result<_, _>>()?;
     let forward = forward_ops(function);
-    let saved = saved_values(&t, &forward);
+    let saved = saved_values(t, &distribution.backward, &forward);
+    let typed =
+        |values: &[Value<'c, 'm>]| -> Vec<(Value<'c, 'm>, Type<'c>)> { values.iter().map(|v| (*v, distribution.type_of(*v))).collect() };
 
     // The block's phases, once.
     let base = str_attr(function, "sym_name").unwrap_or("block").to_string();
     let (fwd, bwd, opt) = (format!("{base}.forward"), format!("{base}.backward"), format!("{base}.optimizer"));
-    let fwd_args: Vec<Value<'c, 'm>> = params.iter().copied().chain([input]).collect();
+    let fwd_args = typed(&params.iter().copied().chain([input]).collect::<Vec<_>>());
     let fwd_results: Vec<Value<'c, 'm>> = std::iter::once(t.block_out).chain(saved.iter().copied()).collect();
-    let fwd_types = phase_function(lin, generated, outliner, &forward, &fwd, &fwd_args, &t.forward, &fwd_results, function)?;
-    let bwd_args: Vec<Value<'c, 'm>> = params.iter().chain(&saved).copied().chain([output_grad]).collect();
+    let fwd_types = phase_function(lin, generated, outliner, &forward, &fwd, &fwd_args, &distribution.forward, &fwd_results, function)?;
+    // The saved values as the forward computed them (a rank's shards).
+    let mut bwd_args = typed(&params);
+    bwd_args.extend(saved.iter().copied().zip(fwd_types[1..].iter().copied()));
+    bwd_args.push((output_grad, distribution.type_of(output_grad)));
     let bwd_results: Vec<Value<'c, 'm>> = std::iter::once(t.block_in_grad).chain(grads_of.iter().copied()).collect();
-    let bwd_types = phase_function(lin, generated, outliner, &forward, &bwd, &bwd_args, &t.backward, &bwd_results, function)?;
-    let opt_args: Vec<Value<'c, 'm>> = params.iter().chain(&grads_of).chain(&states).copied().collect();
+    let bwd_types = phase_function(lin, generated, outliner, &forward, &bwd, &bwd_args, &distribution.backward, &bwd_results, function)?;
+    let grad_types = &bwd_types[1..];
+    let mut opt_args = typed(&params);
+    opt_args.extend(grads_of.iter().copied().zip(grad_types.iter().copied()));
+    opt_args.extend(typed(&states));
+    let opt_items: Vec<Item<'c, 'm>> = t.optimizer.iter().map(|op| Item::Op(*op, None)).collect();
     let opt_results: Vec<Value<'c, 'm>> = t.optimizer.iter().flat_map(|s| s.results().map(Value::from).collect::<Vec<_>>()).collect();
-    let opt_types = phase_function(lin, generated, outliner, &forward, &opt, &opt_args, &t.optimizer, &opt_results, function)?;
+    let opt_types = phase_function(lin, generated, outliner, &forward, &opt, &opt_args, &opt_items, &opt_results, function)?;
 
     // Arguments: every block's parameters, then the batch's input and the
     // gradient of the last block's output.
     let mut args = Vec::new();
     for i in 0..blocks {
-        for p in &t.params {
-            args.push((name(i, &id(*p)), result_of(*p)?.r#type()));
+        for (p, v) in t.params.iter().zip(&params) {
+            args.push((name(i, &id(*p)), distribution.type_of(*v)));
         }
     }
     args.push(("block.in".to_string(), whole_ty));
@@ -511,23 +649,25 @@ fn train_step<'c, 'g, 'm>(
     // optimizer step's gradient, new parameter and new state.
     let mut results = vec![("block.out".to_string(), whole_ty), ("block.in.grad".to_string(), whole_ty)];
     for i in 0..blocks {
-        for step in &t.optimizer {
+        let mut at = 0;
+        for (k, step) in t.optimizer.iter().enumerate() {
             let v = step.operand(0).map_err(|_| (*step, "has no parameter".to_string()))?;
             let p = crate::ir::read::defining_op(v)
                 .filter(|d| t.params.contains(d))
                 .ok_or_else(|| (*step, "updates a value that is not a parameter of the block".to_string()))?;
-            results.push((name(i, &format!("{}.grad", id(p))), v.r#type()));
-            results.push((name(i, &id(p)), v.r#type()));
-            for s in step.operands().skip(2) {
+            results.push((name(i, &format!("{}.grad", id(p))), grad_types[k]));
+            results.push((name(i, &id(p)), opt_types[at]));
+            for (j, s) in step.operands().skip(2).enumerate() {
                 let state = crate::ir::read::defining_op(s).ok_or((*step, "has a state that is not a value".to_string()))?;
-                results.push((name(i, &id(state)), s.r#type()));
+                results.push((name(i, &id(state)), opt_types[at + 1 + j]));
             }
+            at += step.result_count();
         }
     }
     let built = |e: BuildError| (function, e.to_string());
     let loc = function.location();
     let l = lin.at(loc);
-    let entry = function_with_interface(l, generated, &args, &results, loc).map_err(built)?;
+    let entry = function_with_interface(l, generated, &args, &results, &distribution.splits, loc).map_err(built)?;
     let n_params = params.len();
     let block_params =
         |i: usize| -> Result<Vec<Value<'c, 'g>>, BuildError> { (0..n_params).map(|k| arg(&entry, i * n_params + k)).collect() };
@@ -535,10 +675,12 @@ fn train_step<'c, 'g, 'm>(
     let dy_all = arg(&entry, blocks * n_params + 1).map_err(built)?;
 
     // Loop-carried: block.out, block.in.grad, every block's gradients.
+    let shape =
+        |t: Type<'c>| crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
     let mut inits = vec![l.empty(&entry, &whole).map_err(built)?, l.empty(&entry, &whole).map_err(built)?];
     for _ in 0..blocks {
-        for g in &grads_of {
-            inits.push(l.full(&entry, &shape_of(*g), 0.0).map_err(built)?);
+        for g in grad_types {
+            inits.push(l.full(&entry, &shape(*g), 0.0).map_err(built)?);
         }
     }
     let count = i64::try_from(batch / mb).map_err(|_| (function, "too many microbatches".to_string()))?;
@@ -601,11 +743,25 @@ fn train_step<'c, 'g, 'm>(
     body.append_operation(
         OperationBuilder::new("scf.yield", loc).add_operands(&next).build().map_err(|_| built(BuildError { op: "scf.yield" }))?,
     );
-    let summed: Vec<Value<'c, 'g>> = for_op.results().map(Into::into).collect();
+    let mut summed: Vec<Value<'c, 'g>> = for_op.results().map(Into::into).collect();
 
-    // The optimizer, once per block, on the summed gradients and zero state.
+    // The data-parallel reduction of every gradient, then the optimizer,
+    // once per block, on the summed gradients and zero state.
+    if let Some(template) = distribution.gradient_reduction {
+        for (i, p) in (0..blocks).flat_map(|i| (0..grads_of.len()).map(move |k| (i, k))).enumerate() {
+            let (block, k) = p;
+            let g = summed[2 + i];
+            let bytes = Some(shape_of(g).iter().product::<i64>() * 4);
+            let suffix = format!("b{block}.{}", str_attr(t.optimizer[k], "id").unwrap_or("grad"));
+            summed[2 + i] = distributed::gradient_reduction(l, &entry, template, g, bytes, &suffix).map_err(|m| (template, m))?;
+        }
+    }
     let mut returned = vec![summed[0], summed[1]];
-    let zeros: Vec<Value<'c, 'g>> = states.iter().map(|s| l.full(&entry, &shape_of(*s), 0.0)).collect::<Result<_, _>>().map_err(built)?;
+    let zeros: Vec<Value<'c, 'g>> = opt_args[n_params + grads_of.len()..]
+        .iter()
+        .map(|(_, ty)| l.full(&entry, &shape(*ty), 0.0))
+        .collect::<Result<_, _>>()
+        .map_err(built)?;
     for i in 0..blocks {
         let block_grads = &summed[2 + i * grads_of.len()..2 + (i + 1) * grads_of.len()];
         let mut call_args = block_params(i).map_err(built)?;
@@ -629,7 +785,8 @@ fn function_with_interface<'c, 'g>(
     generated: &'g Module<'c>,
     args: &[(String, Type<'c>)],
     results: &[(String, Type<'c>)],
+    splits: &HashMap<String, Split>,
     location: Location<'c>,
 ) -> Result<BlockRef<'c, 'g>, BuildError> {
-    function(lin, generated, TRAIN_STEP, args, results, location, true)
+    function(lin, generated, TRAIN_STEP, args, results, splits, location, true)
 }

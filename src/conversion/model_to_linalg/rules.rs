@@ -88,9 +88,10 @@ fn key(cx: &Cx, op: OperationRef, inputs: &[Value]) -> Result<String, String> {
         let (forward, wrt) = source(cx, op)?;
         key.push_str(&format!(" of {}[{}] wrt {wrt} grads {}", name_of(forward), attributes(forward), op.operand_count() - 1));
     }
+    // The lowered types: a rank's shards differ from the ModelIR's types.
     for v in inputs {
         key.push(' ');
-        key.push_str(&crate::ir::read::type_string(v.r#type()));
+        key.push_str(&crate::ir::read::type_string(cx.env.get(*v)?.r#type()));
     }
     Ok(key)
 }
@@ -122,8 +123,7 @@ pub(super) fn lower<'c, 'g, 'm>(cx: &mut Cx<'_, 'c, 'g, 'm>, op: OperationRef<'c
         Some(built) => built,
         None => {
             let name = format!("__model.{}.{}", name_of(op).trim_start_matches("model."), outliner.built.borrow().len());
-            let result_types: Vec<melior::ir::Type<'c>> = op.results().map(|r| r.r#type()).collect();
-            outline(cx, outliner, op, &values, &name, &result_types)?;
+            let result_types = outline(cx, outliner, op, &values, &name)?;
             outliner.built.borrow_mut().insert(key, (name.clone(), result_types.clone()));
             (name, result_types)
         }
@@ -145,35 +145,23 @@ pub(super) fn lower<'c, 'g, 'm>(cx: &mut Cx<'_, 'c, 'g, 'm>, op: OperationRef<'c
     Ok(())
 }
 
-/// `func.func private @name(inputs) -> results` holding `op`'s lowering.
+/// `func.func private @name(inputs) -> results` holding `op`'s lowering;
+/// returns the result types, those of the lowering (the op's own, or a
+/// shard's when the operands are shards).
 fn outline<'c, 'g, 'm>(
     cx: &Cx<'_, 'c, 'g, 'm>,
     outliner: &Outliner<'c, 'g>,
     op: OperationRef<'c, 'm>,
     values: &[Value<'c, 'm>],
     name: &str,
-    results: &[melior::ir::Type<'c>],
-) -> Result<(), String> {
+) -> Result<Vec<melior::ir::Type<'c>>, String> {
     use melior::ir::{block::BlockLike, operation::OperationBuilder, Identifier, RegionLike};
     let lin = cx.lin;
     let b = &lin.b;
-    let inputs: Vec<melior::ir::Type<'c>> = values.iter().map(|v| v.r#type()).collect();
-    let block = melior::ir::Block::new(&inputs.iter().map(|t| (*t, lin.loc)).collect::<Vec<_>>());
+    // The lowered types (a rank's shards are not the ModelIR's types).
+    let inputs: Vec<melior::ir::Type<'c>> = values.iter().map(|v| cx.env.get(*v).map(|l| l.r#type())).collect::<Result<_, _>>()?;
     let region = melior::ir::Region::new();
-    region.append_block(block);
-    let id = |n: &str| Identifier::new(lin.ctx, n);
-    let function = OperationBuilder::new("func.func", lin.loc)
-        .add_attributes(&[
-            (id("sym_name"), b.string(name)),
-            (id("function_type"), b.type_attribute(b.function_type(&inputs, results))),
-            (id("sym_visibility"), b.string("private")),
-            (id("passthrough"), b.array(&[b.string("noinline")])),
-        ])
-        .add_regions([region])
-        .build()
-        .map_err(|_| "cannot outline its lowering".to_string())?;
-    let function = outliner.module.append_operation(function);
-    let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or("cannot outline its lowering")?;
+    let body = region.append_block(melior::ir::Block::new(&inputs.iter().map(|t| (*t, lin.loc)).collect::<Vec<_>>()));
     let mut env = Env::default();
     for (i, v) in values.iter().enumerate() {
         env.set(*v, body.argument(i).map_err(|_| "cannot outline its lowering")?.into());
@@ -184,8 +172,21 @@ fn outline<'c, 'g, 'm>(
     for r in op.results() {
         returned.push(env.get(r.into())?);
     }
+    let results: Vec<melior::ir::Type<'c>> = returned.iter().map(|v| v.r#type()).collect();
     body.append_operation(b.func_return(&returned, lin.loc)?);
-    Ok(())
+    let id = |n: &str| Identifier::new(lin.ctx, n);
+    let function = OperationBuilder::new("func.func", lin.loc)
+        .add_attributes(&[
+            (id("sym_name"), b.string(name)),
+            (id("function_type"), b.type_attribute(b.function_type(&inputs, &results))),
+            (id("sym_visibility"), b.string("private")),
+            (id("passthrough"), b.array(&[b.string("noinline")])),
+        ])
+        .add_regions([region])
+        .build()
+        .map_err(|_| "cannot outline its lowering".to_string())?;
+    outliner.module.append_operation(function);
+    Ok(results)
 }
 
 /// Lowers `op` into `cx.block`.
@@ -220,9 +221,16 @@ fn lower_inline(cx: &mut Cx, op: OperationRef) -> Result<(), String> {
             vec![softmax(cx, args[0])?]
         }
         OpKind::ModelAttentionScores => {
-            vec![scores(cx, &heads(op)?, args[0], args[1], real_attr(op, "scale")?, op.attribute("causal").is_ok())?]
+            vec![scores(
+                cx,
+                &heads(op, args[0], args[1], false)?,
+                args[0],
+                args[1],
+                real_attr(op, "scale")?,
+                op.attribute("causal").is_ok(),
+            )?]
         }
-        OpKind::ModelAttentionContext => vec![context(cx, &heads(op)?, args[0], args[1])?],
+        OpKind::ModelAttentionContext => vec![context(cx, &heads(op, args[0], args[1], true)?, args[0], args[1])?],
         OpKind::ModelRope => vec![rope(cx, op, args[0], false)?],
         OpKind::ModelActivationGradient => vec![activation_gradient(cx, op, &args)?],
         OpKind::ModelWeightGradient => weight_gradient(cx, op, &args)?,
@@ -259,11 +267,27 @@ impl Heads {
     }
 }
 
-fn heads(op: OperationRef) -> Result<Heads, String> {
+/// The head layout of the attention op `op` whose query-side operand
+/// (`q`, or the probabilities `[b, heads, s, s]` when `probabilities`) and
+/// key/value operand are lowered as `q` and `kv`: the head counts are read
+/// from the lowered widths (`width / head_dim`), so the same rule lowers
+/// the whole op and a tensor-parallel rank's share of its heads; the
+/// counts the op states bound them (a share keeps the op's grouping).
+fn heads(op: OperationRef, q: Value, kv: Value, probabilities: bool) -> Result<Heads, String> {
     let get = |name: &str| int_attr(op, name).filter(|v| *v > 0).ok_or_else(|| format!("has no valid '{name}'"));
-    let h = Heads { heads: get("heads")?, kv: get("kv_heads")?, d: get("head_dim")? };
-    if h.heads % h.kv != 0 {
-        return Err(format!("kv_heads ({}) must divide heads ({})", h.kv, h.heads));
+    let (all, all_kv, d) = (get("heads")?, get("kv_heads")?, get("head_dim")?);
+    if all % all_kv != 0 {
+        return Err(format!("kv_heads ({all_kv}) must divide heads ({all})"));
+    }
+    let width = |v: Value| shape_of(v).last().copied().unwrap_or(0);
+    let heads = if probabilities { shape_of(q).get(1).copied().unwrap_or(0) } else { width(q) / d };
+    let h = Heads { heads, kv: width(kv) / d, d };
+    let share = h.kv > 0 && h.heads > 0 && all % h.heads == 0 && all_kv % h.kv == 0 && h.heads * all_kv == h.kv * all;
+    if !share {
+        return Err(format!(
+            "has operands of {} query and {} key/value heads (of head_dim {d}), which are not a share of its {all} and {all_kv} heads",
+            h.heads, h.kv
+        ));
     }
     Ok(h)
 }
@@ -537,9 +561,14 @@ fn silu_grad<'c, 'b>(s: &Scalar<'c, 'b>, g: Value<'c, 'b>) -> R<Value<'c, 'b>> {
 /// lowering time, one row per position.
 fn rope<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, op: OperationRef, x: Value<'c, 'a>, inverse: bool) -> Result<Value<'c, 'a>, String> {
     let get = |name: &str| int_attr(op, name).filter(|v| *v > 0).ok_or_else(|| format!("has no valid '{name}'"));
-    let (n, d) = (get("heads")?, get("head_dim")?);
+    let (all, d) = (get("heads")?, get("head_dim")?);
     let theta = real_attr(op, "theta")?;
-    let [b, s, _] = three(x);
+    let [b, s, width] = three(x);
+    // The heads present (all of them, or a tensor-parallel rank's share).
+    let n = width / d;
+    if width % d != 0 || n == 0 || all % n != 0 {
+        return Err(format!("has an operand of width {width}, which is not a share of its {all} heads of head_dim {d}"));
+    }
     let half = d / 2;
     let (mut cos, mut sin) = (Vec::new(), Vec::new());
     for t in 0..s {
@@ -632,10 +661,10 @@ fn activation_gradient<'c, 'a>(cx: &Cx<'_, 'c, 'a, '_>, op: OperationRef, args: 
         Some(OpKind::ModelRmsNorm) => e(rms_norm_grad(cx, dy, x(0)?, x(1)?, eps(forward))),
         Some(OpKind::ModelRope) => rope(cx, forward, dy, true),
         Some(OpKind::ModelAttentionScores) => {
-            let h = heads(forward)?;
+            let h = heads(forward, x(0)?, x(1)?, false)?;
             e(scores_grad(cx, &h, dy, x(0)?, x(1)?, real_attr(forward, "scale")?, wrt))
         }
-        Some(OpKind::ModelAttentionContext) => e(context_grad(cx, &heads(forward)?, dy, x(0)?, x(1)?, wrt)),
+        Some(OpKind::ModelAttentionContext) => e(context_grad(cx, &heads(forward, x(0)?, x(1)?, true)?, dy, x(0)?, x(1)?, wrt)),
         _ => Err(format!("has no lowering: the derivative of '{}' is not written out", name_of(forward))),
     }
 }

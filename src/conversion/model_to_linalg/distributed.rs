@@ -1,0 +1,407 @@
+//! `convert-dist-step-to-linalg`: the whole training step a derived
+//! program (`distribute-transformer-training`) describes, as one rank of
+//! its mesh runs it, on `linalg` and tensor collectives.
+//!
+//! The derived program's block template says what each rank computes: one
+//! compute task per ModelIR op instance with the shard type of its result
+//! (lineage names the op), the collectives where a value's sharding
+//! changes, recompute clones, and the data-parallel gradient reduction.
+//! This pass reads that template and lowers each task's ModelIR op with
+//! the op's own rule from `convert-model-to-linalg` at the shard types (one
+//! implementation of what an op computes), checks that the rule computes
+//! the type the task states, and runs each collective on the tensor its
+//! input task computed (a `dist` collective on tensors, which
+//! `lower-dist-to-runtime` turns into runtime calls). The step is the
+//! one-rank `@train_step` of `convert-model-to-linalg` with a rank's
+//! shards: its arguments and results carry `dist.split = {dim, axis}`
+//! where a rank holds a slice (parameters split by tensor parallelism, the
+//! batch's rows by data parallelism), so a runner can hand each rank its
+//! slices and gather the results.
+//!
+//! Executes what the derived program holds on one pipeline stage: tensor
+//! and data parallelism, every recompute policy. Pipeline stages,
+//! sequence parallelism and sharded optimizer state are located errors
+//! naming what is missing, and the module is left unchanged.
+
+use std::collections::HashMap;
+
+use melior::dialect::DialectHandle;
+use melior::{
+    ir::{
+        operation::{OperationBuilder, OperationLike},
+        BlockRef, Identifier, Module, OperationRef, Type, Value, ValueLike,
+    },
+    pass::ExternalPass,
+};
+
+use super::{is_model, linalg::Lin, read_trained, rules::Outliner, train_step, validate, Distribution, Failure, Item, Split, Trained};
+use crate::{
+    analysis::workload::TrainingSpec,
+    dialect::{dist::mesh::Mesh, model::binding::read_spec, model::binding::TRAINING_SPEC},
+    ir::{
+        diagnostics::emit_error,
+        ods::{OpKind, Phase},
+        read::{defining_op, enum_attr, int_attr, name_of, region_ops, str_attr, tensor_shape, type_string},
+        rewrite::erase,
+    },
+};
+
+crate::ir::pass_macro::external_pass!(
+    "ConvertDistStepToLinalg",
+    "convert-dist-step-to-linalg",
+    "Lower the training step a derived program describes to one rank's @train_step on linalg and tensor collectives",
+    run,
+    &[
+        DialectHandle::linalg(),
+        DialectHandle::tensor(),
+        DialectHandle::arith(),
+        DialectHandle::scf(),
+        // SAFETY: the handle getter has no preconditions.
+        unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__math__()) },
+    ]
+);
+
+fn run(module: OperationRef, pass: ExternalPass) {
+    let generated = Module::new(module.location());
+    match build(module, &generated) {
+        Ok(replaced) => {
+            for op in replaced {
+                erase(op);
+            }
+            let _ = crate::ir::rewrite::move_into(&generated, module);
+        }
+        Err((op, message)) => {
+            emit_error(op.location(), &message);
+            pass.signal_failure();
+        }
+    }
+}
+
+const PASS: &str = "convert-dist-step-to-linalg";
+
+/// Builds the rank's step into `generated`; returns the ops to erase
+/// (ModelIR, the derived program's structure; the mesh and header stay,
+/// the collectives name them).
+fn build<'c, 'm>(module: OperationRef<'c, 'm>, generated: &Module<'c>) -> Result<Vec<OperationRef<'c, 'm>>, Failure<'c, 'm>> {
+    let top = region_ops(module, 0);
+    let functions: Vec<OperationRef> =
+        top.iter().copied().filter(|op| name_of(*op) == "func.func" && region_ops(*op, 0).iter().any(|o| is_model(*o))).collect();
+    let [function] = functions[..] else {
+        return Err((module, format!("{PASS}: the module needs exactly one ModelIR block function, found {}", functions.len())));
+    };
+    validate(function)?;
+    let pipeline = top.iter().copied().find(|op| OpKind::of(*op) == Some(OpKind::DistPipeline)).ok_or((
+        module,
+        format!("{PASS}: the module holds no derived program (dist.pipeline): run distribute-transformer-training first"),
+    ))?;
+    let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
+        .map_err(|e| (module, format!("{PASS}: {e}")))?;
+    let context_ref = module.context();
+    // SAFETY: as in `convert-model-to-linalg`: the reference lives until
+    // `build` returns and nothing built keeps it.
+    let context = unsafe { context_ref.to_ref() };
+    let lin = Lin::new(context, module.location()).map_err(|e| (module, e.to_string()))?;
+    let t = read_trained(function)?;
+    let distribution = read(&top, pipeline, function, &t, &spec)?;
+    let outliner = Outliner::new(generated.body());
+    train_step(lin, &spec, &t, &distribution, function, generated, &outliner)?;
+    // The block function, ModelIR's header and the derived program's
+    // structure go; the mesh and the dist header stay (the collectives
+    // name the mesh).
+    let kept = |op: &OperationRef| matches!(OpKind::of(*op), Some(OpKind::DistHeader | OpKind::DistMesh));
+    let dist = |op: &OperationRef| crate::ir::read::dialect_of(&name_of(*op)) == "dist";
+    Ok(top.into_iter().filter(|op| *op == function || is_model(*op) || (dist(op) && !kept(op))).collect())
+}
+
+/// What one rank runs, read from the derived program's block template.
+fn read<'c, 'm>(
+    top: &[OperationRef<'c, 'm>],
+    pipeline: OperationRef<'c, 'm>,
+    function: OperationRef<'c, 'm>,
+    t: &Trained<'c, 'm>,
+    spec: &TrainingSpec,
+) -> Result<Distribution<'c, 'm>, Failure<'c, 'm>> {
+    let count = |name: &str| int_attr(pipeline, name).unwrap_or(0);
+    if count("stages") != 1 {
+        return Err((
+            pipeline,
+            format!(
+                "{PASS}: the step has {} pipeline stages; executing a pipeline (each stage's tasks on its ranks, activations sent between them) is not supported yet, only pp = 1",
+                count("stages")
+            ),
+        ));
+    }
+    let chunks: Vec<OperationRef> = top.iter().copied().filter(|op| OpKind::of(*op) == Some(OpKind::DistChunk)).collect();
+    let [chunk] = chunks[..] else {
+        return Err((pipeline, format!("{PASS}: a one-stage step has one dist.chunk, found {}", chunks.len())));
+    };
+    let mesh_name = crate::ir::read::symbol_attr(pipeline, "mesh").unwrap_or_default();
+    let mesh = top
+        .iter()
+        .filter(|op| OpKind::of(**op) == Some(OpKind::DistMesh))
+        .filter_map(|op| Mesh::read(*op))
+        .find(|(name, _)| name == mesh_name)
+        .map(|(_, mesh)| mesh)
+        .ok_or((pipeline, format!("{PASS}: the pipeline's mesh @{mesh_name} is not in the module")))?;
+    let model_ops: HashMap<&str, OperationRef> =
+        region_ops(function, 0).into_iter().filter_map(|op| Some((str_attr(op, "id")?, op))).collect();
+    let op_of = |task: OperationRef<'c, 'm>| -> Result<OperationRef<'c, 'm>, Failure<'c, 'm>> {
+        let lineage = str_attr(task, "lineage").unwrap_or_default();
+        model_ops.get(lineage).copied().ok_or_else(|| {
+            (
+                task,
+                format!(
+                    "{PASS}: task '{}' names '{lineage}', which is not an op of the ModelIR block",
+                    str_attr(task, "id").unwrap_or("?")
+                ),
+            )
+        })
+    };
+    let mut distribution = Distribution {
+        forward: Vec::new(),
+        backward: Vec::new(),
+        local: HashMap::new(),
+        splits: HashMap::new(),
+        data_parallel: mesh.axis_size("dp").and_then(|n| u64::try_from(n).ok()).unwrap_or(1),
+        gradient_reduction: None,
+    };
+    let key = |v: Value| v.to_raw().ptr as usize;
+    // Each task by (ModelIR op, whether it recomputes); the collectives
+    // after each task; the recompute clones in the template's order.
+    let mut tasks: HashMap<(usize, bool), OperationRef<'c, 'm>> = HashMap::new();
+    let mut after: HashMap<usize, Vec<OperationRef<'c, 'm>>> = HashMap::new();
+    let mut recomputed: Vec<OperationRef<'c, 'm>> = Vec::new();
+    let op_key = |op: OperationRef| op.to_raw().ptr as usize;
+    for task in region_ops(chunk, 0) {
+        let kind = OpKind::of(task);
+        let phase = enum_attr::<Phase>(task, "phase");
+        match kind {
+            Some(OpKind::DistCompute) => {
+                let op = op_of(task)?;
+                let declared = task.result(1).ok().map(|r| r.r#type());
+                match phase {
+                    Some(Phase::Forward | Phase::ActivationGradient | Phase::WeightGradient) => {
+                        tasks.insert((op_key(op), false), task);
+                    }
+                    Some(Phase::Recompute) => {
+                        tasks.insert((op_key(op), true), task);
+                        recomputed.push(op);
+                    }
+                    Some(Phase::Optimizer) => {
+                        // The rank's parameter shard: the step's result type.
+                        let (Some(declared), Ok(param)) = (declared, op.operand(0)) else {
+                            return Err((task, format!("{PASS}: optimizer task has no parameter or result")));
+                        };
+                        distribution.local.insert(key(param), declared);
+                        for state in op.operands().skip(2) {
+                            distribution.local.insert(key(state), declared);
+                        }
+                    }
+                    _ => return Err((task, format!("{PASS}: a compute task of phase {phase:?} has no place in a training step"))),
+                }
+            }
+            Some(OpKind::DistAllReduce | OpKind::DistReduceScatter | OpKind::DistAllGather) => {
+                let axes = crate::ir::read::attr_string_list(task, "mesh_axes").unwrap_or_default();
+                let input = task.operand(0).map_err(|_| (task, "has no input".to_string()))?;
+                if axes == ["dp"] {
+                    if kind != Some(OpKind::DistAllReduce) {
+                        return Err((task, format!("{PASS}: '{}' shards the optimizer over data parallelism (optimizer_sharding); executing it is not supported yet", name_of(task))));
+                    }
+                    distribution.gradient_reduction = Some(task);
+                    continue;
+                }
+                if kind != Some(OpKind::DistAllReduce) {
+                    return Err((
+                        task,
+                        format!(
+                            "{PASS}: '{}' is sequence parallelism's; executing sequence-parallel steps is not supported yet",
+                            name_of(task)
+                        ),
+                    ));
+                }
+                let source = defining_op(input)
+                    .filter(|d| OpKind::of(*d) == Some(OpKind::DistCompute))
+                    .ok_or((task, format!("{PASS}: the collective's input is not a compute task's")))?;
+                after.entry(op_key(source)).or_default().push(task);
+            }
+            Some(OpKind::DistYield) => {}
+            _ => return Err((task, format!("{PASS}: '{}' in a block template is not executable", name_of(task)))),
+        }
+    }
+    // Every ModelIR op in the block's order (ops without work, such as a
+    // fork, have no task), each with its task's type and the collectives
+    // after it; the backward recomputes the clones first.
+    let items = |op: OperationRef<'c, 'm>, recompute: bool| -> Vec<Item<'c, 'm>> {
+        let task = tasks.get(&(op_key(op), recompute)).copied();
+        let declared = task.and_then(|t| t.result(1).ok()).map(|r| r.r#type());
+        let mut items = vec![Item::Op(op, declared)];
+        if let Some(task) = task {
+            items.extend(after.get(&op_key(task)).into_iter().flatten().map(|c| Item::Collective(op, *c)));
+        }
+        items
+    };
+    distribution.forward = t.forward.iter().flat_map(|op| items(*op, false)).collect();
+    distribution.backward =
+        recomputed.iter().map(|op| (*op, true)).chain(t.backward.iter().map(|op| (*op, false))).flat_map(|(op, r)| items(op, r)).collect();
+    // A parameter whose step has no task of its own shares its task with
+    // the parameters of the same forward op (a norm's scale and bias are
+    // one task): its shard type is theirs when its type is.
+    for step in &t.optimizer {
+        let (Ok(param), Ok(gradient)) = (step.operand(0), step.operand(1)) else { continue };
+        if distribution.local.contains_key(&key(param)) {
+            continue;
+        }
+        let wgrad = defining_op(gradient);
+        let sibling = t.optimizer.iter().filter(|s| *s != step).find_map(|s| {
+            let (p, g) = (s.operand(0).ok()?, s.operand(1).ok()?);
+            let local = distribution.local.get(&key(p)).copied()?;
+            (defining_op(g) == wgrad && p.r#type() == param.r#type()).then_some(local)
+        });
+        if let Some(local) = sibling {
+            distribution.local.insert(key(param), local);
+            for state in step.operands().skip(2) {
+                distribution.local.insert(key(state), local);
+            }
+        }
+    }
+    // The block input's (and its output gradient's) rank type: the block
+    // output's task type (a block keeps its activation shape).
+    let block_out_op = defining_op(t.block_out).ok_or((function, format!("{PASS}: the block output has no defining op")))?;
+    let out_type = distribution
+        .forward
+        .iter()
+        .find_map(|i| match i {
+            Item::Op(op, declared) if *op == block_out_op => *declared,
+            _ => None,
+        })
+        .ok_or((block_out_op, format!("{PASS}: the op computing the block output has no forward task in the derived program")))?;
+    for v in [t.input, t.output_grad] {
+        if let Ok(r) = v.result(0) {
+            distribution.local.insert(key(r.into()), out_type);
+        }
+    }
+    // Splits: rows over data parallelism; parameters over tensor parallelism.
+    let dp = distribution.data_parallel;
+    let rows = Split { dim: 0, axis: "dp".into() };
+    if dp > 1 {
+        for name in ["block.in", "block.out.grad", "block.out", "block.in.grad"] {
+            distribution.splits.insert(name.into(), rows.clone());
+        }
+    }
+    let tp = mesh.axis_size("tp").unwrap_or(1);
+    for (p, step) in t.params.iter().filter_map(|p| Some((*p, optimizer_of(t, *p)?))) {
+        let Ok(value) = p.result(0) else { continue };
+        let Some(local) = distribution.local.get(&key(value.into())).copied() else {
+            return Err((
+                p,
+                format!("{PASS}: parameter '{}' has no optimizer task in the derived program", str_attr(p, "id").unwrap_or("?")),
+            ));
+        };
+        let Some(split) = split_of(value.r#type(), local, tp)
+            .map_err(|m| (p, format!("{PASS}: parameter '{}' {m}", str_attr(p, "id").unwrap_or("?"))))?
+        else {
+            continue;
+        };
+        let id = |op: OperationRef| str_attr(op, "id").unwrap_or_default().to_string();
+        for block in 0..spec.model.blocks {
+            let mut names = vec![format!("blocks.{block}.{}", id(p)), format!("blocks.{block}.{}.grad", id(p))];
+            for s in step.operands().skip(2).filter_map(defining_op) {
+                names.push(format!("blocks.{block}.{}", id(s)));
+            }
+            for name in names {
+                distribution.splits.insert(name, split.clone());
+            }
+        }
+    }
+    Ok(distribution)
+}
+
+/// The optimizer step updating parameter `p`.
+fn optimizer_of<'c, 'm>(t: &Trained<'c, 'm>, p: OperationRef<'c, 'm>) -> Option<OperationRef<'c, 'm>> {
+    t.optimizer.iter().copied().find(|s| s.operand(0).ok().and_then(defining_op) == Some(p))
+}
+
+/// How a rank's `local` slice of a tensor of type `whole` is split over
+/// the `tp` ranks of tensor parallelism (`None`: whole on every rank).
+fn split_of(whole: Type, local: Type, tp: i64) -> Result<Option<Split>, String> {
+    let dims = |t: Type| tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let (w, l) = (dims(whole), dims(local));
+    let differ: Vec<usize> = (0..w.len().min(l.len())).filter(|i| w[*i] != l[*i]).collect();
+    match differ[..] {
+        [] if w.len() == l.len() => Ok(None),
+        [d] if w.len() == l.len() && l[d] * tp == w[d] => Ok(Some(Split { dim: d as i64, axis: "tp".into() })),
+        _ => Err(format!(
+            "is {} but a rank's shard is {}: not one dimension split over the {tp} tensor-parallel ranks",
+            type_string(whole),
+            type_string(local)
+        )),
+    }
+}
+
+/// The derived collective `template` run on `input`: a `dist` op of the
+/// same kind and attributes, on the tensor. `bytes`, the tensor's size,
+/// must be what the template states.
+pub(super) fn collective<'c, 'a>(
+    lin: Lin<'c>,
+    block: &BlockRef<'c, 'a>,
+    template: OperationRef,
+    input: Value<'c, 'a>,
+    bytes: Option<i64>,
+) -> Result<Value<'c, 'a>, String> {
+    let stated = int_attr(template, "message_bytes");
+    if stated != bytes {
+        return Err(format!(
+            "'{}' '{}' states {} bytes, but a rank's tensor {} is {} bytes",
+            name_of(template),
+            str_attr(template, "id").unwrap_or("?"),
+            stated.unwrap_or(0),
+            type_string(input.r#type()),
+            bytes.unwrap_or(0)
+        ));
+    }
+    clone_on(lin, block, template, input, &[])
+}
+
+/// The data-parallel gradient reduction `template` (one op for the whole
+/// block's gradients) run on one summed gradient: its id gains `suffix`
+/// and its bytes are the gradient's.
+pub(super) fn gradient_reduction<'c, 'a>(
+    lin: Lin<'c>,
+    block: &BlockRef<'c, 'a>,
+    template: OperationRef,
+    gradient: Value<'c, 'a>,
+    bytes: Option<i64>,
+    suffix: &str,
+) -> Result<Value<'c, 'a>, String> {
+    let id = format!("{}.{suffix}", str_attr(template, "id").unwrap_or("grad_reduce"));
+    let b = &lin.b;
+    let bytes = u64::try_from(bytes.unwrap_or(0)).map_err(|_| "has a negative size".to_string())?;
+    clone_on(lin, block, template, gradient, &[("id", b.string(&id)), ("message_bytes", b.count(bytes))])
+}
+
+/// `template` (a collective on tokens) rebuilt on the tensor `input`, its
+/// attributes kept but for `replaced`.
+fn clone_on<'c, 'a>(
+    lin: Lin<'c>,
+    block: &BlockRef<'c, 'a>,
+    template: OperationRef,
+    input: Value<'c, 'a>,
+    replaced: &[(&str, melior::ir::Attribute<'c>)],
+) -> Result<Value<'c, 'a>, String> {
+    let mut attributes = Vec::new();
+    for i in 0..template.attribute_count() {
+        let Ok((name, value)) = template.attribute_at(i) else { continue };
+        let name = crate::ir::raw::identifier_str(name);
+        let value = replaced.iter().find(|(n, _)| *n == name).map_or(value, |(_, v)| *v);
+        // SAFETY: the attribute lives in the same context as the builder.
+        let value = unsafe { melior::ir::Attribute::from_raw(melior::ir::AttributeLike::to_raw(&value)) };
+        attributes.push((Identifier::new(lin.ctx, name), value));
+    }
+    let op = OperationBuilder::new(name_of(template).as_str(), lin.loc)
+        .add_operands(&[input])
+        .add_results(&[input.r#type()])
+        .add_attributes(&attributes)
+        .build();
+    let name = "dist collective";
+    lin.push(block, op, name).map_err(|e| e.to_string())?.into_iter().next().ok_or_else(|| format!("cannot build {name}"))
+}
