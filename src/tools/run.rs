@@ -29,6 +29,8 @@ pub struct Options {
     pub input: OsString,
     pub entry: String,
     pub ranks: usize,
+    /// Whether `--ranks` was given (a derived step defaults to its mesh).
+    pub ranks_given: bool,
     pub timeout: Duration,
     pub mpi: bool,
     /// Lower with `lower-dist-to-mpi` (MLIR's `mpi` dialect) instead of the runtime.
@@ -94,6 +96,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
         input: OsString::new(),
         entry: String::new(),
         ranks: 1,
+        ranks_given: false,
         timeout: Duration::from_secs(30),
         mpi: false,
         lower_to_mpi: false,
@@ -147,6 +150,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
                     .ok()
                     .filter(|&n| (1..=4096).contains(&n))
                     .ok_or_else(|| format!("--ranks '{v}' is not a number of ranks (1 to 4096)"))?;
+                options.ranks_given = true;
             }
             "--timeout" => {
                 let v = take_text(&mut i)?;
@@ -216,6 +220,7 @@ pub fn main_with_args(args: &[OsString]) -> i32 {
             params: options.params.clone().unwrap_or_default(),
             inputs: options.inputs.clone().unwrap_or_default(),
             output: options.output.clone().unwrap_or_default(),
+            ranks: options.ranks_given.then_some(options.ranks),
         };
         return match crate::tools::train::run_train_step(&train) {
             Ok(()) => 0,

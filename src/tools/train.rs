@@ -22,7 +22,7 @@ use safetensors::{tensor::TensorView, Dtype, SafeTensors};
 
 use crate::{
     analysis::workload::{Datatype, TrainingSpec},
-    conversion::model_to_linalg::{NAME_ATTRIBUTE, TRAIN_STEP},
+    conversion::model_to_linalg::{Split, NAME_ATTRIBUTE, SPLIT_ATTRIBUTE, TRAIN_STEP},
     dialect::model::binding::{read_spec, TRAINING_SPEC},
     ir::{
         context::create_context,
@@ -42,13 +42,17 @@ pub struct TrainOptions {
     pub params: std::ffi::OsString,
     pub inputs: std::ffi::OsString,
     pub output: std::ffi::OsString,
+    /// In-process ranks of a derived program's step (default: its mesh's).
+    pub ranks: Option<usize>,
 }
 
-/// One argument or result of `@train_step`: its tensor name and shape.
+/// One argument or result of `@train_step`: its tensor name and shape
+/// (a rank's), and how the whole tensor is split over the mesh.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tensor {
     pub name: String,
     pub shape: Vec<i64>,
+    pub split: Option<Split>,
 }
 
 impl Tensor {
@@ -64,6 +68,9 @@ impl Tensor {
 pub struct Signature {
     pub inputs: Vec<Tensor>,
     pub outputs: Vec<Tensor>,
+    /// The mesh a derived program's step runs on (axes, shape); `None`:
+    /// the one-rank step of ModelIR.
+    pub mesh: Option<(Vec<String>, Vec<i64>)>,
 }
 
 /// Runs one step; returns the messages to print on success.
@@ -86,8 +93,25 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
     let params = SafeTensors::deserialize(&params).map_err(|e| format!("'{params_name}' is not a safetensors file: {e}"))?;
     let inputs = SafeTensors::deserialize(&inputs).map_err(|e| format!("'{inputs_name}' is not a safetensors file: {e}"))?;
     let files = [(params_name.as_ref(), &params), (inputs_name.as_ref(), &inputs)];
+    // A derived program's step takes a rank's slices: the files hold the
+    // whole tensors, checked whole; the world must be the mesh.
+    let mesh = signature.mesh.clone();
+    if let Some((axes, shape)) = &mesh {
+        let size: i64 = shape.iter().product();
+        let ranks = options.ranks.unwrap_or(usize::try_from(size).unwrap_or(0));
+        if i64::try_from(ranks).ok() != Some(size) {
+            return Err(format!(
+                "--ranks {ranks}, but the step's mesh ({}) has {size} ranks: a derived program runs on its whole mesh",
+                mesh_text(axes, shape)
+            ));
+        }
+    } else if let Some(ranks) = options.ranks.filter(|r| *r != 1) {
+        return Err(format!("--ranks {ranks}: a ModelIR step runs on one rank; distribute it (distribute-transformer-training) to run it on more"));
+    }
+    let whole_inputs: Vec<Tensor> = signature.inputs.iter().map(|t| whole(t, mesh.as_ref())).collect::<Result<_, _>>()?;
+    let whole_outputs: Vec<Tensor> = signature.outputs.iter().map(|t| whole(t, mesh.as_ref())).collect::<Result<_, _>>()?;
     let mut arguments = Vec::new();
-    for tensor in &signature.inputs {
+    for tensor in &whole_inputs {
         arguments.push(read_tensor(&files, tensor)?);
     }
     for (file, tensors) in files {
@@ -99,8 +123,12 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
         }
     }
     let step = CompiledStep::compile(&context, module, signature).map_err(|e| with_diagnostics(e, &report(&sink)))?;
-    let signature = &step.signature;
-    let outputs = step.run(arguments)?;
+    let outputs = match &mesh {
+        None => step.run(arguments)?,
+        Some((_, shape)) => step.run_ranks(&whole_inputs, arguments, shape, &whole_outputs)?,
+    };
+    let signature = Signature { inputs: whole_inputs, outputs: whole_outputs, mesh };
+    let signature = &signature;
     let views: Vec<(String, TensorView)> = signature
         .outputs
         .iter()
@@ -143,10 +171,28 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
         let found = crate::transforms::transformer::import::datatype_name(spec.workload.datatype);
         return Err(format!("the step's datatype is {found} (workload.datatype): --train-step executes float32 steps only"));
     }
-    if collect_ops(top).iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining)) {
-        run_pipeline(context, module, "builtin.module(model-decompose-transformer)").map_err(|e| e.to_string())?;
+    let ops = collect_ops(top);
+    let mesh = ops
+        .iter()
+        .find(|op| OpKind::of(**op) == Some(OpKind::DistPipeline))
+        .map(|pipeline| {
+            let name = crate::ir::read::symbol_attr(*pipeline, "mesh").unwrap_or_default();
+            ops.iter()
+                .filter_map(|op| crate::dialect::dist::mesh::Mesh::read(*op))
+                .find(|(n, _)| n == name)
+                .map(|(_, m)| (m.axes, m.shape))
+                .ok_or_else(|| format!("the step's pipeline names mesh @{name}, which is not in the module"))
+        })
+        .transpose()?;
+    if mesh.is_some() {
+        // A derived program (distribute-transformer-training): one rank's step.
+        run_pipeline(context, module, "builtin.module(convert-dist-step-to-linalg)").map_err(|e| e.to_string())?;
+    } else {
+        if ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderTraining)) {
+            run_pipeline(context, module, "builtin.module(model-decompose-transformer)").map_err(|e| e.to_string())?;
+        }
+        run_pipeline(context, module, "builtin.module(convert-model-to-linalg)").map_err(|e| e.to_string())?;
     }
-    run_pipeline(context, module, "builtin.module(convert-model-to-linalg)").map_err(|e| e.to_string())?;
     let function = collect_ops(module.as_operation())
         .into_iter()
         .find(|op| name_of(*op) == "func.func" && str_attr(*op, "sym_name") == Some(TRAIN_STEP))
@@ -167,7 +213,9 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
             }
         }
     }
-    signature(function)
+    let mut signature = signature(function)?;
+    signature.mesh = mesh;
+    Ok(signature)
 }
 
 /// The names and shapes of `@train_step`'s arguments and results.
@@ -193,16 +241,41 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
             })
             .collect()
     };
-    let tensors = |types: Vec<Type>, names: Vec<String>| -> Vec<Tensor> {
+    let splits = |key: &str| -> Vec<Option<Split>> {
+        let Some(array) = function.attribute(key).ok().and_then(|a| ArrayAttribute::try_from(a).ok()) else { return Vec::new() };
+        (0..array.len())
+            .map(|i| {
+                let split = array
+                    .element(i)
+                    .ok()
+                    .and_then(|d| DictionaryAttribute::try_from(d).ok())
+                    .and_then(|d| d.element_by_name(SPLIT_ATTRIBUTE))
+                    .and_then(|s| DictionaryAttribute::try_from(s).ok())?;
+                let dim = split.element_by_name("dim").and_then(|a| melior::ir::attribute::IntegerAttribute::try_from(a).ok())?.value();
+                let axis = split.element_by_name("axis").and_then(|a| StringAttribute::try_from(a).ok())?.value().to_string();
+                Some(Split { dim, axis })
+            })
+            .collect()
+    };
+    let tensors = |types: Vec<Type>, names: Vec<String>, splits: Vec<Option<Split>>| -> Vec<Tensor> {
         types
             .into_iter()
             .zip(names)
-            .map(|(t, name)| Tensor { name, shape: tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect() })
+            .enumerate()
+            .map(|(i, (t, name))| Tensor {
+                name,
+                shape: tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect(),
+                split: splits.get(i).cloned().flatten(),
+            })
             .collect()
     };
     let inputs: Vec<Type> = (0..ty.input_count()).filter_map(|i| ty.input(i).ok()).collect();
     let outputs: Vec<Type> = (0..ty.result_count()).filter_map(|i| ty.result(i).ok()).collect();
-    Ok(Signature { inputs: tensors(inputs, names("arg_attrs")), outputs: tensors(outputs, names("res_attrs")) })
+    Ok(Signature {
+        inputs: tensors(inputs, names("arg_attrs"), splits("arg_attrs")),
+        outputs: tensors(outputs, names("res_attrs"), splits("res_attrs")),
+        mesh: None,
+    })
 }
 
 /// The named tensor from whichever file holds it, checked.
@@ -244,12 +317,103 @@ impl CompiledStep {
     /// # Errors
     /// A failing lowering or JIT.
     pub fn compile(context: &melior::Context, mut module: Module, signature: Signature) -> Result<Self, String> {
-        run_pipeline(context, &mut module, TRAIN_STEP_TO_LLVM_PIPELINE).map_err(|e| e.to_string())?;
+        let (pipeline, symbols) = if signature.mesh.is_some() {
+            // The rank's collectives become runtime calls first. Without
+            // hoist-static-allocs: LLVM 22's buffer-results-to-out-params
+            // erases an allocation once per result it is returned as, and
+            // crashes on the second when a function returns one twice — as
+            // a phase function does when an op passing its input through
+            // (a dropout) follows a collective, whose result is allocated
+            // in place rather than by a call.
+            let pipeline = TRAIN_STEP_TO_LLVM_PIPELINE
+                .replacen("builtin.module(", "builtin.module(dist-async, dist-sink-waits, dist-canonicalize, lower-dist-to-runtime, ", 1)
+                .replacen("buffer-results-to-out-params{modify-public-functions hoist-static-allocs}", "buffer-results-to-out-params{modify-public-functions}", 1);
+            (pipeline, crate::runtime::symbols())
+        } else {
+            (TRAIN_STEP_TO_LLVM_PIPELINE.to_string(), crate::runtime::kernels::symbols())
+        };
+        run_pipeline(context, &mut module, &pipeline).map_err(|e| e.to_string())?;
         codegen_options();
         keep_freed_memory();
-        let jit = Jit::with_libraries(&module, &crate::runtime::kernels::symbols(), &crate::tools::execution::runner_utils())
-            .map_err(|e| e.to_string())?;
+        let jit = Jit::with_libraries(&module, &symbols, &crate::tools::execution::runner_utils()).map_err(|e| e.to_string())?;
         Ok(Self { jit, signature })
+    }
+
+    /// Runs a derived program's step on every rank of `mesh` (one thread
+    /// each): each rank takes its slices of the whole `arguments` (of
+    /// `inputs`), and the whole `outputs` are gathered from the ranks
+    /// holding each slice; an output every rank holds whole must agree on
+    /// all of them (a missing reduction shows here).
+    ///
+    /// # Errors
+    /// A rank's failure (the run stops at once on every rank), or ranks
+    /// that disagree.
+    pub fn run_ranks(&self, inputs: &[Tensor], arguments: Vec<Vec<f32>>, mesh: &[i64], outputs: &[Tensor]) -> Result<Vec<Vec<f32>>, String> {
+        let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())? as usize;
+        let axes: Vec<String> = self.signature.mesh.as_ref().map(|(a, _)| a.clone()).unwrap_or_default();
+        let size = usize::try_from(mesh.iter().product::<i64>()).map_err(|_| "the mesh has no ranks".to_string())?;
+        let coordinate = |rank: usize, axis: &str| -> (i64, i64) {
+            let at = axes.iter().position(|a| a == axis).unwrap_or(0);
+            (crate::runtime::mesh::coordinates(mesh, rank as i64)[at], mesh.get(at).copied().unwrap_or(1))
+        };
+        // A failing rank ends the run (every rank is a thread of this
+        // process); nothing has been written yet.
+        crate::runtime::set_stop_hook(Box::new(|rank, op, error| {
+            let at = op.map(|op| format!("op {op}: ")).unwrap_or_default();
+            crate::tools::cli::report(&format!("blueprint-run: rank {rank}: error: {at}{error}"));
+            std::process::exit(1);
+        }));
+        let world = crate::runtime::World::new(size);
+        let signature = &self.signature;
+        let results: Vec<Result<Vec<Vec<f32>>, String>> = world.run(|rank| {
+            let args = inputs
+                .iter()
+                .zip(&arguments)
+                .map(|(t, data)| match &t.split {
+                    None => data.clone(),
+                    Some(split) => {
+                        let (c, n) = coordinate(rank, &split.axis);
+                        slice(data, &t.shape, split.dim, c, n)
+                    }
+                })
+                .collect();
+            call(address, signature, args).map_err(|e| format!("rank {rank}: {e}"))
+        });
+        let per_rank: Vec<Vec<Vec<f32>>> = results.into_iter().collect::<Result<_, _>>()?;
+        let mut gathered = Vec::with_capacity(outputs.len());
+        for (k, t) in outputs.iter().enumerate() {
+            // The ranks at coordinate 0 on every axis but the split one.
+            let holder = |axis: Option<&str>, c: i64| -> usize {
+                (0..size)
+                    .find(|r| {
+                        axes.iter().all(|a| {
+                            let (x, _) = coordinate(*r, a);
+                            if Some(a.as_str()) == axis { x == c } else { x == 0 }
+                        })
+                    })
+                    .unwrap_or(0)
+            };
+            match &t.split {
+                None => {
+                    let first = &per_rank[0][k];
+                    for (rank, outputs) in per_rank.iter().enumerate().skip(1) {
+                        if let Some(i) = disagreement(first, &outputs[k]) {
+                            return Err(format!(
+                                "'{}' should be the same on every rank, but rank {rank} has {} at element {i} where rank 0 has {}",
+                                t.name, outputs[k][i], first[i]
+                            ));
+                        }
+                    }
+                    gathered.push(first.clone());
+                }
+                Some(split) => {
+                    let n = mesh.get(axes.iter().position(|a| a == &split.axis).unwrap_or(0)).copied().unwrap_or(1);
+                    let parts: Vec<&Vec<f32>> = (0..n).map(|c| &per_rank[holder(Some(&split.axis), c)][k]).collect();
+                    gathered.push(concatenate(&parts, &t.shape, split.dim, n));
+                }
+            }
+        }
+        Ok(gathered)
     }
 
     /// Runs the step on `arguments` (one row-major f32 buffer per input,
@@ -266,15 +430,15 @@ impl CompiledStep {
         if arguments.len() != self.signature.inputs.len() {
             return Err(format!("{} inputs given, the step takes {}", arguments.len(), self.signature.inputs.len()));
         }
-        call(&self.jit, &self.signature, arguments)
+        let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())? as usize;
+        call(address, &self.signature, arguments)
     }
 }
 
 /// Calls the compiled step: inputs, then outputs as out-params (the
 /// lowering makes every result an out-param), through the packed C
 /// interface (one pointer per argument).
-fn call(jit: &Jit, signature: &Signature, arguments: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>, String> {
-    let address = jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())?;
+fn call(address: usize, signature: &Signature, arguments: Vec<Vec<f32>>) -> Result<Vec<Vec<f32>>, String> {
     let mut memrefs: Vec<OwnedMemRef<f32>> =
         signature.inputs.iter().zip(arguments).map(|(t, data)| OwnedMemRef::new(&t.shape, data)).collect();
     for t in &signature.outputs {
@@ -286,7 +450,7 @@ fn call(jit: &Jit, signature: &Signature, arguments: Vec<Vec<f32>>) -> Result<Ve
     // pointer per argument; each points at a descriptor of the memref type
     // the lowered signature has (inputs, then out-params), alive until the
     // call returns.
-    unsafe { std::mem::transmute::<*mut (), unsafe extern "C" fn(*mut *mut c_void)>(address)(packed.as_mut_ptr()) };
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut *mut c_void)>(address)(packed.as_mut_ptr()) };
 
     Ok(memrefs.split_off(signature.inputs.len()).iter().map(OwnedMemRef::to_vec).collect())
 }
@@ -322,4 +486,57 @@ fn keep_freed_memory() {
         mallopt(M_MMAP_THRESHOLD, 1 << 30);
         mallopt(M_TRIM_THRESHOLD, i32::MAX);
     }
+}
+
+/// `axes = [..], shape = [..]` of a mesh, for messages.
+fn mesh_text(axes: &[String], shape: &[i64]) -> String {
+    let parts: Vec<String> = axes.iter().zip(shape).map(|(a, n)| format!("{a} = {n}")).collect();
+    parts.join(", ")
+}
+
+/// The whole tensor of which `t` is a rank's slice.
+fn whole(t: &Tensor, mesh: Option<&(Vec<String>, Vec<i64>)>) -> Result<Tensor, String> {
+    let Some(split) = &t.split else { return Ok(t.clone()) };
+    let (axes, shape) = mesh.ok_or_else(|| format!("'{}' is split over a mesh, but the step has none", t.name))?;
+    let n = axes.iter().position(|a| a == &split.axis).map(|i| shape[i]).ok_or_else(|| format!("'{}' is split over axis '{}', which the mesh has not", t.name, split.axis))?;
+    let dim = usize::try_from(split.dim).ok().filter(|d| *d < t.shape.len()).ok_or_else(|| format!("'{}' is split along dimension {}, which it has not", t.name, split.dim))?;
+    let mut whole = t.clone();
+    whole.shape[dim] *= n;
+    whole.split = Some(split.clone());
+    Ok(whole)
+}
+
+/// Part `c` of `n` equal parts along `dim` of a row-major tensor of `shape`.
+fn slice(data: &[f32], shape: &[i64], dim: i64, c: i64, n: i64) -> Vec<f32> {
+    let d = usize::try_from(dim).unwrap_or(0);
+    let extent = |r: std::ops::Range<usize>| shape[r].iter().map(|x| usize::try_from(*x).unwrap_or(0)).product::<usize>();
+    let (inner, along) = (extent(d + 1..shape.len()), usize::try_from(shape[d]).unwrap_or(0));
+    let part = along / usize::try_from(n).unwrap_or(1).max(1) * inner;
+    let at = usize::try_from(c).unwrap_or(0) * part;
+    data.chunks_exact((along * inner).max(1)).flat_map(|block| block[at..at + part].iter().copied()).collect()
+}
+
+/// The inverse of [`slice`]: `parts` (in order) joined along `dim` into a
+/// tensor of the whole `shape`.
+fn concatenate(parts: &[&Vec<f32>], shape: &[i64], dim: i64, n: i64) -> Vec<f32> {
+    let d = usize::try_from(dim).unwrap_or(0);
+    let extent = |r: std::ops::Range<usize>| shape[r].iter().map(|x| usize::try_from(*x).unwrap_or(0)).product::<usize>();
+    let (outer, inner, along) = (extent(0..d), extent(d + 1..shape.len()), usize::try_from(shape[d]).unwrap_or(0));
+    let part = along / usize::try_from(n).unwrap_or(1).max(1) * inner;
+    let mut out = Vec::with_capacity(outer * along * inner);
+    for o in 0..outer {
+        for p in parts {
+            out.extend_from_slice(&p[o * part..(o + 1) * part]);
+        }
+    }
+    out
+}
+
+/// The first element where two replicas of a tensor differ by more than
+/// float32 rounding of a sum taken in another order.
+fn disagreement(a: &[f32], b: &[f32]) -> Option<usize> {
+    if a.len() != b.len() {
+        return Some(0);
+    }
+    a.iter().zip(b).position(|(x, y)| (x - y).abs() > 1e-5 * x.abs().max(y.abs()).max(1.0) || x.is_nan() != y.is_nan())
 }

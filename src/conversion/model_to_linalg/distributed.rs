@@ -380,7 +380,7 @@ pub(super) fn gradient_reduction<'c, 'a>(
 }
 
 /// `template` (a collective on tokens) rebuilt on the tensor `input`, its
-/// attributes kept but for `replaced`.
+/// attributes kept but for `replaced` and its stage's slice.
 fn clone_on<'c, 'a>(
     lin: Lin<'c>,
     block: &BlockRef<'c, 'a>,
@@ -392,6 +392,12 @@ fn clone_on<'c, 'a>(
     for i in 0..template.attribute_count() {
         let Ok((name, value)) = template.attribute_at(i) else { continue };
         let name = crate::ir::raw::identifier_str(name);
+        // The placement is the step's: every rank running it (one stage's
+        // ranks, the whole mesh at pp = 1) runs the collective, in the
+        // group its axes name from the rank's coordinates.
+        if name == "slice" {
+            continue;
+        }
         let value = replaced.iter().find(|(n, _)| *n == name).map_or(value, |(_, v)| *v);
         // SAFETY: the attribute lives in the same context as the builder.
         let value = unsafe { melior::ir::Attribute::from_raw(melior::ir::AttributeLike::to_raw(&value)) };

@@ -5,10 +5,14 @@ with --decompose), run by `blueprint-run --train-step`, and every output
 compared with the reference computed in float64 (EXECUTION.md's tolerance).
 
 usage: run_case.py SPEC --seed N --work DIR [--decompose] [--edit E ...] [--reference-f32]
+                   [--distribute [--ranks N]]
 
 --edit applies an edit of test/Transforms/Inputs/edit-block.py to the
 decomposed block (gelu-to-relu, gelu-to-silu, fc1-bias) and computes the
 reference of the edited block.
+--distribute runs distribute-transformer-training on the decomposed block
+(the spec's mapping: tp, dp, recompute) and runs the derived program's step
+on every rank of its mesh (--ranks passes a world size through).
 Prints the comparison's summary; exits 1 on any difference or failure.
 Run with the reference's venv python (tools/setup-python.sh).
 """
@@ -44,6 +48,8 @@ def main():
     p.add_argument("--decompose", action="store_true")
     p.add_argument("--edit", action="append", default=[], choices=sorted(VARIANTS))
     p.add_argument("--reference-f32", action="store_true", help="compare with the float32 reference")
+    p.add_argument("--distribute", action="store_true", help="run the derived program on its mesh")
+    p.add_argument("--ranks", type=int)
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     f = lambda name: os.path.join(a.work, name)
@@ -55,14 +61,19 @@ def main():
     ref.save(f("i.safetensors"), inputs)
     run(["blueprint-translate", "--import-transformer-training", a.spec, "-o", f("step.mlir")])
     step = f("step.mlir")
-    if a.decompose or a.edit:
+    if a.decompose or a.edit or a.distribute:
         run(["blueprint-opt", step, "--model-decompose-transformer", "-o", f("decomposed.mlir")])
         step = f("decomposed.mlir")
     if a.edit:
         with open(step) as block, open(f("edited.mlir"), "w") as edited:
             subprocess.run([sys.executable, EDIT, *a.edit], stdin=block, stdout=edited, check=True)
         step = f("edited.mlir")
-    run(["blueprint-run", step, "--train-step", "--params", f("p.safetensors"), "--inputs", f("i.safetensors"), "-o", f("got.safetensors")])
+    ranks = []
+    if a.distribute:
+        run(["blueprint-opt", step, "--distribute-transformer-training", "-o", f("dist.mlir")])
+        step = f("dist.mlir")
+        ranks = ["--ranks", str(a.ranks)] if a.ranks else []
+    run(["blueprint-run", step, *ranks, "--train-step", "--params", f("p.safetensors"), "--inputs", f("i.safetensors"), "-o", f("got.safetensors")])
     want = ref.compute_step(spec, params, inputs, ref.jnp.float32 if a.reference_f32 else ref.jnp.float64)
     ref.save(f("want.safetensors"), want)
     ok = ref.compare(ref.load_file(f("want.safetensors")), ref.load_file(f("got.safetensors")))
