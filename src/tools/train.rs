@@ -106,7 +106,9 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
             ));
         }
     } else if let Some(ranks) = options.ranks.filter(|r| *r != 1) {
-        return Err(format!("--ranks {ranks}: a ModelIR step runs on one rank; distribute it (distribute-transformer-training) to run it on more"));
+        return Err(format!(
+            "--ranks {ranks}: a ModelIR step runs on one rank; distribute it (distribute-transformer-training) to run it on more"
+        ));
     }
     let whole_inputs: Vec<Tensor> = signature.inputs.iter().map(|t| whole(t, mesh.as_ref())).collect::<Result<_, _>>()?;
     let whole_outputs: Vec<Tensor> = signature.outputs.iter().map(|t| whole(t, mesh.as_ref())).collect::<Result<_, _>>()?;
@@ -327,7 +329,11 @@ impl CompiledStep {
             // in place rather than by a call.
             let pipeline = TRAIN_STEP_TO_LLVM_PIPELINE
                 .replacen("builtin.module(", "builtin.module(dist-async, dist-sink-waits, dist-canonicalize, lower-dist-to-runtime, ", 1)
-                .replacen("buffer-results-to-out-params{modify-public-functions hoist-static-allocs}", "buffer-results-to-out-params{modify-public-functions}", 1);
+                .replacen(
+                    "buffer-results-to-out-params{modify-public-functions hoist-static-allocs}",
+                    "buffer-results-to-out-params{modify-public-functions}",
+                    1,
+                );
             (pipeline, crate::runtime::symbols())
         } else {
             (TRAIN_STEP_TO_LLVM_PIPELINE.to_string(), crate::runtime::kernels::symbols())
@@ -348,7 +354,13 @@ impl CompiledStep {
     /// # Errors
     /// A rank's failure (the run stops at once on every rank), or ranks
     /// that disagree.
-    pub fn run_ranks(&self, inputs: &[Tensor], arguments: Vec<Vec<f32>>, mesh: &[i64], outputs: &[Tensor]) -> Result<Vec<Vec<f32>>, String> {
+    pub fn run_ranks(
+        &self,
+        inputs: &[Tensor],
+        arguments: Vec<Vec<f32>>,
+        mesh: &[i64],
+        outputs: &[Tensor],
+    ) -> Result<Vec<Vec<f32>>, String> {
         let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())? as usize;
         let axes: Vec<String> = self.signature.mesh.as_ref().map(|(a, _)| a.clone()).unwrap_or_default();
         let size = usize::try_from(mesh.iter().product::<i64>()).map_err(|_| "the mesh has no ranks".to_string())?;
@@ -388,7 +400,11 @@ impl CompiledStep {
                     .find(|r| {
                         axes.iter().all(|a| {
                             let (x, _) = coordinate(*r, a);
-                            if Some(a.as_str()) == axis { x == c } else { x == 0 }
+                            if Some(a.as_str()) == axis {
+                                x == c
+                            } else {
+                                x == 0
+                            }
                         })
                     })
                     .unwrap_or(0)
@@ -498,8 +514,15 @@ fn mesh_text(axes: &[String], shape: &[i64]) -> String {
 fn whole(t: &Tensor, mesh: Option<&(Vec<String>, Vec<i64>)>) -> Result<Tensor, String> {
     let Some(split) = &t.split else { return Ok(t.clone()) };
     let (axes, shape) = mesh.ok_or_else(|| format!("'{}' is split over a mesh, but the step has none", t.name))?;
-    let n = axes.iter().position(|a| a == &split.axis).map(|i| shape[i]).ok_or_else(|| format!("'{}' is split over axis '{}', which the mesh has not", t.name, split.axis))?;
-    let dim = usize::try_from(split.dim).ok().filter(|d| *d < t.shape.len()).ok_or_else(|| format!("'{}' is split along dimension {}, which it has not", t.name, split.dim))?;
+    let n = axes
+        .iter()
+        .position(|a| a == &split.axis)
+        .map(|i| shape[i])
+        .ok_or_else(|| format!("'{}' is split over axis '{}', which the mesh has not", t.name, split.axis))?;
+    let dim = usize::try_from(split.dim)
+        .ok()
+        .filter(|d| *d < t.shape.len())
+        .ok_or_else(|| format!("'{}' is split along dimension {}, which it has not", t.name, split.dim))?;
     let mut whole = t.clone();
     whole.shape[dim] *= n;
     whole.split = Some(split.clone());

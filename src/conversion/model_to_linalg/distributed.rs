@@ -241,8 +241,21 @@ fn read<'c, 'm>(
         items
     };
     distribution.forward = t.forward.iter().flat_map(|op| items(*op, false)).collect();
-    distribution.backward =
-        recomputed.iter().map(|op| (*op, true)).chain(t.backward.iter().map(|op| (*op, false))).flat_map(|(op, r)| items(op, r)).collect();
+    // The clones in the block's order, with the ops that have no task
+    // (a fork: no work) recomputed where everything they read is.
+    let mut clones: Vec<OperationRef<'c, 'm>> = Vec::new();
+    if !recomputed.is_empty() {
+        for op in &t.forward {
+            let taskless = !tasks.contains_key(&(op_key(*op), false));
+            let reads_recomputed =
+                op.operands().all(|v| defining_op(v).is_some_and(|d| clones.contains(&d) || d == t.input || t.params.contains(&d)));
+            if recomputed.contains(op) || (taskless && reads_recomputed) {
+                clones.push(*op);
+            }
+        }
+    }
+    let recompute_items = clones.iter().flat_map(|op| if recomputed.contains(op) { items(*op, true) } else { vec![Item::Op(*op, None)] });
+    distribution.backward = recompute_items.chain(t.backward.iter().flat_map(|op| items(*op, false))).collect();
     // A parameter whose step has no task of its own shares its task with
     // the parameters of the same forward op (a norm's scale and bias are
     // one task): its shard type is theirs when its type is.
