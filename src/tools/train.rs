@@ -563,3 +563,37 @@ fn disagreement(a: &[f32], b: &[f32]) -> Option<usize> {
     }
     a.iter().zip(b).position(|(x, y)| (x - y).abs() > 1e-5 * x.abs().max(y.abs()).max(1.0) || x.is_nan() != y.is_nan())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{concatenate, disagreement, slice};
+
+    /// A 2 x 3 x 4 tensor whose element is its row-major index.
+    fn tensor() -> Vec<f32> {
+        (0..24).map(|i| i as f32).collect()
+    }
+
+    #[test]
+    fn slices_along_each_dimension_and_joins_back() {
+        let shape = [2, 3, 4];
+        // Along the last dimension in two: columns 2..4 of every row.
+        assert_eq!(slice(&tensor(), &shape, 2, 1, 2), vec![2., 3., 6., 7., 10., 11., 14., 15., 18., 19., 22., 23.]);
+        // Along the first in two: the second 3 x 4 block.
+        assert_eq!(slice(&tensor(), &shape, 0, 1, 2), (12..24).map(|i| i as f32).collect::<Vec<_>>());
+        // Along the middle in three: row 1 of each block.
+        assert_eq!(slice(&tensor(), &shape, 1, 1, 3), vec![4., 5., 6., 7., 16., 17., 18., 19.]);
+        for (dim, n) in [(0, 2), (1, 3), (2, 2), (2, 4)] {
+            let parts: Vec<Vec<f32>> = (0..n).map(|c| slice(&tensor(), &shape, dim, c, n)).collect();
+            let refs: Vec<&Vec<f32>> = parts.iter().collect();
+            assert_eq!(concatenate(&refs, &shape, dim, n), tensor(), "dim {dim} in {n}");
+        }
+    }
+
+    #[test]
+    fn replicas_agree_up_to_rounding_only() {
+        assert_eq!(disagreement(&[1.0, 2.0], &[1.0, 2.0 + 1e-6]), None);
+        assert_eq!(disagreement(&[1.0, 2.0], &[1.0, 2.5]), Some(1));
+        assert_eq!(disagreement(&[f32::NAN], &[0.0]), Some(0));
+        assert_eq!(disagreement(&[1.0], &[1.0, 2.0]), Some(0));
+    }
+}

@@ -205,6 +205,7 @@ fn phase(op: OperationRef) -> Phase {
 
 /// `func.func @name(args) -> results` with `model.id` names, appended to
 /// `generated`; returns its entry block.
+#[allow(clippy::too_many_arguments)]
 fn function<'c, 'g>(
     lin: Lin<'c>,
     generated: &'g Module<'c>,
