@@ -39,10 +39,8 @@ use crate::{
     analysis::workload::TrainingSpec,
     dialect::{dist::mesh::Mesh, model::binding::read_spec, model::binding::TRAINING_SPEC},
     ir::{
-        diagnostics::emit_error,
         ods::{OpKind, Phase},
         read::{defining_op, enum_attr, int_attr, name_of, region_ops, str_attr, tensor_shape, type_string},
-        rewrite::erase,
     },
 };
 
@@ -62,19 +60,7 @@ crate::ir::pass_macro::external_pass!(
 );
 
 fn run(module: OperationRef, pass: ExternalPass) {
-    let generated = Module::new(module.location());
-    match build(module, &generated) {
-        Ok(replaced) => {
-            for op in replaced {
-                erase(op);
-            }
-            let _ = crate::ir::rewrite::move_into(&generated, module);
-        }
-        Err((op, message)) => {
-            emit_error(op.location(), &message);
-            pass.signal_failure();
-        }
-    }
+    super::replace_module(module, pass, build);
 }
 
 const PASS: &str = "convert-dist-step-to-linalg";

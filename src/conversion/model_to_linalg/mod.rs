@@ -72,6 +72,17 @@ pub const NAME_ATTRIBUTE: &str = "model.id";
 type Failure<'c, 'm> = (OperationRef<'c, 'm>, String);
 
 fn run(module: OperationRef, pass: ExternalPass) {
+    replace_module(module, pass, build);
+}
+
+/// Builds the lowering of `module` into a new module with `build`, then
+/// erases the ops it returns and moves the lowering in; on an error the
+/// module is unchanged and the error is emitted on its op.
+pub(super) fn replace_module<'c, 'm>(
+    module: OperationRef<'c, 'm>,
+    pass: ExternalPass,
+    build: impl FnOnce(OperationRef<'c, 'm>, &Module<'c>) -> Result<Vec<OperationRef<'c, 'm>>, Failure<'c, 'm>>,
+) {
     let generated = Module::new(module.location());
     match build(module, &generated) {
         Ok(replaced) => {
