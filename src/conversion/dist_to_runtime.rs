@@ -550,7 +550,10 @@ fn lower_assert(op: OperationRef, names: &mut OpNames) {
 fn op_name(op: OperationRef) -> String {
     let location = op.location().to_string();
     let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
-    let mut name = match str_attr(op, "id") {
+    // The two ends of a transfer announce the transfer they make together
+    // (convert-dist-step-to-linalg's per-stage steps), each end its own op.
+    let id = str_attr(op, crate::conversion::model_to_linalg::distributed::TRANSFER_ATTRIBUTE).or_else(|| str_attr(op, "id"));
+    let mut name = match id {
         Some(id) => format!("'{id}' at {location}"),
         None => format!("'{}' at {location}", name_of(op)),
     };

@@ -71,6 +71,17 @@ pub struct Signature {
     /// The mesh a derived program's step runs on (axes, shape); `None`:
     /// the one-rank step of ModelIR.
     pub mesh: Option<(Vec<String>, Vec<i64>)>,
+    /// A pipelined step's functions, one per stage in stage order (the
+    /// inputs and outputs above are their union); empty: one `@train_step`.
+    pub stages: Vec<Stage>,
+}
+
+/// One pipeline stage's step function and its tensors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stage {
+    pub function: String,
+    pub inputs: Vec<Tensor>,
+    pub outputs: Vec<Tensor>,
 }
 
 /// Runs one step; returns the messages to print on success.
@@ -129,7 +140,7 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
         None => step.run(arguments)?,
         Some((_, shape)) => step.run_ranks(&whole_inputs, arguments, shape, &whole_outputs)?,
     };
-    let signature = Signature { inputs: whole_inputs, outputs: whole_outputs, mesh };
+    let signature = Signature { inputs: whole_inputs, outputs: whole_outputs, mesh, stages: Vec::new() };
     let signature = &signature;
     let views: Vec<(String, TensorView)> = signature
         .outputs
@@ -195,15 +206,20 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
         }
         run_pipeline(context, module, "builtin.module(convert-model-to-linalg)").map_err(|e| e.to_string())?;
     }
-    let function = collect_ops(module.as_operation())
-        .into_iter()
-        .find(|op| name_of(*op) == "func.func" && str_attr(*op, "sym_name") == Some(TRAIN_STEP))
-        .ok_or("convert-model-to-linalg made no @train_step")?;
+    // The step: @train_step, or one @train_step_s<k> per pipeline stage.
+    let is_step = |name: Option<&str>| {
+        name.is_some_and(|n| n == TRAIN_STEP || n.strip_prefix(TRAIN_STEP).and_then(|r| r.strip_prefix("_s")).is_some_and(|k| k.parse::<u64>().is_ok()))
+    };
+    let functions: Vec<OperationRef> =
+        collect_ops(module.as_operation()).into_iter().filter(|op| name_of(*op) == "func.func" && is_step(str_attr(*op, "sym_name"))).collect();
+    if functions.is_empty() {
+        return Err("the lowering made no @train_step".into());
+    }
     // Only the step runs: the block functions as written are dropped
     // (private, then `symbol-dce` at the start of the lowering).
     let private = melior::ir::attribute::StringAttribute::new(context, "private");
     for op in collect_ops(module.as_operation()) {
-        if name_of(op) == "func.func" && str_attr(op, "sym_name") != Some(TRAIN_STEP) && op.attribute("sym_visibility").is_err() {
+        if name_of(op) == "func.func" && !is_step(str_attr(op, "sym_name")) && op.attribute("sym_visibility").is_err() {
             // SAFETY: a live op and attribute of `context`.
             unsafe {
                 let key = "sym_visibility";
@@ -215,9 +231,33 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
             }
         }
     }
-    let mut signature = signature(function)?;
-    signature.mesh = mesh;
-    Ok(signature)
+    if let [function] = functions[..] {
+        if str_attr(function, "sym_name") == Some(TRAIN_STEP) {
+            let mut signature = signature(function)?;
+            signature.mesh = mesh;
+            return Ok(signature);
+        }
+    }
+    // A pipelined step: the union of the stages' tensors, by name.
+    let mut stages: Vec<(u64, Stage)> = Vec::new();
+    for function in functions {
+        let name = str_attr(function, "sym_name").unwrap_or_default().to_string();
+        let k = name.rsplit("_s").next().and_then(|k| k.parse::<u64>().ok()).unwrap_or(0);
+        let s = signature(function)?;
+        stages.push((k, Stage { function: name, inputs: s.inputs, outputs: s.outputs }));
+    }
+    stages.sort_by_key(|(k, _)| *k);
+    let mut all = Signature { inputs: Vec::new(), outputs: Vec::new(), mesh, stages: Vec::new() };
+    for (_, stage) in &stages {
+        for t in &stage.inputs {
+            if !all.inputs.iter().any(|u| u.name == t.name) {
+                all.inputs.push(t.clone());
+            }
+        }
+        all.outputs.extend(stage.outputs.iter().cloned());
+    }
+    all.stages = stages.into_iter().map(|(_, s)| s).collect();
+    Ok(all)
 }
 
 /// The names and shapes of `@train_step`'s arguments and results.
@@ -277,6 +317,7 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
         inputs: tensors(inputs, names("arg_attrs"), splits("arg_attrs")),
         outputs: tensors(outputs, names("res_attrs"), splits("res_attrs")),
         mesh: None,
+        stages: Vec::new(),
     })
 }
 
@@ -361,13 +402,27 @@ impl CompiledStep {
         mesh: &[i64],
         outputs: &[Tensor],
     ) -> Result<Vec<Vec<f32>>, String> {
-        let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())? as usize;
+        // Each function a rank may run: the step, or one per stage.
+        let functions: Vec<(usize, Signature)> = if self.signature.stages.is_empty() {
+            let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())? as usize;
+            vec![(address, self.signature.clone())]
+        } else {
+            let mut functions = Vec::new();
+            for stage in &self.signature.stages {
+                let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{}", stage.function)).map_err(|e| e.to_string())? as usize;
+                let signature = Signature { inputs: stage.inputs.clone(), outputs: stage.outputs.clone(), mesh: None, stages: Vec::new() };
+                functions.push((address, signature));
+            }
+            functions
+        };
         let axes: Vec<String> = self.signature.mesh.as_ref().map(|(a, _)| a.clone()).unwrap_or_default();
         let size = usize::try_from(mesh.iter().product::<i64>()).map_err(|_| "the mesh has no ranks".to_string())?;
         let coordinate = |rank: usize, axis: &str| -> (i64, i64) {
             let at = axes.iter().position(|a| a == axis).unwrap_or(0);
             (crate::runtime::mesh::coordinates(mesh, rank as i64)[at], mesh.get(at).copied().unwrap_or(1))
         };
+        // The function rank `r` runs: its pipeline stage's.
+        let stage_of = |rank: usize| if functions.len() > 1 { usize::try_from(coordinate(rank, "pp").0).unwrap_or(0) } else { 0 };
         // A failing rank ends the run (every rank is a thread of this
         // process); nothing has been written yet.
         crate::runtime::set_stop_hook(Box::new(|rank, op, error| {
@@ -376,47 +431,51 @@ impl CompiledStep {
             std::process::exit(1);
         }));
         let world = crate::runtime::World::new(size);
-        let signature = &self.signature;
         let results: Vec<Result<Vec<Vec<f32>>, String>> = world.run(|rank| {
-            let args = inputs
-                .iter()
-                .zip(&arguments)
-                .map(|(t, data)| match &t.split {
+            let (address, signature) = functions.get(stage_of(rank)).ok_or_else(|| format!("rank {rank}: no step for its stage"))?;
+            let mut args = Vec::new();
+            for local in &signature.inputs {
+                let at = inputs.iter().position(|t| t.name == local.name).ok_or_else(|| format!("rank {rank}: no input '{}'", local.name))?;
+                let (whole, data) = (&inputs[at], &arguments[at]);
+                args.push(match &whole.split {
                     None => data.clone(),
                     Some(split) => {
                         let (c, n) = coordinate(rank, &split.axis);
-                        slice(data, &t.shape, split.dim, c, n)
+                        slice(data, &whole.shape, split.dim, c, n)
                     }
-                })
-                .collect();
-            call(address, signature, args).map_err(|e| format!("rank {rank}: {e}"))
+                });
+            }
+            call(*address, signature, args).map_err(|e| format!("rank {rank}: {e}"))
         });
         let per_rank: Vec<Vec<Vec<f32>>> = results.into_iter().collect::<Result<_, _>>()?;
         let mut gathered = Vec::with_capacity(outputs.len());
-        for (k, t) in outputs.iter().enumerate() {
-            // The ranks at coordinate 0 on every axis but the split one.
-            let holder = |axis: Option<&str>, c: i64| -> usize {
-                (0..size)
-                    .find(|r| {
-                        axes.iter().all(|a| {
-                            let (x, _) = coordinate(*r, a);
-                            if Some(a.as_str()) == axis {
-                                x == c
-                            } else {
-                                x == 0
-                            }
-                        })
-                    })
+        for t in outputs {
+            // The stage computing it, and its position among that stage's results.
+            let (stage, k) = functions
+                .iter()
+                .enumerate()
+                .find_map(|(st, (_, f))| f.outputs.iter().position(|o| o.name == t.name).map(|k| (st, k)))
+                .ok_or_else(|| format!("no stage computes '{}'", t.name))?;
+            let holders: Vec<usize> = (0..size).filter(|r| stage_of(*r) == stage).collect();
+            // The stage's rank at coordinate `c` on `axis` and 0 on every
+            // other axis but the pipeline's.
+            let holder = |axis: &str, c: i64| -> usize {
+                holders
+                    .iter()
+                    .copied()
+                    .find(|r| axes.iter().all(|a| a == "pp" || coordinate(*r, a).0 == if a == axis { c } else { 0 }))
                     .unwrap_or(0)
             };
             match &t.split {
                 None => {
-                    let first = &per_rank[0][k];
-                    for (rank, outputs) in per_rank.iter().enumerate().skip(1) {
-                        if let Some(i) = disagreement(first, &outputs[k]) {
+                    let first_rank = holders.first().copied().unwrap_or(0);
+                    let first = &per_rank[first_rank][k];
+                    for &rank in &holders[1..] {
+                        let theirs = &per_rank[rank][k];
+                        if let Some(i) = disagreement(first, theirs) {
                             return Err(format!(
-                                "'{}' should be the same on every rank, but rank {rank} has {} at element {i} where rank 0 has {}",
-                                t.name, outputs[k][i], first[i]
+                                "'{}' should be the same on every rank, but rank {rank} has {} at element {i} where rank {first_rank} has {}",
+                                t.name, theirs[i], first[i]
                             ));
                         }
                     }
@@ -424,7 +483,7 @@ impl CompiledStep {
                 }
                 Some(split) => {
                     let n = mesh.get(axes.iter().position(|a| a == &split.axis).unwrap_or(0)).copied().unwrap_or(1);
-                    let parts: Vec<&Vec<f32>> = (0..n).map(|c| &per_rank[holder(Some(&split.axis), c)][k]).collect();
+                    let parts: Vec<&Vec<f32>> = (0..n).map(|c| &per_rank[holder(&split.axis, c)][k]).collect();
                     gathered.push(concatenate(&parts, &t.shape, split.dim, n));
                 }
             }

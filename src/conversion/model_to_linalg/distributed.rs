@@ -34,7 +34,10 @@ use melior::{
     pass::ExternalPass,
 };
 
-use super::{is_model, linalg::Lin, read_trained, rules::Outliner, train_step, validate, Distribution, Failure, Item, Split, Trained};
+use super::{
+    is_model, linalg::Lin, read_trained, rules::Outliner, train_step, validate, Distribution, Failure, Item, Pipeline, Split, Stage,
+    Trained,
+};
 use crate::{
     analysis::workload::TrainingSpec,
     dialect::{dist::mesh::Mesh, model::binding::read_spec, model::binding::TRAINING_SPEC},
@@ -108,19 +111,20 @@ fn read<'c, 'm>(
     spec: &TrainingSpec,
 ) -> Result<Distribution<'c, 'm>, Failure<'c, 'm>> {
     let count = |name: &str| int_attr(pipeline, name).unwrap_or(0);
-    if count("stages") != 1 {
+    if count("chunks") != 1 {
         return Err((
             pipeline,
             format!(
-                "{PASS}: the step has {} pipeline stages; executing a pipeline (each stage's tasks on its ranks, activations sent between them) is not supported yet, only pp = 1",
-                count("stages")
+                "{PASS}: the step interleaves {} chunks per stage; executing an interleaved pipeline is not supported yet (pipeline_interleaving = 1 executes)",
+                count("chunks")
             ),
         ));
     }
     let chunks: Vec<OperationRef> = top.iter().copied().filter(|op| OpKind::of(*op) == Some(OpKind::DistChunk)).collect();
-    let [chunk] = chunks[..] else {
-        return Err((pipeline, format!("{PASS}: a one-stage step has one dist.chunk, found {}", chunks.len())));
+    let Some(chunk) = chunks.first().copied() else {
+        return Err((pipeline, format!("{PASS}: the step has no dist.chunk")));
     };
+    let pipelined = read_pipeline(top, pipeline, &chunks)?;
     let mesh_name = crate::ir::read::symbol_attr(pipeline, "mesh").unwrap_or_default();
     let mesh = top
         .iter()
@@ -150,6 +154,7 @@ fn read<'c, 'm>(
         splits: HashMap::new(),
         data_parallel: mesh.axis_size("dp").and_then(|n| u64::try_from(n).ok()).unwrap_or(1),
         gradient_reduction: None,
+        pipeline: pipelined,
     };
     let key = |v: Value| v.to_raw().ptr as usize;
     // Each task by (ModelIR op, whether it recomputes); the collectives
@@ -315,6 +320,56 @@ fn read<'c, 'm>(
     Ok(distribution)
 }
 
+/// The stages of a pipelined step (`None` at one stage): each stage's
+/// blocks, its schedule's slots and the transfers at its boundaries.
+fn read_pipeline<'c, 'm>(
+    top: &[OperationRef<'c, 'm>],
+    pipeline: OperationRef<'c, 'm>,
+    chunks: &[OperationRef<'c, 'm>],
+) -> Result<Option<Pipeline<'c, 'm>>, Failure<'c, 'm>> {
+    let stages = int_attr(pipeline, "stages").and_then(|n| u64::try_from(n).ok()).unwrap_or(1);
+    if stages <= 1 {
+        return Ok(None);
+    }
+    let count = |op: OperationRef, name: &str| int_attr(op, name).and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+    let mut read = Vec::new();
+    for chunk in chunks {
+        let (mut send_forward, mut send_backward) = (None, None);
+        for op in region_ops(*chunk, 1) {
+            match (OpKind::of(op), enum_attr::<Phase>(op, "phase")) {
+                (Some(OpKind::DistP2P), Some(Phase::Forward)) => send_forward = Some(op),
+                (Some(OpKind::DistP2P), Some(_)) => send_backward = Some(op),
+                (Some(OpKind::DistYield), _) => {}
+                _ => return Err((op, format!("{PASS}: '{}' at a stage boundary is not executable", name_of(op)))),
+            }
+        }
+        read.push(Stage {
+            stage: count(*chunk, "stage"),
+            first_block: count(*chunk, "first_block"),
+            blocks: count(*chunk, "blocks"),
+            send_forward,
+            send_backward,
+            slots: Vec::new(),
+        });
+    }
+    read.sort_by_key(|s| s.stage);
+    if read.iter().enumerate().any(|(i, s)| s.stage != i as u64) || read.len() as u64 != stages {
+        return Err((pipeline, format!("{PASS}: the step's {stages} stages do not each have one dist.chunk")));
+    }
+    for schedule in top.iter().filter(|op| OpKind::of(**op) == Some(OpKind::DistSchedule)) {
+        let stage = count(*schedule, "stage");
+        let slots = crate::ir::read::i64_array_attr(*schedule, "slots").unwrap_or_default();
+        let Some(entry) = read.get_mut(usize::try_from(stage).unwrap_or(usize::MAX)) else {
+            return Err((*schedule, format!("{PASS}: a schedule of stage {stage}, which the step has not")));
+        };
+        entry.slots = slots.chunks_exact(3).map(|s| (u64::try_from(s[0]).unwrap_or(0), s[2] != 0)).collect();
+    }
+    if let Some(s) = read.iter().find(|s| s.slots.is_empty()) {
+        return Err((pipeline, format!("{PASS}: stage {} has no dist.schedule", s.stage)));
+    }
+    Ok(Some(Pipeline { stages: read }))
+}
+
 /// The optimizer step updating parameter `p`.
 fn optimizer_of<'c, 'm>(t: &Trained<'c, 'm>, p: OperationRef<'c, 'm>) -> Option<OperationRef<'c, 'm>> {
     t.optimizer.iter().copied().find(|s| s.operand(0).ok().and_then(defining_op) == Some(p))
@@ -347,6 +402,13 @@ pub(super) fn collective<'c, 'a>(
     input: Value<'c, 'a>,
     bytes: Option<i64>,
 ) -> Result<Value<'c, 'a>, String> {
+    check_bytes(template, input, bytes)?;
+    clone_on(lin, block, template, input, &[])
+}
+
+/// The bytes a communication `template` states are `bytes`, those of the
+/// tensor `input` a rank holds.
+fn check_bytes(template: OperationRef, input: Value, bytes: Option<i64>) -> Result<(), String> {
     let stated = int_attr(template, "message_bytes");
     if stated != bytes {
         return Err(format!(
@@ -358,8 +420,40 @@ pub(super) fn collective<'c, 'a>(
             bytes.unwrap_or(0)
         ));
     }
-    clone_on(lin, block, template, input, &[])
+    Ok(())
 }
+
+/// The derived transfer `template` (a `dist.p2p` at a stage boundary) for
+/// microbatch `microbatch`, as one of its ends runs it on `input` (the
+/// receiver's is an empty tensor of the same type), on `mesh` when given
+/// (the gradients' twin of the program's mesh). Each end is its own op
+/// (`<id>@mb<m>.send` / `.recv`, at the template's location) naming the
+/// transfer they make together in [`TRANSFER_ATTRIBUTE`], which is what the
+/// runtime lowering announces, so both ends check they run the same one.
+/// The template's bytes must be the tensor's.
+pub(super) fn transfer<'c, 'a>(
+    lin: Lin<'c>,
+    block: &BlockRef<'c, 'a>,
+    template: OperationRef<'c, '_>,
+    input: Value<'c, 'a>,
+    mesh: Option<&str>,
+    microbatch: u64,
+    sends: bool,
+) -> Result<Value<'c, 'a>, String> {
+    let bytes = Some(tensor_shape(input.r#type()).unwrap_or_default().iter().map(|d| d.unwrap_or(0)).product::<i64>() * 4);
+    check_bytes(template, input, bytes)?;
+    let pair = format!("{}@mb{microbatch}", str_attr(template, "id").unwrap_or("p2p"));
+    let id = format!("{pair}.{}", if sends { "send" } else { "recv" });
+    let b = &lin.b;
+    let mut replaced: Vec<(&str, melior::ir::Attribute<'c>)> = vec![("id", b.string(&id)), (TRANSFER_ATTRIBUTE, b.string(&pair))];
+    if let Some(mesh) = mesh {
+        replaced.push(("mesh", b.symbol(mesh)));
+    }
+    clone_on(lin.at(template.location()), block, template, input, &replaced)
+}
+
+/// The attribute naming the transfer a `dist.p2p` is one end of.
+pub const TRANSFER_ATTRIBUTE: &str = "dist.transfer";
 
 /// The data-parallel gradient reduction `template` (one op for the whole
 /// block's gradients) run on one summed gradient: its id gains `suffix`
@@ -379,7 +473,7 @@ pub(super) fn gradient_reduction<'c, 'a>(
 }
 
 /// `template` (a collective on tokens) rebuilt on the tensor `input`, its
-/// attributes kept but for `replaced` and its stage's slice.
+/// attributes kept but for `replaced` (set or added) and its stage's slice.
 fn clone_on<'c, 'a>(
     lin: Lin<'c>,
     block: &BlockRef<'c, 'a>,
@@ -397,10 +491,15 @@ fn clone_on<'c, 'a>(
         if name == "slice" {
             continue;
         }
-        let value = replaced.iter().find(|(n, _)| *n == name).map_or(value, |(_, v)| *v);
+        if replaced.iter().any(|(n, _)| *n == name) {
+            continue;
+        }
         // SAFETY: the attribute lives in the same context as the builder.
         let value = unsafe { melior::ir::Attribute::from_raw(melior::ir::AttributeLike::to_raw(&value)) };
         attributes.push((Identifier::new(lin.ctx, name), value));
+    }
+    for (name, value) in replaced {
+        attributes.push((Identifier::new(lin.ctx, name), *value));
     }
     let op = OperationBuilder::new(name_of(template).as_str(), lin.loc)
         .add_operands(&[input])

@@ -20,6 +20,7 @@
 
 pub mod distributed;
 mod linalg;
+mod pipelined;
 mod rules;
 
 use std::collections::HashMap;
@@ -556,6 +557,25 @@ pub(super) struct Distribution<'c, 'm> {
     /// The derived program's data-parallel gradient reduction, run on each
     /// summed gradient before the optimizer.
     pub gradient_reduction: Option<OperationRef<'c, 'm>>,
+    /// The stages, when the step is pipelined.
+    pub pipeline: Option<Pipeline<'c, 'm>>,
+}
+
+/// A pipelined step's stages (more than one).
+pub(super) struct Pipeline<'c, 'm> {
+    pub stages: Vec<Stage<'c, 'm>>,
+}
+
+/// One pipeline stage: its blocks, its schedule's slots (microbatch,
+/// backward?) and the transfers its boundary sends (the derived program's
+/// `dist.p2p`s: the activation forward, its gradient backward).
+pub(super) struct Stage<'c, 'm> {
+    pub stage: u64,
+    pub first_block: u64,
+    pub blocks: u64,
+    pub send_forward: Option<OperationRef<'c, 'm>>,
+    pub send_backward: Option<OperationRef<'c, 'm>>,
+    pub slots: Vec<(u64, bool)>,
 }
 
 /// A tensor split along `dim` over the mesh axis `axis`.
@@ -578,6 +598,7 @@ impl<'c, 'm> Distribution<'c, 'm> {
             splits: HashMap::new(),
             data_parallel: 1,
             gradient_reduction: None,
+            pipeline: None,
         }
     }
 
@@ -647,20 +668,13 @@ fn train_step<'c, 'g, 'm>(
     let opt_results: Vec<Value<'c, 'm>> = t.optimizer.iter().flat_map(|s| s.results().map(Value::from).collect::<Vec<_>>()).collect();
     let opt_types = phase_function(lin, generated, outliner, &forward, &opt, &opt_args, &opt_items, &opt_results, function)?;
 
-    // Arguments: every block's parameters, then the batch's input and the
-    // gradient of the last block's output.
-    let mut args = Vec::new();
+    // Per block: its parameters (arguments), and each optimizer step's
+    // gradient, new parameter and new state (results).
+    let mut block_args = Vec::new();
+    let mut block_results = Vec::new();
     for i in 0..blocks {
-        for (p, v) in t.params.iter().zip(&params) {
-            args.push((name(i, &id(*p)), distribution.type_of(*v)));
-        }
-    }
-    args.push(("block.in".to_string(), whole_ty));
-    args.push(("block.out.grad".to_string(), whole_ty));
-    // Results: the batch's output and input gradient; per block, each
-    // optimizer step's gradient, new parameter and new state.
-    let mut results = vec![("block.out".to_string(), whole_ty), ("block.in.grad".to_string(), whole_ty)];
-    for i in 0..blocks {
+        block_args.push(t.params.iter().zip(&params).map(|(p, v)| (name(i, &id(*p)), distribution.type_of(*v))).collect::<Vec<_>>());
+        let mut results = Vec::new();
         let mut at = 0;
         for (k, step) in t.optimizer.iter().enumerate() {
             let v = step.operand(0).map_err(|_| (*step, "has no parameter".to_string()))?;
@@ -675,11 +689,32 @@ fn train_step<'c, 'g, 'm>(
             }
             at += step.result_count();
         }
+        block_results.push(results);
     }
+    let phases = Phases {
+        forward: (fwd.clone(), fwd_types.clone()),
+        backward: (bwd.clone(), bwd_types.clone()),
+        optimizer: (opt.clone(), opt_types.clone()),
+        states: opt_args[params.len() + grads_of.len()..].iter().map(|(_, t)| *t).collect(),
+        steps: t.optimizer.iter().map(|s| (str_attr(*s, "id").unwrap_or("grad").to_string(), s.result_count())).collect(),
+        rows: act.clone(),
+        whole: whole.clone(),
+    };
+    if let Some(pipeline) = &distribution.pipeline {
+        return pipelined::stage_steps(lin, distribution, pipeline, &phases, &block_args, &block_results, function, generated);
+    }
+    // Arguments: every block's parameters, then the batch's input and the
+    // gradient of the last block's output.
+    let mut args: Vec<(String, Type<'c>)> = block_args.concat();
+    args.push(("block.in".to_string(), whole_ty));
+    args.push(("block.out.grad".to_string(), whole_ty));
+    // Results: the batch's output and input gradient, then every block's.
+    let mut results = vec![("block.out".to_string(), whole_ty), ("block.in.grad".to_string(), whole_ty)];
+    results.extend(block_results.concat());
     let built = |e: BuildError| (function, e.to_string());
     let loc = function.location();
     let l = lin.at(loc);
-    let entry = function_with_interface(l, generated, &args, &results, &distribution.splits, loc).map_err(built)?;
+    let entry = function_with_interface(l, generated, TRAIN_STEP, &args, &results, &distribution.splits, loc).map_err(built)?;
     let n_params = params.len();
     let block_params =
         |i: usize| -> Result<Vec<Value<'c, 'g>>, BuildError> { (0..n_params).map(|k| arg(&entry, i * n_params + k)).collect() };
@@ -755,50 +790,78 @@ fn train_step<'c, 'g, 'm>(
     body.append_operation(
         OperationBuilder::new("scf.yield", loc).add_operands(&next).build().map_err(|_| built(BuildError { op: "scf.yield" }))?,
     );
-    let mut summed: Vec<Value<'c, 'g>> = for_op.results().map(Into::into).collect();
+    let summed: Vec<Value<'c, 'g>> = for_op.results().map(Into::into).collect();
 
-    // The data-parallel reduction of every gradient, then the optimizer,
-    // once per block, on the summed gradients and zero state.
+    let per_block: Vec<Vec<Value<'c, 'g>>> =
+        (0..blocks).map(|i| summed[2 + i * grads_of.len()..2 + (i + 1) * grads_of.len()].to_vec()).collect();
+    let params_of: Vec<Vec<Value<'c, 'g>>> = (0..blocks).map(block_params).collect::<Result<_, _>>().map_err(built)?;
+    let mut returned = vec![summed[0], summed[1]];
+    returned.extend(optimize(l, &entry, distribution, &phases, &(0..blocks).collect::<Vec<_>>(), &params_of, per_block).map_err(|(op, m)| (op.unwrap_or(function), m))?);
+    entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
+    Ok(())
+}
+
+/// What a step calls of the block: its three phase functions (name,
+/// result types), the optimizer's state types and steps (id, results), a
+/// microbatch's activation shape and the rank's rows of the batch.
+pub(super) struct Phases<'c> {
+    pub forward: (String, Vec<Type<'c>>),
+    pub backward: (String, Vec<Type<'c>>),
+    pub optimizer: (String, Vec<Type<'c>>),
+    pub states: Vec<Type<'c>>,
+    pub steps: Vec<(String, usize)>,
+    pub rows: Vec<i64>,
+    pub whole: Vec<i64>,
+}
+
+/// The data-parallel reduction of every summed gradient (when the program
+/// has one), then each block's optimizer step on zero state; returns per
+/// block each step's gradient, new parameter and new state.
+fn optimize<'c, 'g, 'm>(
+    l: Lin<'c>,
+    entry: &BlockRef<'c, 'g>,
+    distribution: &Distribution<'c, 'm>,
+    phases: &Phases<'c>,
+    blocks: &[usize],
+    params: &[Vec<Value<'c, 'g>>],
+    mut grads: Vec<Vec<Value<'c, 'g>>>,
+) -> Result<Vec<Value<'c, 'g>>, (Option<OperationRef<'c, 'm>>, String)> {
+    let built = |e: BuildError| (None, e.to_string());
     if let Some(template) = distribution.gradient_reduction {
-        for (i, p) in (0..blocks).flat_map(|i| (0..grads_of.len()).map(move |k| (i, k))).enumerate() {
-            let (block, k) = p;
-            let g = summed[2 + i];
-            let bytes = Some(shape_of(g).iter().product::<i64>() * 4);
-            let suffix = format!("b{block}.{}", str_attr(t.optimizer[k], "id").unwrap_or("grad"));
-            summed[2 + i] = distributed::gradient_reduction(l, &entry, template, g, bytes, &suffix).map_err(|m| (template, m))?;
+        for (block, block_grads) in blocks.iter().zip(grads.iter_mut()) {
+            for (k, g) in block_grads.iter_mut().enumerate() {
+                let bytes = Some(shape_of(*g).iter().product::<i64>() * 4);
+                let suffix = format!("b{block}.{}", phases.steps[k].0);
+                *g = distributed::gradient_reduction(l, entry, template, *g, bytes, &suffix).map_err(|m| (Some(template), m))?;
+            }
         }
     }
-    let mut returned = vec![summed[0], summed[1]];
-    let zeros: Vec<Value<'c, 'g>> = opt_args[n_params + grads_of.len()..]
-        .iter()
-        .map(|(_, ty)| l.full(&entry, &shape(*ty), 0.0))
-        .collect::<Result<_, _>>()
-        .map_err(built)?;
-    for i in 0..blocks {
-        let block_grads = &summed[2 + i * grads_of.len()..2 + (i + 1) * grads_of.len()];
-        let mut call_args = block_params(i).map_err(built)?;
+    let shape = |t: Type<'c>| crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let zeros: Vec<Value<'c, 'g>> = phases.states.iter().map(|ty| l.full(entry, &shape(*ty), 0.0)).collect::<Result<_, _>>().map_err(built)?;
+    let mut returned = Vec::new();
+    for (i, block_grads) in grads.iter().enumerate() {
+        let mut call_args = params[i].clone();
         call_args.extend(block_grads.iter().copied());
         call_args.extend(zeros.iter().copied());
-        let updated = call(l, &entry, &opt, &call_args, &opt_types).map_err(built)?;
+        let updated = call(l, entry, &phases.optimizer.0, &call_args, &phases.optimizer.1).map_err(built)?;
         let mut at = 0;
-        for (k, step) in t.optimizer.iter().enumerate() {
+        for (k, (_, n)) in phases.steps.iter().enumerate() {
             returned.push(block_grads[k]);
-            let n = step.result_count();
             returned.extend(updated[at..at + n].iter().copied());
             at += n;
         }
     }
-    entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
-    Ok(())
+    Ok(returned)
 }
 
 fn function_with_interface<'c, 'g>(
     lin: Lin<'c>,
     generated: &'g Module<'c>,
+    name: &str,
     args: &[(String, Type<'c>)],
     results: &[(String, Type<'c>)],
     splits: &HashMap<String, Split>,
     location: Location<'c>,
 ) -> Result<BlockRef<'c, 'g>, BuildError> {
-    function(lin, generated, TRAIN_STEP, args, results, splits, location, true)
+    function(lin, generated, name, args, results, splits, location, true)
 }
