@@ -208,10 +208,14 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
     }
     // The step: @train_step, or one @train_step_s<k> per pipeline stage.
     let is_step = |name: Option<&str>| {
-        name.is_some_and(|n| n == TRAIN_STEP || n.strip_prefix(TRAIN_STEP).and_then(|r| r.strip_prefix("_s")).is_some_and(|k| k.parse::<u64>().is_ok()))
+        name.is_some_and(|n| {
+            n == TRAIN_STEP || n.strip_prefix(TRAIN_STEP).and_then(|r| r.strip_prefix("_s")).is_some_and(|k| k.parse::<u64>().is_ok())
+        })
     };
-    let functions: Vec<OperationRef> =
-        collect_ops(module.as_operation()).into_iter().filter(|op| name_of(*op) == "func.func" && is_step(str_attr(*op, "sym_name"))).collect();
+    let functions: Vec<OperationRef> = collect_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| name_of(*op) == "func.func" && is_step(str_attr(*op, "sym_name")))
+        .collect();
     if functions.is_empty() {
         return Err("the lowering made no @train_step".into());
     }
@@ -435,7 +439,8 @@ impl CompiledStep {
             let (address, signature) = functions.get(stage_of(rank)).ok_or_else(|| format!("rank {rank}: no step for its stage"))?;
             let mut args = Vec::new();
             for local in &signature.inputs {
-                let at = inputs.iter().position(|t| t.name == local.name).ok_or_else(|| format!("rank {rank}: no input '{}'", local.name))?;
+                let at =
+                    inputs.iter().position(|t| t.name == local.name).ok_or_else(|| format!("rank {rank}: no input '{}'", local.name))?;
                 let (whole, data) = (&inputs[at], &arguments[at]);
                 args.push(match &whole.split {
                     None => data.clone(),

@@ -18,10 +18,11 @@
 //! batch's rows by data parallelism), so a runner can hand each rank its
 //! slices and gather the results.
 //!
-//! Executes what the derived program holds on one pipeline stage: tensor
-//! and data parallelism, every recompute policy. Pipeline stages,
-//! sequence parallelism and sharded optimizer state are located errors
-//! naming what is missing, and the module is left unchanged.
+//! Executes tensor and data parallelism, every recompute policy and
+//! pipelines of one chunk per stage (one function per stage, see
+//! `pipelined`). Interleaved pipelines, sequence parallelism and sharded
+//! optimizer state are located errors naming what is missing, and the
+//! module is left unchanged.
 
 use std::collections::HashMap;
 

@@ -796,7 +796,10 @@ fn train_step<'c, 'g, 'm>(
         (0..blocks).map(|i| summed[2 + i * grads_of.len()..2 + (i + 1) * grads_of.len()].to_vec()).collect();
     let params_of: Vec<Vec<Value<'c, 'g>>> = (0..blocks).map(block_params).collect::<Result<_, _>>().map_err(built)?;
     let mut returned = vec![summed[0], summed[1]];
-    returned.extend(optimize(l, &entry, distribution, &phases, &(0..blocks).collect::<Vec<_>>(), &params_of, per_block).map_err(|(op, m)| (op.unwrap_or(function), m))?);
+    returned.extend(
+        optimize(l, &entry, distribution, &phases, &(0..blocks).collect::<Vec<_>>(), &params_of, per_block)
+            .map_err(|(op, m)| (op.unwrap_or(function), m))?,
+    );
     entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     Ok(())
 }
@@ -836,8 +839,10 @@ fn optimize<'c, 'g, 'm>(
             }
         }
     }
-    let shape = |t: Type<'c>| crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
-    let zeros: Vec<Value<'c, 'g>> = phases.states.iter().map(|ty| l.full(entry, &shape(*ty), 0.0)).collect::<Result<_, _>>().map_err(built)?;
+    let shape =
+        |t: Type<'c>| crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let zeros: Vec<Value<'c, 'g>> =
+        phases.states.iter().map(|ty| l.full(entry, &shape(*ty), 0.0)).collect::<Result<_, _>>().map_err(built)?;
     let mut returned = Vec::new();
     for (i, block_grads) in grads.iter().enumerate() {
         let mut call_args = params[i].clone();

@@ -25,8 +25,7 @@
 use melior::ir::{block::BlockLike, operation::OperationLike, Module, OperationRef, Type, Value};
 
 use super::{
-    arg, call, distributed, function_with_interface, linalg, linalg::Lin, optimize, shape_of, Distribution, Failure, Phases,
-    Pipeline,
+    arg, call, distributed, function_with_interface, linalg, linalg::Lin, optimize, shape_of, Distribution, Failure, Phases, Pipeline,
 };
 use crate::dialect::builder::BuildError;
 
@@ -80,7 +79,8 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
             .map(|_| grad_types.iter().map(|t| l.full(&entry, &dims(*t), 0.0)).collect::<Result<_, _>>())
             .collect::<Result<_, _>>()
             .map_err(built)?;
-        let (mut out_acc, mut in_grad_acc) = (l.empty(&entry, &phases.whole).map_err(built)?, l.empty(&entry, &phases.whole).map_err(built)?);
+        let (mut out_acc, mut in_grad_acc) =
+            (l.empty(&entry, &phases.whole).map_err(built)?, l.empty(&entry, &phases.whole).map_err(built)?);
         let mut kept: std::collections::HashMap<u64, Vec<Vec<Value<'c, 'g>>>> = std::collections::HashMap::new();
         let transfer = |template: Option<OperationRef<'c, 'm>>, input: Value<'c, 'g>, mesh: Option<&str>, microbatch: u64, sends: bool| {
             let what = if mesh.is_some() { "gradient" } else { "activation" };
@@ -88,7 +88,10 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
             distributed::transfer(l, &entry, template, input, mesh, microbatch, sends).map_err(|m| (template, m))
         };
         for &(microbatch, backward) in &stage.slots {
-            let rows = i64::try_from(microbatch).ok().and_then(|m| m.checked_mul(phases.rows[0])).ok_or((function, "too many rows".to_string()))?;
+            let rows = i64::try_from(microbatch)
+                .ok()
+                .and_then(|m| m.checked_mul(phases.rows[0]))
+                .ok_or((function, "too many rows".to_string()))?;
             let rows_at = l.index_constant(&entry, rows).map_err(built)?;
             if !backward {
                 let mut x = if k == 0 {
@@ -130,7 +133,8 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
                     for (sum, this) in grads[i].iter_mut().zip(&out[1..]) {
                         let rank = shape_of(*this).len();
                         let maps = [linalg::identity(rank), linalg::identity(rank)];
-                        let added = l.generic(&entry, &[*this], &[*sum], &maps, &vec![linalg::Iter::P; rank], |s, a| Ok(vec![s.add(a[1], a[0])?]));
+                        let added =
+                            l.generic(&entry, &[*this], &[*sum], &maps, &vec![linalg::Iter::P; rank], |s, a| Ok(vec![s.add(a[1], a[0])?]));
                         *sum = added.map_err(built)?[0];
                     }
                 }
@@ -151,9 +155,7 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         if k == 0 {
             returned.push(in_grad_acc);
         }
-        returned.extend(
-            optimize(l, &entry, distribution, phases, &blocks, &params, grads).map_err(|(op, m)| (op.unwrap_or(function), m))?,
-        );
+        returned.extend(optimize(l, &entry, distribution, phases, &blocks, &params, grads).map_err(|(op, m)| (op.unwrap_or(function), m))?);
         entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     }
     Ok(())
@@ -191,7 +193,11 @@ fn twin_mesh<'c>(pipeline: &Pipeline<'c, '_>, generated: &Module<'c>) -> Result<
             mlir_sys::mlirOperationGetContext(copy.to_raw()),
             mlir_sys::MlirStringRef { data: twin.as_ptr().cast(), length: twin.len() },
         );
-        mlir_sys::mlirOperationSetAttributeByName(copy.to_raw(), mlir_sys::MlirStringRef { data: key.as_ptr().cast(), length: key.len() }, name);
+        mlir_sys::mlirOperationSetAttributeByName(
+            copy.to_raw(),
+            mlir_sys::MlirStringRef { data: key.as_ptr().cast(), length: key.len() },
+            name,
+        );
     }
     let body = generated.body();
     match body.first_operation() {
