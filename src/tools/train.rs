@@ -52,7 +52,8 @@ pub struct TrainOptions {
 pub struct Tensor {
     pub name: String,
     pub shape: Vec<i64>,
-    pub split: Option<Split>,
+    /// The dimensions split over mesh axes (none: whole on every rank).
+    pub splits: Vec<Split>,
 }
 
 impl Tensor {
@@ -287,23 +288,32 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
             })
             .collect()
     };
-    let splits = |key: &str| -> Vec<Option<Split>> {
+    let splits = |key: &str| -> Vec<Vec<Split>> {
         let Some(array) = function.attribute(key).ok().and_then(|a| ArrayAttribute::try_from(a).ok()) else { return Vec::new() };
         (0..array.len())
             .map(|i| {
-                let split = array
+                let Some(list) = array
                     .element(i)
                     .ok()
                     .and_then(|d| DictionaryAttribute::try_from(d).ok())
                     .and_then(|d| d.element_by_name(SPLIT_ATTRIBUTE))
-                    .and_then(|s| DictionaryAttribute::try_from(s).ok())?;
-                let dim = split.element_by_name("dim").and_then(|a| melior::ir::attribute::IntegerAttribute::try_from(a).ok())?.value();
-                let axis = split.element_by_name("axis").and_then(|a| StringAttribute::try_from(a).ok())?.value().to_string();
-                Some(Split { dim, axis })
+                    .and_then(|s| ArrayAttribute::try_from(s).ok())
+                else {
+                    return Vec::new();
+                };
+                (0..list.len())
+                    .filter_map(|j| {
+                        let split = list.element(j).ok().and_then(|d| DictionaryAttribute::try_from(d).ok())?;
+                        let dim =
+                            split.element_by_name("dim").and_then(|a| melior::ir::attribute::IntegerAttribute::try_from(a).ok())?.value();
+                        let axis = split.element_by_name("axis").and_then(|a| StringAttribute::try_from(a).ok())?.value().to_string();
+                        Some(Split { dim, axis })
+                    })
+                    .collect()
             })
             .collect()
     };
-    let tensors = |types: Vec<Type>, names: Vec<String>, splits: Vec<Option<Split>>| -> Vec<Tensor> {
+    let tensors = |types: Vec<Type>, names: Vec<String>, splits: Vec<Vec<Split>>| -> Vec<Tensor> {
         types
             .into_iter()
             .zip(names)
@@ -311,7 +321,7 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
             .map(|(i, (t, name))| Tensor {
                 name,
                 shape: tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect(),
-                split: splits.get(i).cloned().flatten(),
+                splits: splits.get(i).cloned().unwrap_or_default(),
             })
             .collect()
     };
@@ -442,13 +452,16 @@ impl CompiledStep {
                 let at =
                     inputs.iter().position(|t| t.name == local.name).ok_or_else(|| format!("rank {rank}: no input '{}'", local.name))?;
                 let (whole, data) = (&inputs[at], &arguments[at]);
-                args.push(match &whole.split {
-                    None => data.clone(),
-                    Some(split) => {
-                        let (c, n) = coordinate(rank, &split.axis);
-                        slice(data, &whole.shape, split.dim, c, n)
+                // Sliced along each split dimension in turn.
+                let (mut data, mut shape) = (data.clone(), whole.shape.clone());
+                for split in &whole.splits {
+                    let (c, n) = coordinate(rank, &split.axis);
+                    data = slice(&data, &shape, split.dim, c, n);
+                    if let Some(d) = usize::try_from(split.dim).ok().and_then(|d| shape.get_mut(d)) {
+                        *d /= n.max(1);
                     }
-                });
+                }
+                args.push(data);
             }
             call(*address, signature, args).map_err(|e| format!("rank {rank}: {e}"))
         });
@@ -462,36 +475,33 @@ impl CompiledStep {
                 .find_map(|(st, (_, f))| f.outputs.iter().position(|o| o.name == t.name).map(|k| (st, k)))
                 .ok_or_else(|| format!("no stage computes '{}'", t.name))?;
             let holders: Vec<usize> = (0..size).filter(|r| stage_of(*r) == stage).collect();
-            // The stage's rank at coordinate `c` on `axis` and 0 on every
-            // other axis but the pipeline's.
-            let holder = |axis: &str, c: i64| -> usize {
+            // The stage's rank with coordinates `fixed` on the split axes
+            // and 0 on every other axis but the pipeline's.
+            let holder = |fixed: &[(String, i64)]| -> usize {
                 holders
                     .iter()
                     .copied()
-                    .find(|r| axes.iter().all(|a| a == "pp" || coordinate(*r, a).0 == if a == axis { c } else { 0 }))
+                    .find(|r| {
+                        axes.iter().all(|a| a == "pp" || coordinate(*r, a).0 == fixed.iter().find(|(f, _)| f == a).map_or(0, |(_, c)| *c))
+                    })
                     .unwrap_or(0)
             };
-            match &t.split {
-                None => {
-                    let first_rank = holders.first().copied().unwrap_or(0);
-                    let first = &per_rank[first_rank][k];
-                    for &rank in &holders[1..] {
-                        let theirs = &per_rank[rank][k];
-                        if let Some(i) = disagreement(first, theirs) {
-                            return Err(format!(
-                                "'{}' should be the same on every rank, but rank {rank} has {} at element {i} where rank {first_rank} has {}",
-                                t.name, theirs[i], first[i]
-                            ));
-                        }
-                    }
-                    gathered.push(first.clone());
-                }
-                Some(split) => {
-                    let n = mesh.get(axes.iter().position(|a| a == &split.axis).unwrap_or(0)).copied().unwrap_or(1);
-                    let parts: Vec<&Vec<f32>> = (0..n).map(|c| &per_rank[holder(&split.axis, c)][k]).collect();
-                    gathered.push(concatenate(&parts, &t.shape, split.dim, n));
+            // Replicas (ranks that differ only on axes the tensor is not
+            // split over) must agree: a missing reduction shows here.
+            for &rank in &holders {
+                let fixed: Vec<(String, i64)> = t.splits.iter().map(|s| (s.axis.clone(), coordinate(rank, &s.axis).0)).collect();
+                let canonical = holder(&fixed);
+                let (mine, theirs) = (&per_rank[canonical][k], &per_rank[rank][k]);
+                if let Some(i) = disagreement(mine, theirs) {
+                    return Err(format!(
+                        "'{}' should be the same on every rank holding it, but rank {rank} has {} at element {i} where rank {canonical} has {}",
+                        t.name, theirs[i], mine[i]
+                    ));
                 }
             }
+            gathered.push(assemble(t, &mut Vec::new(), &|fixed| per_rank[holder(fixed)][k].clone(), &|axis| {
+                mesh.get(axes.iter().position(|a| a == axis).unwrap_or(0)).copied().unwrap_or(1)
+            }));
         }
         Ok(gathered)
     }
@@ -576,21 +586,51 @@ fn mesh_text(axes: &[String], shape: &[i64]) -> String {
 
 /// The whole tensor of which `t` is a rank's slice.
 fn whole(t: &Tensor, mesh: Option<&(Vec<String>, Vec<i64>)>) -> Result<Tensor, String> {
-    let Some(split) = &t.split else { return Ok(t.clone()) };
-    let (axes, shape) = mesh.ok_or_else(|| format!("'{}' is split over a mesh, but the step has none", t.name))?;
-    let n = axes
-        .iter()
-        .position(|a| a == &split.axis)
-        .map(|i| shape[i])
-        .ok_or_else(|| format!("'{}' is split over axis '{}', which the mesh has not", t.name, split.axis))?;
-    let dim = usize::try_from(split.dim)
-        .ok()
-        .filter(|d| *d < t.shape.len())
-        .ok_or_else(|| format!("'{}' is split along dimension {}, which it has not", t.name, split.dim))?;
     let mut whole = t.clone();
-    whole.shape[dim] *= n;
-    whole.split = Some(split.clone());
+    for split in &t.splits {
+        let (axes, shape) = mesh.ok_or_else(|| format!("'{}' is split over a mesh, but the step has none", t.name))?;
+        let n = axes
+            .iter()
+            .position(|a| a == &split.axis)
+            .map(|i| shape[i])
+            .ok_or_else(|| format!("'{}' is split over axis '{}', which the mesh has not", t.name, split.axis))?;
+        let dim = usize::try_from(split.dim)
+            .ok()
+            .filter(|d| *d < t.shape.len())
+            .ok_or_else(|| format!("'{}' is split along dimension {}, which it has not", t.name, split.dim))?;
+        whole.shape[dim] *= n;
+    }
     Ok(whole)
+}
+
+/// The whole tensor `t` from its slices: `part(fixed)` is the slice of the
+/// rank at the coordinates `fixed` on every split axis, joined along each
+/// split dimension in turn (`size(axis)` ranks each).
+fn assemble(
+    t: &Tensor,
+    fixed: &mut Vec<(String, i64)>,
+    part: &dyn Fn(&[(String, i64)]) -> Vec<f32>,
+    size: &dyn Fn(&str) -> i64,
+) -> Vec<f32> {
+    let level = fixed.len();
+    let Some(split) = t.splits.get(level) else { return part(fixed) };
+    // The shape joined at this level: the whole, less the splits before it.
+    let mut shape = t.shape.clone();
+    for s in &t.splits[..level] {
+        if let Some(d) = usize::try_from(s.dim).ok().and_then(|d| shape.get_mut(d)) {
+            *d /= size(&s.axis).max(1);
+        }
+    }
+    let n = size(&split.axis);
+    let parts: Vec<Vec<f32>> = (0..n)
+        .map(|c| {
+            fixed.push((split.axis.clone(), c));
+            let p = assemble(t, fixed, part, size);
+            fixed.pop();
+            p
+        })
+        .collect();
+    concatenate(&parts.iter().collect::<Vec<_>>(), &shape, split.dim, n)
 }
 
 /// Part `c` of `n` equal parts along `dim` of a row-major tensor of `shape`.

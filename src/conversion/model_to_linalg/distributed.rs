@@ -148,6 +148,10 @@ fn read<'c, 'm>(
             )
         })
     };
+    // The ranks of a collective's groups: the product of its axes' sizes.
+    let group_size = |c: OperationRef| -> i64 {
+        crate::ir::read::attr_string_list(c, "mesh_axes").unwrap_or_default().iter().map(|a| mesh.axis_size(a).unwrap_or(1)).product()
+    };
     let mut distribution = Distribution {
         forward: Vec::new(),
         backward: Vec::new(),
@@ -202,15 +206,6 @@ fn read<'c, 'm>(
                     distribution.gradient_reduction = Some(task);
                     continue;
                 }
-                if kind != Some(OpKind::DistAllReduce) {
-                    return Err((
-                        task,
-                        format!(
-                            "{PASS}: '{}' is sequence parallelism's; executing sequence-parallel steps is not supported yet",
-                            name_of(task)
-                        ),
-                    ));
-                }
                 let source = defining_op(input)
                     .filter(|d| OpKind::of(*d) == Some(OpKind::DistCompute))
                     .ok_or((task, format!("{PASS}: the collective's input is not a compute task's")))?;
@@ -228,7 +223,7 @@ fn read<'c, 'm>(
         let declared = task.and_then(|t| t.result(1).ok()).map(|r| r.r#type());
         let mut items = vec![Item::Op(op, declared)];
         if let Some(task) = task {
-            items.extend(after.get(&op_key(task)).into_iter().flatten().map(|c| Item::Collective(op, *c)));
+            items.extend(after.get(&op_key(task)).into_iter().flatten().map(|c| Item::Collective(op, *c, group_size(*c))));
         }
         items
     };
@@ -285,15 +280,24 @@ fn read<'c, 'm>(
             distribution.local.insert(key(r.into()), out_type);
         }
     }
-    // Splits: rows over data parallelism; parameters over tensor parallelism.
+    // Splits: rows over data parallelism; the sequence over tensor
+    // parallelism under sequence parallelism; parameters over tensor
+    // parallelism.
     let dp = distribution.data_parallel;
-    let rows = Split { dim: 0, axis: "dp".into() };
+    let tp = mesh.axis_size("tp").unwrap_or(1);
+    let activations = ["block.in", "block.out.grad", "block.out", "block.in.grad"];
     if dp > 1 {
-        for name in ["block.in", "block.out.grad", "block.out", "block.in.grad"] {
-            distribution.splits.insert(name.into(), rows.clone());
+        for name in activations {
+            distribution.splits.entry(name.into()).or_default().push(Split { dim: 0, axis: "dp".into() });
         }
     }
-    let tp = mesh.axis_size("tp").unwrap_or(1);
+    let input_type = t.input.result(0).map(|r| r.r#type()).map_err(|_| (t.input, "has no result".to_string()))?;
+    let sequence = split_of(input_type, out_type, tp).map_err(|m| (t.input, format!("{PASS}: the block input {m}")))?;
+    for name in activations {
+        if let Some(split) = &sequence {
+            distribution.splits.entry(name.into()).or_default().push(split.clone());
+        }
+    }
     for (p, step) in t.params.iter().filter_map(|p| Some((*p, optimizer_of(t, *p)?))) {
         let Ok(value) = p.result(0) else { continue };
         let Some(local) = distribution.local.get(&key(value.into())).copied() else {
@@ -314,7 +318,7 @@ fn read<'c, 'm>(
                 names.push(format!("blocks.{block}.{}", id(s)));
             }
             for name in names {
-                distribution.splits.insert(name, split.clone());
+                distribution.splits.entry(name).or_default().push(split.clone());
             }
         }
     }
@@ -393,22 +397,53 @@ fn split_of(whole: Type, local: Type, tp: i64) -> Result<Option<Split>, String> 
     }
 }
 
-/// The derived collective `template` run on `input`: a `dist` op of the
-/// same kind and attributes, on the tensor. `bytes`, the tensor's size,
-/// must be what the template states.
+/// The derived collective `template` run on `input` in groups of `group`
+/// ranks: a `dist` op of the same kind and attributes, on the tensor. An
+/// all-gather or reduce-scatter of tensor parallelism is sequence
+/// parallelism's: it gathers or scatters the sequence, dimension 1 of a
+/// `[batch, sequence, hidden]` activation. The template's bytes must be the
+/// logical tensor's (the reduced or gathered one).
 pub(super) fn collective<'c, 'a>(
     lin: Lin<'c>,
     block: &BlockRef<'c, 'a>,
     template: OperationRef,
     input: Value<'c, 'a>,
-    bytes: Option<i64>,
+    group: i64,
 ) -> Result<Value<'c, 'a>, String> {
-    check_bytes(template, input, bytes)?;
-    clone_on(lin, block, template, input, &[])
+    const SEQUENCE: usize = 1;
+    let mut shape: Vec<i64> = tensor_shape(input.r#type()).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect();
+    let bytes = |shape: &[i64]| Some(shape.iter().product::<i64>() * 4);
+    let kind = OpKind::of(template);
+    if !matches!(kind, Some(OpKind::DistAllGather | OpKind::DistReduceScatter)) {
+        check_bytes(template, input, bytes(&shape))?;
+        return clone_on(lin, block, template, input, &[], None);
+    }
+    if shape.len() != 3 || group < 1 {
+        return Err(format!(
+            "'{}' splits the sequence of {}, which is not a [batch, sequence, hidden] activation",
+            name_of(template),
+            type_string(input.r#type())
+        ));
+    }
+    let logical = if kind == Some(OpKind::DistAllGather) {
+        shape[SEQUENCE] *= group;
+        shape.clone()
+    } else {
+        let whole = shape.clone();
+        if shape[SEQUENCE] % group != 0 {
+            return Err(format!("'{}' scatters a sequence of {} over {group} ranks", name_of(template), shape[SEQUENCE]));
+        }
+        shape[SEQUENCE] /= group;
+        whole
+    };
+    check_bytes(template, input, bytes(&logical))?;
+    let result = lin.tensor(&shape);
+    clone_on(lin, block, template, input, &[("axis", lin.b.i64(SEQUENCE as i64))], Some(result))
 }
 
 /// The bytes a communication `template` states are `bytes`, those of the
-/// tensor `input` a rank holds.
+/// logical tensor of `input` (the rank's tensor, or what it is gathered
+/// into or scattered from).
 fn check_bytes(template: OperationRef, input: Value, bytes: Option<i64>) -> Result<(), String> {
     let stated = int_attr(template, "message_bytes");
     if stated != bytes {
@@ -450,7 +485,7 @@ pub(super) fn transfer<'c, 'a>(
     if let Some(mesh) = mesh {
         replaced.push(("mesh", b.symbol(mesh)));
     }
-    clone_on(lin.at(template.location()), block, template, input, &replaced)
+    clone_on(lin.at(template.location()), block, template, input, &replaced, None)
 }
 
 /// The attribute naming the transfer a `dist.p2p` is one end of.
@@ -470,17 +505,19 @@ pub(super) fn gradient_reduction<'c, 'a>(
     let id = format!("{}.{suffix}", str_attr(template, "id").unwrap_or("grad_reduce"));
     let b = &lin.b;
     let bytes = u64::try_from(bytes.unwrap_or(0)).map_err(|_| "has a negative size".to_string())?;
-    clone_on(lin, block, template, gradient, &[("id", b.string(&id)), ("message_bytes", b.count(bytes))])
+    clone_on(lin, block, template, gradient, &[("id", b.string(&id)), ("message_bytes", b.count(bytes))], None)
 }
 
-/// `template` (a collective on tokens) rebuilt on the tensor `input`, its
-/// attributes kept but for `replaced` (set or added) and its stage's slice.
+/// `template` (a collective on tokens) rebuilt on the tensor `input`, with
+/// `result`'s type (default: the input's), its attributes kept but for
+/// `replaced` (set or added) and its stage's slice.
 fn clone_on<'c, 'a>(
     lin: Lin<'c>,
     block: &BlockRef<'c, 'a>,
     template: OperationRef,
     input: Value<'c, 'a>,
     replaced: &[(&str, melior::ir::Attribute<'c>)],
+    result: Option<Type<'c>>,
 ) -> Result<Value<'c, 'a>, String> {
     let mut attributes = Vec::new();
     for i in 0..template.attribute_count() {
@@ -504,7 +541,7 @@ fn clone_on<'c, 'a>(
     }
     let op = OperationBuilder::new(name_of(template).as_str(), lin.loc)
         .add_operands(&[input])
-        .add_results(&[input.r#type()])
+        .add_results(&[result.unwrap_or_else(|| input.r#type())])
         .add_attributes(&attributes)
         .build();
     let name = "dist collective";

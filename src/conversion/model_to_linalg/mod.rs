@@ -224,7 +224,7 @@ fn function<'c, 'g>(
     name: &str,
     args: &[(String, Type<'c>)],
     results: &[(String, Type<'c>)],
-    splits: &HashMap<String, Split>,
+    splits: &HashMap<String, Vec<Split>>,
     location: Location<'c>,
     c_interface: bool,
 ) -> Result<BlockRef<'c, 'g>, BuildError> {
@@ -232,11 +232,12 @@ fn function<'c, 'g>(
     let names = |items: &[(String, Type<'c>)]| -> Attribute<'c> {
         let dicts: Vec<Attribute<'c>> = items
             .iter()
-            .map(|(n, _)| match splits.get(n) {
-                Some(split) => b.dictionary(&[
-                    (NAME_ATTRIBUTE, b.string(n)),
-                    (SPLIT_ATTRIBUTE, b.dictionary(&[("dim", b.i64(split.dim)), ("axis", b.string(&split.axis))])),
-                ]),
+            .map(|(n, _)| match splits.get(n).filter(|s| !s.is_empty()) {
+                Some(split) => {
+                    let each: Vec<Attribute<'c>> =
+                        split.iter().map(|s| b.dictionary(&[("dim", b.i64(s.dim)), ("axis", b.string(&s.axis))])).collect();
+                    b.dictionary(&[(NAME_ATTRIBUTE, b.string(n)), (SPLIT_ATTRIBUTE, b.array(&each))])
+                }
                 None => b.dictionary(&[(NAME_ATTRIBUTE, b.string(n))]),
             })
             .collect();
@@ -390,14 +391,15 @@ pub(super) enum Item<'c, 'm> {
     /// what the rule computes), if it comes from a task.
     Op(OperationRef<'c, 'm>, Option<Type<'c>>),
     /// The collective `template` (a `dist` op of the derived program, on
-    /// tokens), run on the tensor `op` computed; later items read its result.
-    Collective(OperationRef<'c, 'm>, OperationRef<'c, 'm>),
+    /// tokens), run in groups of the given ranks on the tensor `op`
+    /// computed; later items read its result.
+    Collective(OperationRef<'c, 'm>, OperationRef<'c, 'm>, i64),
 }
 
 impl<'c, 'm> Item<'c, 'm> {
     fn op(self) -> OperationRef<'c, 'm> {
         match self {
-            Item::Op(op, _) | Item::Collective(op, _) => op,
+            Item::Op(op, _) | Item::Collective(op, _, _) => op,
         }
     }
 }
@@ -425,12 +427,11 @@ fn lower_items<'c, 'g, 'm>(cx: &mut Cx<'_, 'c, 'g, 'm>, lin: Lin<'c>, items: &[I
                     }
                 }
             }
-            Item::Collective(op, template) => {
+            Item::Collective(op, template, group) => {
                 let result = op.result(0).map_err(|_| (op, "has no result".to_string()))?;
                 let input = cx.env.get(result.into()).map_err(|m| (op, m))?;
-                let bytes = Some(shape_of(input).iter().product::<i64>() * 4);
                 let reduced =
-                    distributed::collective(lin.at(template.location()), &cx.block, template, input, bytes).map_err(|m| (template, m))?;
+                    distributed::collective(lin.at(template.location()), &cx.block, template, input, group).map_err(|m| (template, m))?;
                 cx.env.set(result.into(), reduced);
             }
         }
@@ -549,8 +550,9 @@ pub(super) struct Distribution<'c, 'm> {
     /// its output's gradient, where it is not the ModelIR's (by handle).
     pub local: HashMap<usize, Type<'c>>,
     /// How each argument and result of the step is split over the mesh
-    /// (by tensor name); absent: whole on every rank.
-    pub splits: HashMap<String, Split>,
+    /// (by tensor name; a tensor may be split along several dimensions);
+    /// absent: whole on every rank.
+    pub splits: HashMap<String, Vec<Split>>,
     /// Ranks of the data-parallel axis: a rank's rows are the global batch
     /// divided by it.
     pub data_parallel: u64,
@@ -586,7 +588,8 @@ pub struct Split {
 }
 
 /// The attribute on `@train_step`'s arguments and results saying how a
-/// tensor is split over the mesh (`{dim, axis}`).
+/// tensor is split over the mesh (`[{dim, axis}, ...]`, one entry per split
+/// dimension).
 pub const SPLIT_ATTRIBUTE: &str = "dist.split";
 
 impl<'c, 'm> Distribution<'c, 'm> {
@@ -865,7 +868,7 @@ fn function_with_interface<'c, 'g>(
     name: &str,
     args: &[(String, Type<'c>)],
     results: &[(String, Type<'c>)],
-    splits: &HashMap<String, Split>,
+    splits: &HashMap<String, Vec<Split>>,
     location: Location<'c>,
 ) -> Result<BlockRef<'c, 'g>, BuildError> {
     function(lin, generated, name, args, results, splits, location, true)
