@@ -407,6 +407,52 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 }
 
+/// Every group named by mesh axes, built at the entry of every public
+/// function, all in one order: on MPI building a group splits the world
+/// (a call every rank must make), and ranks that reach their first
+/// collective of those axes at different points — a pipeline's stages, the
+/// later one waiting for the earlier one's activation — would otherwise
+/// wait on each other. Linear in the lowered ops plus the functions.
+fn prepare_groups(module: OperationRef, lowerings: &[Lowering], names: &mut OpNames) {
+    let groups: std::collections::BTreeSet<(i64, Vec<i64>, Vec<i64>)> = lowerings
+        .iter()
+        .filter_map(|l| match &l.group {
+            Group::Axes { shape, axes } => Some((l.team, shape.clone(), axes.clone())),
+            _ => None,
+        })
+        .collect();
+    if groups.is_empty() {
+        return;
+    }
+    for function in crate::ir::read::region_ops(module, 0) {
+        let public = name_of(function) == "func.func" && str_attr(function, "sym_visibility").is_none_or(|v| v == "public");
+        let first = function.region(0).ok().and_then(|r| r.first_block()).and_then(|b| b.first_operation());
+        let (true, Some(first)) = (public, first) else { continue };
+        // SAFETY: the op stays in its block while the emitter inserts before it.
+        let first = unsafe { OperationRef::from_raw(first.to_raw()) };
+        let Some(at) = Emitter::new(first) else { continue };
+        // Announced, so a failure (a world that is not the mesh) names it.
+        let location = function.location().to_string();
+        let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
+        let mut text = format!("'mesh groups of @{}' at {location}", str_attr(function, "sym_name").unwrap_or("?"));
+        text.retain(|c| c.is_ascii() && !c.is_ascii_control());
+        let (symbol, len) = names.symbol(&text);
+        let name = Emitter::value(at.op("memref.get_global", &[], &[&format!("memref<{len}xi8>")], &[("name", &format!("@{symbol}"))]));
+        let name = Emitter::value(at.op("memref.cast", &[name], &["memref<*xi8>"], &[]));
+        at.op("func.call", &[name], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Op.symbol()))]);
+        for (team, shape, axes) in &groups {
+            let size: i64 = axes.iter().map(|&a| shape.get(a as usize).copied().unwrap_or(1)).product();
+            let team = at.constant(*team, "i64");
+            let (shape_list, axes_list) = (at.i64_list(shape), at.i64_list(axes));
+            let ranked = format!("memref<{size}xi64>");
+            let buffer = Emitter::value(at.op("memref.alloca", &[], &[&ranked], &[("operandSegmentSizes", "array<i32: 0, 0>")]));
+            let members = Emitter::value(at.op("memref.cast", &[buffer], &["memref<*xi64>"], &[]));
+            let callee = format!("@{}", RuntimeFunction::MeshGroup.symbol());
+            at.op("func.call", &[team, shape_list, axes_list, members], &["i64"], &[("callee", &callee)]);
+        }
+    }
+}
+
 pub(crate) fn memref_of(tensor_type: &str) -> String {
     tensor_type.replacen("tensor<", "memref<", 1)
 }
@@ -414,6 +460,10 @@ pub(crate) fn memref_of(tensor_type: &str) -> String {
 fn apply(module: OperationRef, plan: Plan) {
     let mut used: BTreeMap<String, RuntimeFunction> = BTreeMap::new();
     let mut names = OpNames::new(module);
+    prepare_groups(module, &plan.lowerings, &mut names);
+    if plan.lowerings.iter().any(|l| matches!(l.group, Group::Axes { .. })) {
+        used.insert(RuntimeFunction::Op.symbol(), RuntimeFunction::Op);
+    }
     for lowering in plan.lowerings {
         used.insert(lowering.function.symbol(), lowering.function);
         if matches!(lowering.group, Group::Axes { .. }) {

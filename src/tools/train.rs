@@ -91,6 +91,17 @@ pub struct Stage {
 /// A message naming the file, tensor or op at fault; `options.output` is
 /// not written.
 pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
+    let result = train_step(options);
+    // Under MPI an error ends every process of the job (the others may be
+    // waiting for this one), with this message once.
+    if let (Err(message), Some(world)) = (&result, crate::runtime::mpi::active()) {
+        crate::tools::cli::report(&format!("blueprint-run: rank {}: {message}", world.rank()));
+        world.abort(1);
+    }
+    result
+}
+
+fn train_step(options: &TrainOptions) -> Result<(), String> {
     let (name, bytes) = crate::tools::cli::read_input(Some(options.step.as_os_str())).map_err(|e| e.to_string())?;
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
@@ -108,14 +119,32 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
     // A derived program's step takes a rank's slices: the files hold the
     // whole tensors, checked whole; the world must be the mesh.
     let mesh = signature.mesh.clone();
+    // Under an MPI launcher each process is one rank of the mesh.
+    let mpi = if mesh.is_some() && crate::tools::run::under_mpi_launcher() {
+        Some(crate::runtime::mpi::init(crate::runtime::DEFAULT_TIMEOUT).map_err(|e| format!("cannot start MPI: {e}"))?)
+    } else {
+        None
+    };
     if let Some((axes, shape)) = &mesh {
         let size: i64 = shape.iter().product();
-        let ranks = options.ranks.unwrap_or(usize::try_from(size).unwrap_or(0));
+        let (ranks, flag) = match mpi {
+            Some(world) => (world.nranks(), "MPI_COMM_WORLD has"),
+            None => (options.ranks.unwrap_or(usize::try_from(size).unwrap_or(0)), "--ranks"),
+        };
         if i64::try_from(ranks).ok() != Some(size) {
-            return Err(format!(
-                "--ranks {ranks}, but the step's mesh ({}) has {size} ranks: a derived program runs on its whole mesh",
+            let message = format!(
+                "{flag} {ranks}, but the step's mesh ({}) has {size} ranks: a derived program runs on its whole mesh",
                 mesh_text(axes, shape)
-            ));
+            );
+            // Under MPI every process finds it; one says so.
+            if let Some(world) = mpi {
+                if world.rank() == 0 {
+                    crate::tools::cli::report(&format!("blueprint-run: {message}"));
+                }
+                world.finalize();
+                std::process::exit(1);
+            }
+            return Err(message);
         }
     } else if let Some(ranks) = options.ranks.filter(|r| *r != 1) {
         return Err(format!(
@@ -139,7 +168,17 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
     let step = CompiledStep::compile(&context, module, signature).map_err(|e| with_diagnostics(e, &report(&sink)))?;
     let outputs = match &mesh {
         None => step.run(arguments)?,
-        Some((_, shape)) => step.run_ranks(&whole_inputs, arguments, shape, &whole_outputs)?,
+        Some((_, shape)) => match step.run_ranks(&whole_inputs, arguments, shape, &whole_outputs, mpi)? {
+            Some(outputs) => outputs,
+            // Another MPI rank than 0: rank 0 writes the outputs.
+            None => {
+                if let Some(world) = mpi {
+                    world.barrier();
+                    world.finalize();
+                }
+                return Ok(());
+            }
+        },
     };
     let signature = Signature { inputs: whole_inputs, outputs: whole_outputs, mesh, stages: Vec::new() };
     let signature = &signature;
@@ -155,8 +194,13 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
         })
         .collect::<Result<_, _>>()?;
     let bytes = safetensors::serialize(views, None).map_err(|e| format!("cannot serialize the outputs: {e}"))?;
-    crate::tools::cli::write_file_atomically(Path::new(&options.output), &bytes)
-        .map_err(|e| format!("cannot write '{}': {e}", options.output.to_string_lossy()))
+    let written = crate::tools::cli::write_file_atomically(Path::new(&options.output), &bytes)
+        .map_err(|e| format!("cannot write '{}': {e}", options.output.to_string_lossy()));
+    if let Some(world) = mpi {
+        world.barrier();
+        world.finalize();
+    }
+    written
 }
 
 fn with_diagnostics(message: String, diagnostics: &str) -> String {
@@ -401,10 +445,11 @@ impl CompiledStep {
     }
 
     /// Runs a derived program's step on every rank of `mesh` (one thread
-    /// each): each rank takes its slices of the whole `arguments` (of
-    /// `inputs`), and the whole `outputs` are gathered from the ranks
-    /// holding each slice; an output every rank holds whole must agree on
-    /// all of them (a missing reduction shows here).
+    /// each, or, under MPI, this process's rank): each rank takes its
+    /// slices of the whole `arguments` (of `inputs`), and the whole
+    /// `outputs` are gathered (under MPI at rank 0; the others return
+    /// `None`) from the ranks holding each slice; replicas must agree (a
+    /// missing reduction shows here).
     ///
     /// # Errors
     /// A rank's failure (the run stops at once on every rank), or ranks
@@ -415,7 +460,8 @@ impl CompiledStep {
         arguments: Vec<Vec<f32>>,
         mesh: &[i64],
         outputs: &[Tensor],
-    ) -> Result<Vec<Vec<f32>>, String> {
+        mpi: Option<&crate::runtime::mpi::MpiWorld>,
+    ) -> Result<Option<Vec<Vec<f32>>>, String> {
         // Each function a rank may run: the step, or one per stage.
         let functions: Vec<(usize, Signature)> = if self.signature.stages.is_empty() {
             let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{TRAIN_STEP}")).map_err(|e| e.to_string())? as usize;
@@ -437,22 +483,15 @@ impl CompiledStep {
         };
         // The function rank `r` runs: its pipeline stage's.
         let stage_of = |rank: usize| if functions.len() > 1 { usize::try_from(coordinate(rank, "pp").0).unwrap_or(0) } else { 0 };
-        // A failing rank ends the run (every rank is a thread of this
-        // process); nothing has been written yet.
-        crate::runtime::set_stop_hook(Box::new(|rank, op, error| {
-            let at = op.map(|op| format!("op {op}: ")).unwrap_or_default();
-            crate::tools::cli::report(&format!("blueprint-run: rank {rank}: error: {at}{error}"));
-            std::process::exit(1);
-        }));
-        let world = crate::runtime::World::new(size);
-        let results: Vec<Result<Vec<Vec<f32>>, String>> = world.run(|rank| {
+        // What rank `r` runs: its stage's function on its slices of the
+        // whole arguments, each sliced along its split dimensions in turn.
+        let run_rank = |rank: usize| -> Result<Vec<Vec<f32>>, String> {
             let (address, signature) = functions.get(stage_of(rank)).ok_or_else(|| format!("rank {rank}: no step for its stage"))?;
             let mut args = Vec::new();
             for local in &signature.inputs {
                 let at =
                     inputs.iter().position(|t| t.name == local.name).ok_or_else(|| format!("rank {rank}: no input '{}'", local.name))?;
                 let (whole, data) = (&inputs[at], &arguments[at]);
-                // Sliced along each split dimension in turn.
                 let (mut data, mut shape) = (data.clone(), whole.shape.clone());
                 for split in &whole.splits {
                     let (c, n) = coordinate(rank, &split.axis);
@@ -464,8 +503,52 @@ impl CompiledStep {
                 args.push(data);
             }
             call(*address, signature, args).map_err(|e| format!("rank {rank}: {e}"))
-        });
-        let per_rank: Vec<Vec<Vec<f32>>> = results.into_iter().collect::<Result<_, _>>()?;
+        };
+        let per_rank: Vec<Vec<Vec<f32>>> = match mpi {
+            None => {
+                // A failing rank ends the run (every rank is a thread of
+                // this process); nothing has been written yet.
+                crate::runtime::set_stop_hook(Box::new(|rank, op, error| {
+                    let at = op.map(|op| format!("op {op}: ")).unwrap_or_default();
+                    crate::tools::cli::report(&format!("blueprint-run: rank {rank}: error: {at}{error}"));
+                    std::process::exit(1);
+                }));
+                let world = crate::runtime::World::new(size);
+                world.run(run_rank).into_iter().collect::<Result<_, _>>()?
+            }
+            Some(world) => {
+                // A failing rank ends the job, with its message.
+                crate::runtime::set_stop_hook(Box::new(|rank, op, error| {
+                    let at = op.map(|op| format!("op {op}: ")).unwrap_or_default();
+                    crate::tools::cli::report(&format!("blueprint-run: rank {rank}: error: {at}{error}"));
+                    if let Some(world) = crate::runtime::mpi::active() {
+                        world.abort(1);
+                    }
+                    std::process::exit(1);
+                }));
+                let rank = world.rank();
+                let mine = run_rank(rank)?;
+                let bytes: Vec<u8> = mine.iter().flat_map(|v| v.iter().flat_map(|f| f.to_le_bytes())).collect();
+                // Rank 0 gathers every rank's outputs; the others are done.
+                let Some(all) = world.gather_bytes(&bytes).map_err(|e| format!("rank {rank}: cannot gather the outputs: {e}"))? else {
+                    return Ok(None);
+                };
+                let mut per_rank = Vec::with_capacity(all.len());
+                for (r, bytes) in all.iter().enumerate() {
+                    let (_, signature) = &functions[stage_of(r)];
+                    let floats: Vec<f32> = bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+                    let mut outputs = Vec::new();
+                    let mut at = 0;
+                    for t in &signature.outputs {
+                        let end = (at + t.len()).min(floats.len());
+                        outputs.push(floats[at..end].to_vec());
+                        at = end;
+                    }
+                    per_rank.push(outputs);
+                }
+                per_rank
+            }
+        };
         let mut gathered = Vec::with_capacity(outputs.len());
         for t in outputs {
             // The stage computing it, and its position among that stage's results.
@@ -503,7 +586,7 @@ impl CompiledStep {
                 mesh.get(axes.iter().position(|a| a == axis).unwrap_or(0)).copied().unwrap_or(1)
             }));
         }
-        Ok(gathered)
+        Ok(Some(gathered))
     }
 
     /// Runs the step on `arguments` (one row-major f32 buffer per input,

@@ -175,6 +175,12 @@ func.func @checks(%ok: i1) {
 // it as the participants.
 // CHECK: func.func private @_bprt_mesh_group(i64, memref<*xi64>, memref<*xi64>, memref<*xi64>) -> i64
 // CHECK-LABEL: func.func @axes_group
+// Every group named by mesh axes is built first, at the entry of every
+// public function, in one order (on MPI a group splits the world, a call
+// every rank makes at the same point), announced as the function's:
+// CHECK: call @_bprt_op
+// CHECK: call @_bprt_mesh_group
+// Then each collective builds (finds) its group:
 // CHECK: %[[SHAPE:.*]] = memref.alloca() : memref<2xi64>
 // CHECK: %[[AXES:.*]] = memref.alloca() : memref<1xi64>
 // CHECK: %[[GROUP:.*]] = memref.alloca() : memref<2xi64>

@@ -307,6 +307,59 @@ impl MpiWorld {
         }
     }
 
+    /// Every process's `bytes`, at rank 0 in rank order (`None` on the
+    /// others): on a communicator of its own, so nothing the program
+    /// communicates can match it. Every process must call it.
+    ///
+    /// # Errors
+    /// A failing MPI call, or more than `i32::MAX` bytes from one process.
+    pub fn gather_bytes(&self, bytes: &[u8]) -> RtResult<Option<Vec<Vec<u8>>>> {
+        let comm = self.dup_world()?;
+        let count = |n: usize| c_int::try_from(n).map_err(|_| RtError::InvalidArgument(format!("{n} bytes do not fit one MPI message")));
+        let wait = |requests: &mut [Request]| -> RtResult<()> {
+            let mut polls = 0u32;
+            while !self.test_all(requests)? {
+                backoff(&mut polls);
+            }
+            Ok(())
+        };
+        let result = if self.rank != 0 {
+            let length = [bytes.len() as u64];
+            let mut requests = [ffi::REQUEST_NULL; 2];
+            // SAFETY: the buffers outlive the requests, which complete below.
+            unsafe {
+                self.mpi("MPI_Isend", (self.api.isend)(length.as_ptr().cast(), 8, ffi::BYTE, 0, 0, comm, &mut requests[0]))?;
+                self.mpi(
+                    "MPI_Isend",
+                    (self.api.isend)(bytes.as_ptr().cast(), count(bytes.len())?, ffi::BYTE, 0, 1, comm, &mut requests[1]),
+                )?;
+            }
+            wait(&mut requests)?;
+            None
+        } else {
+            let mut all = vec![bytes.to_vec()];
+            for peer in 1..self.size {
+                let mut length = [0u64];
+                let mut request = [ffi::REQUEST_NULL];
+                let peer = peer as c_int;
+                // SAFETY: the buffer outlives the request, which completes below.
+                self.mpi("MPI_Irecv", unsafe {
+                    (self.api.irecv)(length.as_mut_ptr().cast(), 8, ffi::BYTE, peer, 0, comm, &mut request[0])
+                })?;
+                wait(&mut request)?;
+                let mut data = vec![0u8; usize::try_from(length[0]).unwrap_or(0)];
+                // SAFETY: as above.
+                self.mpi("MPI_Irecv", unsafe {
+                    (self.api.irecv)(data.as_mut_ptr().cast(), count(data.len())?, ffi::BYTE, peer, 1, comm, &mut request[0])
+                })?;
+                wait(&mut request)?;
+                all.push(data);
+            }
+            Some(all)
+        };
+        Ok(result)
+    }
+
     /// Ends every process of the job with `code` (`MPI_Abort`).
     pub fn abort(&self, code: i32) -> ! {
         // SAFETY: a valid communicator.
@@ -895,6 +948,17 @@ impl MpiWorld {
         let mut polls = 0u32;
         loop {
             self.progress(&mut state, &group)?;
+            // Every other group's started operations move on too: a rank
+            // waiting here may be what another rank waits for, through an
+            // operation it started earlier and waits for later (a pipeline
+            // stage's send, waited at the end of the step, while it waits
+            // for the next stage's gradient). Their errors surface when
+            // they are waited for.
+            let others: Vec<GroupKey> =
+                state.queues.iter().filter(|(g, q)| **g != group && !q.is_empty()).map(|(g, _)| g.clone()).collect();
+            for other in &others {
+                let _ = self.progress(&mut state, other);
+            }
             let pending = state.pending.get_mut(&handle).ok_or_else(|| RtError::Internal("pending op vanished".into()))?;
             match &mut pending.phase {
                 Phase::Header { requests, received, .. } => {

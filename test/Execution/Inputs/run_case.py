@@ -5,14 +5,15 @@ with --decompose), run by `blueprint-run --train-step`, and every output
 compared with the reference computed in float64 (EXECUTION.md's tolerance).
 
 usage: run_case.py SPEC --seed N --work DIR [--decompose] [--edit E ...] [--reference-f32]
-                   [--distribute [--ranks N]]
+                   [--distribute [--ranks N | --mpirun N]]
 
 --edit applies an edit of test/Transforms/Inputs/edit-block.py to the
 decomposed block (gelu-to-relu, gelu-to-silu, fc1-bias) and computes the
 reference of the edited block.
 --distribute runs distribute-transformer-training on the decomposed block
 (the spec's mapping: tp, dp, recompute) and runs the derived program's step
-on every rank of its mesh (--ranks passes a world size through).
+on every rank of its mesh (--ranks passes a world size through; --mpirun N
+runs it under `mpirun -np N`, one process per rank).
 Prints the comparison's summary; exits 1 on any difference or failure.
 Run with the reference's venv python (tools/setup-python.sh).
 """
@@ -50,6 +51,7 @@ def main():
     p.add_argument("--reference-f32", action="store_true", help="compare with the float32 reference")
     p.add_argument("--distribute", action="store_true", help="run the derived program on its mesh")
     p.add_argument("--ranks", type=int)
+    p.add_argument("--mpirun", type=int)
     a = p.parse_args()
     os.makedirs(a.work, exist_ok=True)
     f = lambda name: os.path.join(a.work, name)
@@ -68,12 +70,13 @@ def main():
         with open(step) as block, open(f("edited.mlir"), "w") as edited:
             subprocess.run([sys.executable, EDIT, *a.edit], stdin=block, stdout=edited, check=True)
         step = f("edited.mlir")
-    ranks = []
+    ranks, launcher = [], []
     if a.distribute:
         run(["blueprint-opt", step, "--distribute-transformer-training", "-o", f("dist.mlir")])
         step = f("dist.mlir")
         ranks = ["--ranks", str(a.ranks)] if a.ranks else []
-    run(["blueprint-run", step, *ranks, "--train-step", "--params", f("p.safetensors"), "--inputs", f("i.safetensors"), "-o", f("got.safetensors")])
+        launcher = ["mpirun", "-np", str(a.mpirun)] if a.mpirun else []
+    run([*launcher, "blueprint-run", step, *ranks, "--train-step", "--params", f("p.safetensors"), "--inputs", f("i.safetensors"), "-o", f("got.safetensors")])
     want = ref.compute_step(spec, params, inputs, ref.jnp.float32 if a.reference_f32 else ref.jnp.float64)
     ref.save(f("want.safetensors"), want)
     ok = ref.compare(ref.load_file(f("want.safetensors")), ref.load_file(f("got.safetensors")))
