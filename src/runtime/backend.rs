@@ -66,6 +66,14 @@ impl Backend {
         participants: Vec<usize>,
         build: impl FnOnce(&[usize]) -> RtResult<(Contribution, Option<StridedView>)>,
     ) -> RtResult<i64> {
+        // Counted as built (what this rank starts), for --comm-report.
+        let build = |parts: &[usize]| {
+            let built = build(parts);
+            if let Ok((contribution, _)) = &built {
+                super::comm_count::record(contribution);
+            }
+            built
+        };
         match self {
             Backend::Local(world, rank) => world.start_exchange(*rank, team, participants, build),
             Backend::Mpi(world) => world.start_exchange(team, participants, build),

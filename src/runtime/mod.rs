@@ -47,6 +47,7 @@
 pub mod abi;
 pub(crate) mod backend;
 mod collective;
+pub mod comm_count;
 mod contribution;
 pub mod dtype;
 pub mod error;

@@ -41,6 +41,8 @@ pub struct Options {
     pub params: Option<OsString>,
     pub inputs: Option<OsString>,
     pub output: Option<OsString>,
+    /// `--comm-report`: print what the runtime communicated.
+    pub comm_report: bool,
 }
 
 /// The help text.
@@ -81,6 +83,13 @@ optimizer, and .adam_m/.adam_v under Adam).
   --params P         the parameters, blocks.<i>.<id> (safetensors, F32)
   --inputs I         block.in and block.out.grad (safetensors, F32)
   -o OUT             the output file (written only when the step ran)
+  --ranks N          a derived program's ranks (default and only: its mesh's)
+  --comm-report      print what the runtime communicated: per rank and op,
+                     its phase, kind, group size, calls and bytes
+STEP.mlir may also be a derived program (distribute-transformer-training
+of decomposed ModelIR): every rank of its mesh runs (threads, or one
+process each under mpirun), each on its slices of the files; the outputs
+are gathered whole.
 A missing or extra tensor, a wrong shape or dtype, a non-float32 step or
 dropout with p > 0 is an error naming it; nothing is written.
 "
@@ -102,6 +111,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
         lower_to_mpi: false,
         help: false,
         train_step: false,
+        comm_report: false,
         params: None,
         inputs: None,
         output: None,
@@ -140,6 +150,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
             }
             "-e" | "--entry" | "--entry-point" => entry = Some(take_text(&mut i)?),
             "--train-step" => options.train_step = true,
+            "--comm-report" => options.comm_report = true,
             "--params" => options.params = Some(take(&mut i)?),
             "--inputs" => options.inputs = Some(take(&mut i)?),
             "-o" | "--output" => options.output = Some(take(&mut i)?),
@@ -185,6 +196,9 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
         }
         return Ok(options);
     }
+    if options.comm_report {
+        return Err("--comm-report applies to --train-step only".into());
+    }
     if let Some(flag) =
         [("--params", &options.params), ("--inputs", &options.inputs), ("-o", &options.output)].iter().find(|(_, v)| v.is_some())
     {
@@ -221,6 +235,7 @@ pub fn main_with_args(args: &[OsString]) -> i32 {
             inputs: options.inputs.clone().unwrap_or_default(),
             output: options.output.clone().unwrap_or_default(),
             ranks: options.ranks_given.then_some(options.ranks),
+            comm_report: options.comm_report,
         };
         return match crate::tools::train::run_train_step(&train) {
             Ok(()) => 0,

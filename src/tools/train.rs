@@ -44,6 +44,8 @@ pub struct TrainOptions {
     pub output: std::ffi::OsString,
     /// In-process ranks of a derived program's step (default: its mesh's).
     pub ranks: Option<usize>,
+    /// Print what the runtime communicated (`--comm-report`).
+    pub comm_report: bool,
 }
 
 /// One argument or result of `@train_step`: its tensor name and shape
@@ -75,6 +77,10 @@ pub struct Signature {
     /// A pipelined step's functions, one per stage in stage order (the
     /// inputs and outputs above are their union); empty: one `@train_step`.
     pub stages: Vec<Stage>,
+    /// The phase of each communication op of the step, by the name the
+    /// runtime knows it by (its `id`, or the transfer a `dist.p2p` end
+    /// makes).
+    pub phases: std::collections::BTreeMap<String, String>,
 }
 
 /// One pipeline stage's step function and its tensors.
@@ -165,6 +171,7 @@ fn train_step(options: &TrainOptions) -> Result<(), String> {
             return Err(format!("'{file}' holds tensor '{name}', which the step does not take ({} such tensors)", extra.len()));
         }
     }
+    let phases = signature.phases.clone();
     let step = CompiledStep::compile(&context, module, signature).map_err(|e| with_diagnostics(e, &report(&sink)))?;
     let outputs = match &mesh {
         None => step.run(arguments)?,
@@ -172,6 +179,9 @@ fn train_step(options: &TrainOptions) -> Result<(), String> {
             Some(outputs) => outputs,
             // Another MPI rank than 0: rank 0 writes the outputs.
             None => {
+                if options.comm_report {
+                    print_comm_report(&crate::runtime::comm_count::take(), &phases);
+                }
                 if let Some(world) = mpi {
                     world.barrier();
                     world.finalize();
@@ -180,7 +190,7 @@ fn train_step(options: &TrainOptions) -> Result<(), String> {
             }
         },
     };
-    let signature = Signature { inputs: whole_inputs, outputs: whole_outputs, mesh, stages: Vec::new() };
+    let signature = Signature { inputs: whole_inputs, outputs: whole_outputs, mesh, stages: Vec::new(), phases: Default::default() };
     let signature = &signature;
     let views: Vec<(String, TensorView)> = signature
         .outputs
@@ -196,6 +206,9 @@ fn train_step(options: &TrainOptions) -> Result<(), String> {
     let bytes = safetensors::serialize(views, None).map_err(|e| format!("cannot serialize the outputs: {e}"))?;
     let written = crate::tools::cli::write_file_atomically(Path::new(&options.output), &bytes)
         .map_err(|e| format!("cannot write '{}': {e}", options.output.to_string_lossy()));
+    if options.comm_report && written.is_ok() {
+        print_comm_report(&crate::runtime::comm_count::take(), &phases);
+    }
     if let Some(world) = mpi {
         world.barrier();
         world.finalize();
@@ -284,6 +297,7 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
         if str_attr(function, "sym_name") == Some(TRAIN_STEP) {
             let mut signature = signature(function)?;
             signature.mesh = mesh;
+            signature.phases = communication_phases(module);
             return Ok(signature);
         }
     }
@@ -296,7 +310,7 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
         stages.push((k, Stage { function: name, inputs: s.inputs, outputs: s.outputs }));
     }
     stages.sort_by_key(|(k, _)| *k);
-    let mut all = Signature { inputs: Vec::new(), outputs: Vec::new(), mesh, stages: Vec::new() };
+    let mut all = Signature { inputs: Vec::new(), outputs: Vec::new(), mesh, stages: Vec::new(), phases: communication_phases(module) };
     for (_, stage) in &stages {
         for t in &stage.inputs {
             if !all.inputs.iter().any(|u| u.name == t.name) {
@@ -376,6 +390,7 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
         outputs: tensors(outputs, names("res_attrs"), splits("res_attrs")),
         mesh: None,
         stages: Vec::new(),
+        phases: std::collections::BTreeMap::new(),
     })
 }
 
@@ -470,7 +485,13 @@ impl CompiledStep {
             let mut functions = Vec::new();
             for stage in &self.signature.stages {
                 let address = self.jit.lookup(&format!("_mlir__mlir_ciface_{}", stage.function)).map_err(|e| e.to_string())? as usize;
-                let signature = Signature { inputs: stage.inputs.clone(), outputs: stage.outputs.clone(), mesh: None, stages: Vec::new() };
+                let signature = Signature {
+                    inputs: stage.inputs.clone(),
+                    outputs: stage.outputs.clone(),
+                    mesh: None,
+                    stages: Vec::new(),
+                    phases: Default::default(),
+                };
                 functions.push((address, signature));
             }
             functions
@@ -782,5 +803,44 @@ mod tests {
         assert_eq!(disagreement(&[1.0, 2.0], &[1.0, 2.5]), Some(1));
         assert_eq!(disagreement(&[f32::NAN], &[0.0]), Some(0));
         assert_eq!(disagreement(&[1.0], &[1.0, 2.0]), Some(0));
+    }
+}
+
+/// The phase of every communication op in `module`, by the name the
+/// runtime announces it by (its transfer for a `dist.p2p` end, else its id).
+fn communication_phases(module: &Module) -> std::collections::BTreeMap<String, String> {
+    collect_ops(module.as_operation())
+        .into_iter()
+        .filter(|op| OpKind::of(*op).is_some_and(OpKind::is_communication))
+        .filter_map(|op| {
+            let name = str_attr(op, crate::conversion::model_to_linalg::distributed::TRANSFER_ATTRIBUTE).or_else(|| str_attr(op, "id"))?;
+            let phase = crate::ir::read::enum_attr::<crate::ir::ods::Phase>(op, "phase")?;
+            Some((name.to_string(), phase.name().to_string()))
+        })
+        .collect()
+}
+
+/// `--comm-report`: what the runtime communicated, one line per rank and
+/// op (phase, kind, group size, calls, bytes, the op), then the totals per
+/// (phase, kind, group size) over the ranks.
+fn print_comm_report(counts: &[crate::runtime::comm_count::CommCount], phases: &std::collections::BTreeMap<String, String>) {
+    use std::io::Write;
+    let phase_of = |op: &str| {
+        let id = op.strip_prefix('\'').and_then(|o| o.split('\'').next()).unwrap_or(op);
+        phases.get(id).map_or("-", String::as_str).to_string()
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "comm-report: rank phase kind group calls bytes op");
+    let mut totals: std::collections::BTreeMap<(String, &str, usize), (u64, u64)> = std::collections::BTreeMap::new();
+    for c in counts {
+        let phase = phase_of(&c.op);
+        let _ = writeln!(out, "comm-report: {} {phase} {} {} {} {} {}", c.rank, c.kind, c.group, c.calls, c.bytes, c.op);
+        let total = totals.entry((phase, c.kind, c.group)).or_default();
+        total.0 += c.calls;
+        total.1 += c.bytes;
+    }
+    let _ = writeln!(out, "comm-report total: phase kind group calls bytes");
+    for ((phase, kind, group), (calls, bytes)) in totals {
+        let _ = writeln!(out, "comm-report total: {phase} {kind} {group} {calls} {bytes}");
     }
 }

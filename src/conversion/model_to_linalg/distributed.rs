@@ -37,7 +37,7 @@ use melior::{
 
 use super::{
     is_model, linalg::Lin, read_trained, rules::Outliner, train_step, validate, Distribution, Failure, Item, Pipeline, Split, Stage,
-    Trained,
+    Template, Trained,
 };
 use crate::{
     analysis::workload::TrainingSpec,
@@ -162,87 +162,21 @@ fn read<'c, 'm>(
         pipeline: pipelined,
     };
     let key = |v: Value| v.to_raw().ptr as usize;
-    // Each task by (ModelIR op, whether it recomputes); the collectives
-    // after each task; the recompute clones in the template's order.
-    let mut tasks: HashMap<(usize, bool), OperationRef<'c, 'm>> = HashMap::new();
-    let mut after: HashMap<usize, Vec<OperationRef<'c, 'm>>> = HashMap::new();
-    let mut recomputed: Vec<OperationRef<'c, 'm>> = Vec::new();
-    let op_key = |op: OperationRef| op.to_raw().ptr as usize;
-    for task in region_ops(chunk, 0) {
-        let kind = OpKind::of(task);
-        let phase = enum_attr::<Phase>(task, "phase");
-        match kind {
-            Some(OpKind::DistCompute) => {
-                let op = op_of(task)?;
-                let declared = task.result(1).ok().map(|r| r.r#type());
-                match phase {
-                    Some(Phase::Forward | Phase::ActivationGradient | Phase::WeightGradient) => {
-                        tasks.insert((op_key(op), false), task);
-                    }
-                    Some(Phase::Recompute) => {
-                        tasks.insert((op_key(op), true), task);
-                        recomputed.push(op);
-                    }
-                    Some(Phase::Optimizer) => {
-                        // The rank's parameter shard: the step's result type.
-                        let (Some(declared), Ok(param)) = (declared, op.operand(0)) else {
-                            return Err((task, format!("{PASS}: optimizer task has no parameter or result")));
-                        };
-                        distribution.local.insert(key(param), declared);
-                        for state in op.operands().skip(2) {
-                            distribution.local.insert(key(state), declared);
-                        }
-                    }
-                    _ => return Err((task, format!("{PASS}: a compute task of phase {phase:?} has no place in a training step"))),
-                }
-            }
-            Some(OpKind::DistAllReduce | OpKind::DistReduceScatter | OpKind::DistAllGather) => {
-                let axes = crate::ir::read::attr_string_list(task, "mesh_axes").unwrap_or_default();
-                let input = task.operand(0).map_err(|_| (task, "has no input".to_string()))?;
-                if axes == ["dp"] {
-                    if kind != Some(OpKind::DistAllReduce) {
-                        return Err((task, format!("{PASS}: '{}' shards the optimizer over data parallelism (optimizer_sharding); executing it is not supported yet", name_of(task))));
-                    }
-                    distribution.gradient_reduction = Some(task);
-                    continue;
-                }
-                let source = defining_op(input)
-                    .filter(|d| OpKind::of(*d) == Some(OpKind::DistCompute))
-                    .ok_or((task, format!("{PASS}: the collective's input is not a compute task's")))?;
-                after.entry(op_key(source)).or_default().push(task);
-            }
-            Some(OpKind::DistYield) => {}
-            _ => return Err((task, format!("{PASS}: '{}' in a block template is not executable", name_of(task)))),
+    // Each stage's template (the chunk of a one-stage step is stage 0's).
+    let mut templates = Vec::new();
+    for chunk in &chunks {
+        templates.push((int_attr(*chunk, "stage").unwrap_or(0), read_template(*chunk, t, &op_of, &group_size, &mut distribution.local)?));
+    }
+    templates.sort_by_key(|(stage, _)| *stage);
+    let mut templates = templates.into_iter().map(|(_, template)| template);
+    let first = templates.next().ok_or((chunk, format!("{PASS}: the step has no block template")))?;
+    (distribution.forward, distribution.backward, distribution.gradient_reduction) =
+        (first.forward, first.backward, first.gradient_reduction);
+    if let Some(pipeline) = &mut distribution.pipeline {
+        for (stage, template) in pipeline.stages.iter_mut().skip(1).zip(templates) {
+            stage.template = Some(template);
         }
     }
-    // Every ModelIR op in the block's order (ops without work, such as a
-    // fork, have no task), each with its task's type and the collectives
-    // after it; the backward recomputes the clones first.
-    let items = |op: OperationRef<'c, 'm>, recompute: bool| -> Vec<Item<'c, 'm>> {
-        let task = tasks.get(&(op_key(op), recompute)).copied();
-        let declared = task.and_then(|t| t.result(1).ok()).map(|r| r.r#type());
-        let mut items = vec![Item::Op(op, declared)];
-        if let Some(task) = task {
-            items.extend(after.get(&op_key(task)).into_iter().flatten().map(|c| Item::Collective(op, *c, group_size(*c))));
-        }
-        items
-    };
-    distribution.forward = t.forward.iter().flat_map(|op| items(*op, false)).collect();
-    // The clones in the block's order, with the ops that have no task
-    // (a fork: no work) recomputed where everything they read is.
-    let mut clones: Vec<OperationRef<'c, 'm>> = Vec::new();
-    if !recomputed.is_empty() {
-        for op in &t.forward {
-            let taskless = !tasks.contains_key(&(op_key(*op), false));
-            let reads_recomputed =
-                op.operands().all(|v| defining_op(v).is_some_and(|d| clones.contains(&d) || d == t.input || t.params.contains(&d)));
-            if recomputed.contains(op) || (taskless && reads_recomputed) {
-                clones.push(*op);
-            }
-        }
-    }
-    let recompute_items = clones.iter().flat_map(|op| if recomputed.contains(op) { items(*op, true) } else { vec![Item::Op(*op, None)] });
-    distribution.backward = recompute_items.chain(t.backward.iter().flat_map(|op| items(*op, false))).collect();
     // A parameter whose step has no task of its own shares its task with
     // the parameters of the same forward op (a norm's scale and bias are
     // one task): its shard type is theirs when its type is.
@@ -325,6 +259,104 @@ fn read<'c, 'm>(
     Ok(distribution)
 }
 
+/// One chunk's block template as the rank's step runs it: every ModelIR op
+/// in the block's order with its task's type and the collectives after it
+/// (forward; recompute clones then gradients), the data-parallel gradient
+/// reduction; records each parameter's (and its state's) shard type in
+/// `local`.
+fn read_template<'c, 'm>(
+    chunk: OperationRef<'c, 'm>,
+    t: &Trained<'c, 'm>,
+    op_of: &dyn Fn(OperationRef<'c, 'm>) -> Result<OperationRef<'c, 'm>, Failure<'c, 'm>>,
+    group_size: &dyn Fn(OperationRef) -> i64,
+    local: &mut HashMap<usize, Type<'c>>,
+) -> Result<Template<'c, 'm>, Failure<'c, 'm>> {
+    let key = |v: Value| v.to_raw().ptr as usize;
+    let op_key = |op: OperationRef| op.to_raw().ptr as usize;
+    // Each task by (ModelIR op, whether it recomputes); the collectives
+    // after each task; the recompute clones in the template's order.
+    let mut tasks: HashMap<(usize, bool), OperationRef<'c, 'm>> = HashMap::new();
+    let mut after: HashMap<usize, Vec<OperationRef<'c, 'm>>> = HashMap::new();
+    let mut recomputed: Vec<OperationRef<'c, 'm>> = Vec::new();
+    let mut template = Template { forward: Vec::new(), backward: Vec::new(), gradient_reduction: None };
+    for task in region_ops(chunk, 0) {
+        let kind = OpKind::of(task);
+        let phase = enum_attr::<Phase>(task, "phase");
+        match kind {
+            Some(OpKind::DistCompute) => {
+                let op = op_of(task)?;
+                let declared = task.result(1).ok().map(|r| r.r#type());
+                match phase {
+                    Some(Phase::Forward | Phase::ActivationGradient | Phase::WeightGradient) => {
+                        tasks.insert((op_key(op), false), task);
+                    }
+                    Some(Phase::Recompute) => {
+                        tasks.insert((op_key(op), true), task);
+                        recomputed.push(op);
+                    }
+                    Some(Phase::Optimizer) => {
+                        // The rank's parameter shard: the step's result type.
+                        let (Some(declared), Ok(param)) = (declared, op.operand(0)) else {
+                            return Err((task, format!("{PASS}: optimizer task has no parameter or result")));
+                        };
+                        local.insert(key(param), declared);
+                        for state in op.operands().skip(2) {
+                            local.insert(key(state), declared);
+                        }
+                    }
+                    _ => return Err((task, format!("{PASS}: a compute task of phase {phase:?} has no place in a training step"))),
+                }
+            }
+            Some(OpKind::DistAllReduce | OpKind::DistReduceScatter | OpKind::DistAllGather) => {
+                let axes = crate::ir::read::attr_string_list(task, "mesh_axes").unwrap_or_default();
+                let input = task.operand(0).map_err(|_| (task, "has no input".to_string()))?;
+                if axes == ["dp"] {
+                    if kind != Some(OpKind::DistAllReduce) {
+                        return Err((task, format!("{PASS}: '{}' shards the optimizer over data parallelism (optimizer_sharding); executing it is not supported yet", name_of(task))));
+                    }
+                    template.gradient_reduction = Some(task);
+                    continue;
+                }
+                let source = defining_op(input)
+                    .filter(|d| OpKind::of(*d) == Some(OpKind::DistCompute))
+                    .ok_or((task, format!("{PASS}: the collective's input is not a compute task's")))?;
+                after.entry(op_key(source)).or_default().push(task);
+            }
+            Some(OpKind::DistYield) => {}
+            _ => return Err((task, format!("{PASS}: '{}' in a block template is not executable", name_of(task)))),
+        }
+    }
+    // Every ModelIR op in the block's order (ops without work, such as a
+    // fork, have no task), each with its task's type and the collectives
+    // after it; the backward recomputes the clones first.
+    let items = |op: OperationRef<'c, 'm>, recompute: bool| -> Vec<Item<'c, 'm>> {
+        let task = tasks.get(&(op_key(op), recompute)).copied();
+        let declared = task.and_then(|t| t.result(1).ok()).map(|r| r.r#type());
+        let mut items = vec![Item::Op(op, declared)];
+        if let Some(task) = task {
+            items.extend(after.get(&op_key(task)).into_iter().flatten().map(|c| Item::Collective(op, *c, group_size(*c))));
+        }
+        items
+    };
+    template.forward = t.forward.iter().flat_map(|op| items(*op, false)).collect();
+    // The clones in the block's order, with the ops that have no task
+    // (a fork: no work) recomputed where everything they read is.
+    let mut clones: Vec<OperationRef<'c, 'm>> = Vec::new();
+    if !recomputed.is_empty() {
+        for op in &t.forward {
+            let taskless = !tasks.contains_key(&(op_key(*op), false));
+            let reads_recomputed =
+                op.operands().all(|v| defining_op(v).is_some_and(|d| clones.contains(&d) || d == t.input || t.params.contains(&d)));
+            if recomputed.contains(op) || (taskless && reads_recomputed) {
+                clones.push(*op);
+            }
+        }
+    }
+    let recompute_items = clones.iter().flat_map(|op| if recomputed.contains(op) { items(*op, true) } else { vec![Item::Op(*op, None)] });
+    template.backward = recompute_items.chain(t.backward.iter().flat_map(|op| items(*op, false))).collect();
+    Ok(template)
+}
+
 /// The stages of a pipelined step (`None` at one stage): each stage's
 /// blocks, its schedule's slots and the transfers at its boundaries.
 fn read_pipeline<'c, 'm>(
@@ -355,6 +387,7 @@ fn read_pipeline<'c, 'm>(
             send_forward,
             send_backward,
             slots: Vec::new(),
+            template: None,
         });
     }
     read.sort_by_key(|s| s.stage);
@@ -497,7 +530,7 @@ pub const TRANSFER_ATTRIBUTE: &str = "dist.transfer";
 pub(super) fn gradient_reduction<'c, 'a>(
     lin: Lin<'c>,
     block: &BlockRef<'c, 'a>,
-    template: OperationRef,
+    template: OperationRef<'c, '_>,
     gradient: Value<'c, 'a>,
     bytes: Option<i64>,
     suffix: &str,
@@ -505,7 +538,7 @@ pub(super) fn gradient_reduction<'c, 'a>(
     let id = format!("{}.{suffix}", str_attr(template, "id").unwrap_or("grad_reduce"));
     let b = &lin.b;
     let bytes = u64::try_from(bytes.unwrap_or(0)).map_err(|_| "has a negative size".to_string())?;
-    clone_on(lin, block, template, gradient, &[("id", b.string(&id)), ("message_bytes", b.count(bytes))], None)
+    clone_on(lin.at(template.location()), block, template, gradient, &[("id", b.string(&id)), ("message_bytes", b.count(bytes))], None)
 }
 
 /// `template` (a collective on tokens) rebuilt on the tensor `input`, with

@@ -578,6 +578,17 @@ pub(super) struct Stage<'c, 'm> {
     pub send_forward: Option<OperationRef<'c, 'm>>,
     pub send_backward: Option<OperationRef<'c, 'm>>,
     pub slots: Vec<(u64, bool)>,
+    /// The stage's own block template (its tasks' and collectives' ids);
+    /// `None` for stage 0, whose template is the distribution's.
+    pub template: Option<Template<'c, 'm>>,
+}
+
+/// A block template as the step runs it: the forward's and backward's
+/// items, and the data-parallel gradient reduction.
+pub(super) struct Template<'c, 'm> {
+    pub forward: Vec<Item<'c, 'm>>,
+    pub backward: Vec<Item<'c, 'm>>,
+    pub gradient_reduction: Option<OperationRef<'c, 'm>>,
 }
 
 /// A tensor split along `dim` over the mesh axis `axis`.
@@ -704,7 +715,25 @@ fn train_step<'c, 'g, 'm>(
         whole: whole.clone(),
     };
     if let Some(pipeline) = &distribution.pipeline {
-        return pipelined::stage_steps(lin, distribution, pipeline, &phases, &block_args, &block_results, function, generated);
+        // A later stage's phases run its own template (its tasks' and
+        // collectives' ids), with the same types.
+        let stage_phases = |stage: usize, template: &Template<'c, 'm>| -> Result<Phases<'c>, Failure<'c, 'm>> {
+            let (f, b) = (format!("{base}.s{stage}.forward"), format!("{base}.s{stage}.backward"));
+            phase_function(lin, generated, outliner, &forward, &f, &fwd_args, &template.forward, &fwd_results, function)?;
+            phase_function(lin, generated, outliner, &forward, &b, &bwd_args, &template.backward, &bwd_results, function)?;
+            Ok(Phases { forward: (f, phases.forward.1.clone()), backward: (b, phases.backward.1.clone()), ..phases.clone() })
+        };
+        return pipelined::stage_steps(
+            lin,
+            distribution,
+            pipeline,
+            &phases,
+            &stage_phases,
+            &block_args,
+            &block_results,
+            function,
+            generated,
+        );
     }
     // Arguments: every block's parameters, then the batch's input and the
     // gradient of the last block's output.
@@ -800,7 +829,7 @@ fn train_step<'c, 'g, 'm>(
     let params_of: Vec<Vec<Value<'c, 'g>>> = (0..blocks).map(block_params).collect::<Result<_, _>>().map_err(built)?;
     let mut returned = vec![summed[0], summed[1]];
     returned.extend(
-        optimize(l, &entry, distribution, &phases, &(0..blocks).collect::<Vec<_>>(), &params_of, per_block)
+        optimize(l, &entry, distribution.gradient_reduction, &phases, &(0..blocks).collect::<Vec<_>>(), &params_of, per_block)
             .map_err(|(op, m)| (op.unwrap_or(function), m))?,
     );
     entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
@@ -810,6 +839,7 @@ fn train_step<'c, 'g, 'm>(
 /// What a step calls of the block: its three phase functions (name,
 /// result types), the optimizer's state types and steps (id, results), a
 /// microbatch's activation shape and the rank's rows of the batch.
+#[derive(Clone)]
 pub(super) struct Phases<'c> {
     pub forward: (String, Vec<Type<'c>>),
     pub backward: (String, Vec<Type<'c>>),
@@ -826,14 +856,14 @@ pub(super) struct Phases<'c> {
 fn optimize<'c, 'g, 'm>(
     l: Lin<'c>,
     entry: &BlockRef<'c, 'g>,
-    distribution: &Distribution<'c, 'm>,
+    reduction: Option<OperationRef<'c, 'm>>,
     phases: &Phases<'c>,
     blocks: &[usize],
     params: &[Vec<Value<'c, 'g>>],
     mut grads: Vec<Vec<Value<'c, 'g>>>,
 ) -> Result<Vec<Value<'c, 'g>>, (Option<OperationRef<'c, 'm>>, String)> {
     let built = |e: BuildError| (None, e.to_string());
-    if let Some(template) = distribution.gradient_reduction {
+    if let Some(template) = reduction {
         for (block, block_grads) in blocks.iter().zip(grads.iter_mut()) {
             for (k, g) in block_grads.iter_mut().enumerate() {
                 let bytes = Some(shape_of(*g).iter().product::<i64>() * 4);

@@ -26,6 +26,7 @@ use melior::ir::{block::BlockLike, operation::OperationLike, Module, OperationRe
 
 use super::{
     arg, call, distributed, function_with_interface, linalg, linalg::Lin, optimize, shape_of, Distribution, Failure, Phases, Pipeline,
+    Template,
 };
 use crate::dialect::builder::BuildError;
 
@@ -36,6 +37,7 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
     distribution: &Distribution<'c, 'm>,
     pipeline: &Pipeline<'c, 'm>,
     phases: &Phases<'c>,
+    stage_phases: &dyn Fn(usize, &Template<'c, 'm>) -> Result<Phases<'c>, Failure<'c, 'm>>,
     block_args: &[Vec<(String, Type<'c>)>],
     block_results: &[Vec<(String, Type<'c>)>],
     function: OperationRef<'c, 'm>,
@@ -48,6 +50,11 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
     let backward_mesh = twin_mesh(pipeline, generated).map_err(|m| (function, m))?;
     let whole_ty = l.tensor(&phases.whole);
     for (k, stage) in pipeline.stages.iter().enumerate() {
+        let (own, reduction) = match &stage.template {
+            Some(template) => (stage_phases(k, template)?, template.gradient_reduction),
+            None => (phases.clone(), distribution.gradient_reduction),
+        };
+        let phases = &own;
         let blocks: Vec<usize> = (stage.first_block..stage.first_block + stage.blocks).filter_map(|b| usize::try_from(b).ok()).collect();
         if blocks.iter().any(|b| *b >= block_args.len()) {
             return Err((function, format!("stage {k} holds blocks {blocks:?}, beyond the spec's {}", block_args.len())));
@@ -155,7 +162,7 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         if k == 0 {
             returned.push(in_grad_acc);
         }
-        returned.extend(optimize(l, &entry, distribution, phases, &blocks, &params, grads).map_err(|(op, m)| (op.unwrap_or(function), m))?);
+        returned.extend(optimize(l, &entry, reduction, phases, &blocks, &params, grads).map_err(|(op, m)| (op.unwrap_or(function), m))?);
         entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     }
     Ok(())
