@@ -18,11 +18,10 @@
 //! batch's rows by data parallelism), so a runner can hand each rank its
 //! slices and gather the results.
 //!
-//! Executes tensor and data parallelism, every recompute policy and
-//! pipelines of one chunk per stage (one function per stage, see
-//! `pipelined`). Interleaved pipelines, sequence parallelism and sharded
-//! optimizer state are located errors naming what is missing, and the
-//! module is left unchanged.
+//! Executes tensor, sequence and data parallelism, every recompute policy
+//! and pipelines (one function per stage, see `pipelined`; interleaved
+//! chunks too). Sharded optimizer state is a located error naming what is
+//! missing, and the module is left unchanged.
 
 use std::collections::HashMap;
 
@@ -36,7 +35,7 @@ use melior::{
 };
 
 use super::{
-    is_model, linalg::Lin, read_trained, rules::Outliner, train_step, validate, Distribution, Failure, Item, Pipeline, Split, Stage,
+    is_model, linalg::Lin, read_trained, rules::Outliner, train_step, validate, Chunk, Distribution, Failure, Item, Pipeline, Split, Stage,
     Template, Trained,
 };
 use crate::{
@@ -111,16 +110,6 @@ fn read<'c, 'm>(
     t: &Trained<'c, 'm>,
     spec: &TrainingSpec,
 ) -> Result<Distribution<'c, 'm>, Failure<'c, 'm>> {
-    let count = |name: &str| int_attr(pipeline, name).unwrap_or(0);
-    if count("chunks") != 1 {
-        return Err((
-            pipeline,
-            format!(
-                "{PASS}: the step interleaves {} chunks per stage; executing an interleaved pipeline is not supported yet (pipeline_interleaving = 1 executes)",
-                count("chunks")
-            ),
-        ));
-    }
     let chunks: Vec<OperationRef> = top.iter().copied().filter(|op| OpKind::of(*op) == Some(OpKind::DistChunk)).collect();
     let Some(chunk) = chunks.first().copied() else {
         return Err((pipeline, format!("{PASS}: the step has no dist.chunk")));
@@ -162,19 +151,26 @@ fn read<'c, 'm>(
         pipeline: pipelined,
     };
     let key = |v: Value| v.to_raw().ptr as usize;
-    // Each stage's template (the chunk of a one-stage step is stage 0's).
+    // Each chunk's template; stage 0's first chunk's is the distribution's.
     let mut templates = Vec::new();
     for chunk in &chunks {
-        templates.push((int_attr(*chunk, "stage").unwrap_or(0), read_template(*chunk, t, &op_of, &group_size, &mut distribution.local)?));
+        let at = (int_attr(*chunk, "stage").unwrap_or(0), int_attr(*chunk, "chunk").unwrap_or(0));
+        templates.push((at, read_template(*chunk, t, &op_of, &group_size, &mut distribution.local)?));
     }
-    templates.sort_by_key(|(stage, _)| *stage);
-    let mut templates = templates.into_iter().map(|(_, template)| template);
-    let first = templates.next().ok_or((chunk, format!("{PASS}: the step has no block template")))?;
+    templates.sort_by_key(|(at, _)| *at);
+    let mut templates = templates.into_iter();
+    let (_, first) = templates.next().ok_or((chunk, format!("{PASS}: the step has no block template")))?;
     (distribution.forward, distribution.backward, distribution.gradient_reduction) =
         (first.forward, first.backward, first.gradient_reduction);
     if let Some(pipeline) = &mut distribution.pipeline {
-        for (stage, template) in pipeline.stages.iter_mut().skip(1).zip(templates) {
-            stage.template = Some(template);
+        for ((stage, c), template) in templates {
+            let place = usize::try_from(stage)
+                .ok()
+                .and_then(|s| pipeline.stages.get_mut(s))
+                .and_then(|s| usize::try_from(c).ok().and_then(|c| s.chunks.get_mut(c)));
+            if let Some(place) = place {
+                place.template = Some(template);
+            }
         }
     }
     // A parameter whose step has no task of its own shares its task with
@@ -358,18 +354,19 @@ fn read_template<'c, 'm>(
 }
 
 /// The stages of a pipelined step (`None` at one stage): each stage's
-/// blocks, its schedule's slots and the transfers at its boundaries.
+/// chunks (blocks, boundary transfers), its schedule's slots.
 fn read_pipeline<'c, 'm>(
     top: &[OperationRef<'c, 'm>],
     pipeline: OperationRef<'c, 'm>,
     chunks: &[OperationRef<'c, 'm>],
 ) -> Result<Option<Pipeline<'c, 'm>>, Failure<'c, 'm>> {
-    let stages = int_attr(pipeline, "stages").and_then(|n| u64::try_from(n).ok()).unwrap_or(1);
-    if stages <= 1 {
+    let count = |op: OperationRef, name: &str| int_attr(op, name).and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
+    let (stages, per_stage) = (count(pipeline, "stages").max(1), count(pipeline, "chunks").max(1));
+    if stages <= 1 && per_stage <= 1 {
         return Ok(None);
     }
-    let count = |op: OperationRef, name: &str| int_attr(op, name).and_then(|n| u64::try_from(n).ok()).unwrap_or(0);
-    let mut read = Vec::new();
+    let mut read: Vec<Stage> = (0..stages).map(|stage| Stage { stage, chunks: Vec::new(), slots: Vec::new() }).collect();
+    let mut placed: Vec<(u64, u64, Chunk)> = Vec::new();
     for chunk in chunks {
         let (mut send_forward, mut send_backward) = (None, None);
         for op in region_ops(*chunk, 1) {
@@ -380,19 +377,27 @@ fn read_pipeline<'c, 'm>(
                 _ => return Err((op, format!("{PASS}: '{}' at a stage boundary is not executable", name_of(op)))),
             }
         }
-        read.push(Stage {
-            stage: count(*chunk, "stage"),
+        let entry = Chunk {
             first_block: count(*chunk, "first_block"),
             blocks: count(*chunk, "blocks"),
             send_forward,
             send_backward,
-            slots: Vec::new(),
             template: None,
-        });
+        };
+        placed.push((count(*chunk, "stage"), count(*chunk, "chunk"), entry));
     }
-    read.sort_by_key(|s| s.stage);
-    if read.iter().enumerate().any(|(i, s)| s.stage != i as u64) || read.len() as u64 != stages {
-        return Err((pipeline, format!("{PASS}: the step's {stages} stages do not each have one dist.chunk")));
+    placed.sort_by_key(|(s, c, _)| (*s, *c));
+    for (stage, c, chunk) in placed {
+        let Some(entry) = usize::try_from(stage).ok().and_then(|s| read.get_mut(s)) else {
+            return Err((pipeline, format!("{PASS}: a chunk of stage {stage}, which the step has not")));
+        };
+        if entry.chunks.len() as u64 != c {
+            return Err((pipeline, format!("{PASS}: stage {stage}'s chunks are not numbered 0, 1, ...")));
+        }
+        entry.chunks.push(chunk);
+    }
+    if let Some(s) = read.iter().find(|s| s.chunks.len() as u64 != per_stage) {
+        return Err((pipeline, format!("{PASS}: stage {} has {} chunks, not the pipeline's {per_stage}", s.stage, s.chunks.len())));
     }
     for schedule in top.iter().filter(|op| OpKind::of(**op) == Some(OpKind::DistSchedule)) {
         let stage = count(*schedule, "stage");
@@ -400,7 +405,13 @@ fn read_pipeline<'c, 'm>(
         let Some(entry) = read.get_mut(usize::try_from(stage).unwrap_or(usize::MAX)) else {
             return Err((*schedule, format!("{PASS}: a schedule of stage {stage}, which the step has not")));
         };
-        entry.slots = slots.chunks_exact(3).map(|s| (u64::try_from(s[0]).unwrap_or(0), s[2] != 0)).collect();
+        entry.slots = slots
+            .chunks_exact(3)
+            .map(|s| (u64::try_from(s[0]).unwrap_or(0), usize::try_from(s[1]).unwrap_or(usize::MAX), s[2] != 0))
+            .collect();
+        if entry.slots.iter().any(|(_, c, _)| *c >= entry.chunks.len()) {
+            return Err((*schedule, format!("{PASS}: stage {stage}'s schedule names a chunk it has not")));
+        }
     }
     if let Some(s) = read.iter().find(|s| s.slots.is_empty()) {
         return Err((pipeline, format!("{PASS}: stage {} has no dist.schedule", s.stage)));

@@ -568,18 +568,23 @@ pub(super) struct Pipeline<'c, 'm> {
     pub stages: Vec<Stage<'c, 'm>>,
 }
 
-/// One pipeline stage: its blocks, its schedule's slots (microbatch,
-/// backward?) and the transfers its boundary sends (the derived program's
-/// `dist.p2p`s: the activation forward, its gradient backward).
+/// One pipeline stage: its chunks (one, or several when interleaved) and
+/// its schedule's slots (microbatch, chunk, backward?).
 pub(super) struct Stage<'c, 'm> {
     pub stage: u64,
+    pub chunks: Vec<Chunk<'c, 'm>>,
+    pub slots: Vec<(u64, usize, bool)>,
+}
+
+/// One chunk of a stage: its blocks, the transfers its boundary sends (the
+/// derived program's `dist.p2p`s: the activation forward, its gradient
+/// backward) and its own block template (its tasks' and collectives' ids;
+/// `None` for stage 0's first chunk, whose template is the distribution's).
+pub(super) struct Chunk<'c, 'm> {
     pub first_block: u64,
     pub blocks: u64,
     pub send_forward: Option<OperationRef<'c, 'm>>,
     pub send_backward: Option<OperationRef<'c, 'm>>,
-    pub slots: Vec<(u64, bool)>,
-    /// The stage's own block template (its tasks' and collectives' ids);
-    /// `None` for stage 0, whose template is the distribution's.
     pub template: Option<Template<'c, 'm>>,
 }
 
@@ -717,8 +722,8 @@ fn train_step<'c, 'g, 'm>(
     if let Some(pipeline) = &distribution.pipeline {
         // A later stage's phases run its own template (its tasks' and
         // collectives' ids), with the same types.
-        let stage_phases = |stage: usize, template: &Template<'c, 'm>| -> Result<Phases<'c>, Failure<'c, 'm>> {
-            let (f, b) = (format!("{base}.s{stage}.forward"), format!("{base}.s{stage}.backward"));
+        let stage_phases = |place: &str, template: &Template<'c, 'm>| -> Result<Phases<'c>, Failure<'c, 'm>> {
+            let (f, b) = (format!("{base}.{place}.forward"), format!("{base}.{place}.backward"));
             phase_function(lin, generated, outliner, &forward, &f, &fwd_args, &template.forward, &fwd_results, function)?;
             phase_function(lin, generated, outliner, &forward, &b, &bwd_args, &template.backward, &bwd_results, function)?;
             Ok(Phases { forward: (f, phases.forward.1.clone()), backward: (b, phases.backward.1.clone()), ..phases.clone() })

@@ -37,7 +37,7 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
     distribution: &Distribution<'c, 'm>,
     pipeline: &Pipeline<'c, 'm>,
     phases: &Phases<'c>,
-    stage_phases: &dyn Fn(usize, &Template<'c, 'm>) -> Result<Phases<'c>, Failure<'c, 'm>>,
+    stage_phases: &dyn Fn(&str, &Template<'c, 'm>) -> Result<Phases<'c>, Failure<'c, 'm>>,
     block_args: &[Vec<(String, Type<'c>)>],
     block_results: &[Vec<(String, Type<'c>)>],
     function: OperationRef<'c, 'm>,
@@ -47,15 +47,28 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
     let loc = function.location();
     let l = lin.at(loc);
     let last = pipeline.stages.len() - 1;
-    let backward_mesh = twin_mesh(pipeline, generated).map_err(|m| (function, m))?;
+    let chunks = pipeline.stages.first().map_or(1, |s| s.chunks.len());
+    let channels = channels(pipeline, generated).map_err(|m| (function, m))?;
     let whole_ty = l.tensor(&phases.whole);
+    // Where chunk `c` of stage `k` gets its input, and where its input's
+    // gradient comes back from: the previous (stage, chunk) in block order.
+    let previous = |k: usize, c: usize| if k > 0 { Some((k - 1, c)) } else { c.checked_sub(1).map(|c| (last, c)) };
+    let next = |k: usize, c: usize| if k < last { Some((k + 1, c)) } else { (c + 1 < chunks).then_some((0, c + 1)) };
     for (k, stage) in pipeline.stages.iter().enumerate() {
-        let (own, reduction) = match &stage.template {
-            Some(template) => (stage_phases(k, template)?, template.gradient_reduction),
-            None => (phases.clone(), distribution.gradient_reduction),
-        };
-        let phases = &own;
-        let blocks: Vec<usize> = (stage.first_block..stage.first_block + stage.blocks).filter_map(|b| usize::try_from(b).ok()).collect();
+        // Each chunk's phases (its template) and gradient reduction.
+        let mut own = Vec::new();
+        for (c, chunk) in stage.chunks.iter().enumerate() {
+            own.push(match &chunk.template {
+                Some(template) => (stage_phases(&format!("s{k}.c{c}"), template)?, template.gradient_reduction),
+                None => (phases.clone(), distribution.gradient_reduction),
+            });
+        }
+        let chunk_blocks: Vec<Vec<usize>> = stage
+            .chunks
+            .iter()
+            .map(|c| (c.first_block..c.first_block + c.blocks).filter_map(|b| usize::try_from(b).ok()).collect())
+            .collect();
+        let blocks: Vec<usize> = chunk_blocks.concat();
         if blocks.iter().any(|b| *b >= block_args.len()) {
             return Err((function, format!("stage {k} holds blocks {blocks:?}, beyond the spec's {}", block_args.len())));
         }
@@ -77,6 +90,11 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
             .map(|i| (0..n_params).map(|j| arg(&entry, i * n_params + j)).collect::<Result<_, _>>())
             .collect::<Result<_, _>>()
             .map_err(built)?;
+        // The stage's blocks of chunk `c`, as indices into `params`.
+        let local_blocks = |c: usize| -> Vec<usize> {
+            let before: usize = chunk_blocks[..c].iter().map(Vec::len).sum();
+            (before..before + chunk_blocks[c].len()).collect()
+        };
         let x_all = arg(&entry, blocks.len() * n_params).map_err(built)?;
         let dy_all = arg(&entry, blocks.len() * n_params + 1).map_err(built)?;
         let offsets = vec![0i64; phases.rows.len()];
@@ -88,54 +106,63 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
             .map_err(built)?;
         let (mut out_acc, mut in_grad_acc) =
             (l.empty(&entry, &phases.whole).map_err(built)?, l.empty(&entry, &phases.whole).map_err(built)?);
-        let mut kept: std::collections::HashMap<u64, Vec<Vec<Value<'c, 'g>>>> = std::collections::HashMap::new();
-        let transfer = |template: Option<OperationRef<'c, 'm>>, input: Value<'c, 'g>, mesh: Option<&str>, microbatch: u64, sends: bool| {
-            let what = if mesh.is_some() { "gradient" } else { "activation" };
-            let template = template.ok_or_else(|| (function, format!("stage {k}: the derived program has no transfer of the {what}")))?;
+        let mut kept: std::collections::HashMap<(u64, usize), Vec<Vec<Value<'c, 'g>>>> = std::collections::HashMap::new();
+        // A transfer end: the (stage, chunk) whose boundary sends it.
+        let transfer = |from: (usize, usize), forward: bool, input: Value<'c, 'g>, microbatch: u64, sends: bool| {
+            let chunk = &pipeline.stages[from.0].chunks[from.1];
+            let what = if forward { "activation" } else { "gradient" };
+            let template = if forward { chunk.send_forward } else { chunk.send_backward };
+            let template =
+                template.ok_or_else(|| (function, format!("stage {} chunk {}: the derived program sends no {what}", from.0, from.1)))?;
+            let mesh = channels.iter().find(|(t, _)| *t == template).map(|(_, m)| m.as_str());
             distributed::transfer(l, &entry, template, input, mesh, microbatch, sends).map_err(|m| (template, m))
         };
-        for &(microbatch, backward) in &stage.slots {
+        for &(microbatch, c, backward) in &stage.slots {
+            let chunk_phases = &own[c].0;
             let rows = i64::try_from(microbatch)
                 .ok()
                 .and_then(|m| m.checked_mul(phases.rows[0]))
                 .ok_or((function, "too many rows".to_string()))?;
             let rows_at = l.index_constant(&entry, rows).map_err(built)?;
             if !backward {
-                let mut x = if k == 0 {
-                    l.extract(&entry, x_all, &offsets, &phases.rows, Some(rows_at)).map_err(built)?
-                } else {
-                    let empty = l.empty(&entry, &phases.rows).map_err(built)?;
-                    transfer(pipeline.stages[k - 1].send_forward, empty, None, microbatch, false)?
+                let mut x = match previous(k, c) {
+                    None => l.extract(&entry, x_all, &offsets, &phases.rows, Some(rows_at)).map_err(built)?,
+                    Some(from) => {
+                        let empty = l.empty(&entry, &phases.rows).map_err(built)?;
+                        transfer(from, true, empty, microbatch, false)?
+                    }
                 };
                 let mut saved = Vec::new();
-                for p in &params {
-                    let mut call_args = p.clone();
+                for i in local_blocks(c) {
+                    let mut call_args = params[i].clone();
                     call_args.push(x);
-                    let out = call(l, &entry, &phases.forward.0, &call_args, &phases.forward.1).map_err(built)?;
+                    let out = call(l, &entry, &chunk_phases.forward.0, &call_args, &chunk_phases.forward.1).map_err(built)?;
                     x = out[0];
                     saved.push(out[1..].to_vec());
                 }
-                kept.insert(microbatch, saved);
-                if k == last {
-                    out_acc = l.insert(&entry, x, out_acc, &offsets, &phases.rows, Some(rows_at)).map_err(built)?;
-                } else {
-                    transfer(stage.send_forward, x, None, microbatch, true)?;
+                kept.insert((microbatch, c), saved);
+                match next(k, c) {
+                    None => out_acc = l.insert(&entry, x, out_acc, &offsets, &phases.rows, Some(rows_at)).map_err(built)?,
+                    Some(_) => {
+                        transfer((k, c), true, x, microbatch, true)?;
+                    }
                 }
             } else {
-                let mut dy = if k == last {
-                    l.extract(&entry, dy_all, &offsets, &phases.rows, Some(rows_at)).map_err(built)?
-                } else {
-                    let empty = l.empty(&entry, &phases.rows).map_err(built)?;
-                    transfer(pipeline.stages[k + 1].send_backward, empty, Some(&backward_mesh), microbatch, false)?
+                let mut dy = match next(k, c) {
+                    None => l.extract(&entry, dy_all, &offsets, &phases.rows, Some(rows_at)).map_err(built)?,
+                    Some(from) => {
+                        let empty = l.empty(&entry, &phases.rows).map_err(built)?;
+                        transfer(from, false, empty, microbatch, false)?
+                    }
                 };
-                let saved = kept
-                    .remove(&microbatch)
-                    .ok_or_else(|| (function, format!("stage {k}: the schedule runs microbatch {microbatch} backward before forward")))?;
-                for (i, p) in params.iter().enumerate().rev() {
-                    let mut call_args = p.clone();
-                    call_args.extend(saved[i].iter().copied());
+                let saved = kept.remove(&(microbatch, c)).ok_or_else(|| {
+                    (function, format!("stage {k}: the schedule runs microbatch {microbatch} of chunk {c} backward before forward"))
+                })?;
+                for (j, i) in local_blocks(c).into_iter().enumerate().rev() {
+                    let mut call_args = params[i].clone();
+                    call_args.extend(saved[j].iter().copied());
                     call_args.push(dy);
-                    let out = call(l, &entry, &phases.backward.0, &call_args, &phases.backward.1).map_err(built)?;
+                    let out = call(l, &entry, &chunk_phases.backward.0, &call_args, &chunk_phases.backward.1).map_err(built)?;
                     dy = out[0];
                     for (sum, this) in grads[i].iter_mut().zip(&out[1..]) {
                         let rank = shape_of(*this).len();
@@ -145,15 +172,16 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
                         *sum = added.map_err(built)?[0];
                     }
                 }
-                if k == 0 {
-                    in_grad_acc = l.insert(&entry, dy, in_grad_acc, &offsets, &phases.rows, Some(rows_at)).map_err(built)?;
-                } else {
-                    transfer(stage.send_backward, dy, Some(&backward_mesh), microbatch, true)?;
+                match previous(k, c) {
+                    None => in_grad_acc = l.insert(&entry, dy, in_grad_acc, &offsets, &phases.rows, Some(rows_at)).map_err(built)?,
+                    Some(_) => {
+                        transfer((k, c), false, dy, microbatch, true)?;
+                    }
                 }
             }
         }
-        if let Some(microbatch) = kept.keys().min() {
-            return Err((function, format!("stage {k}: the schedule never runs microbatch {microbatch} backward")));
+        if let Some((microbatch, c)) = kept.keys().min() {
+            return Err((function, format!("stage {k}: the schedule never runs microbatch {microbatch} of chunk {c} backward")));
         }
         let mut returned = Vec::new();
         if k == last {
@@ -162,7 +190,17 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         if k == 0 {
             returned.push(in_grad_acc);
         }
-        returned.extend(optimize(l, &entry, reduction, phases, &blocks, &params, grads).map_err(|(op, m)| (op.unwrap_or(function), m))?);
+        // Each chunk's blocks through its own gradient reduction.
+        let mut grads = grads.into_iter();
+        for (c, (chunk_phases, reduction)) in own.iter().enumerate() {
+            let indices = local_blocks(c);
+            let chunk_params: Vec<Vec<Value<'c, 'g>>> = indices.iter().map(|i| params[*i].clone()).collect();
+            let chunk_grads: Vec<Vec<Value<'c, 'g>>> = grads.by_ref().take(indices.len()).collect();
+            returned.extend(
+                optimize(l, &entry, *reduction, chunk_phases, &chunk_blocks[c], &chunk_params, chunk_grads)
+                    .map_err(|(op, m)| (op.unwrap_or(function), m))?,
+            );
+        }
         entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     }
     Ok(())
@@ -172,17 +210,19 @@ fn dims(t: Type) -> Vec<i64> {
     crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect()
 }
 
-/// The mesh the gradients travel on: a twin of the transfers' mesh (same
-/// axes and shape, another communicator), added to `generated`.
-fn twin_mesh<'c>(pipeline: &Pipeline<'c, '_>, generated: &Module<'c>) -> Result<String, String> {
-    let transfer = pipeline
-        .stages
-        .iter()
-        .find_map(|s| s.send_forward.or(s.send_backward))
-        .ok_or("the pipelined step has no transfers between its stages")?;
-    let mesh = crate::ir::read::symbol_attr(transfer, "mesh").ok_or("a transfer names no mesh")?;
-    let module = transfer.parent_operation().ok_or("a transfer outside the module")?;
-    let module = module.parent_operation().ok_or("a transfer outside the module")?;
+/// A channel per boundary transfer: a twin of the transfers' mesh (same
+/// axes and shape, another communicator) named `@<mesh>.<transfer id>`,
+/// added to `generated`. Each transfer's messages then match in their own
+/// order (its microbatches'), whatever order the stages interleave the
+/// transfers of a boundary in (a 1F1B warm-up sends several activations
+/// before the first gradient comes back; interleaved chunks cross the same
+/// stage pair in both directions).
+fn channels<'c, 'm>(pipeline: &Pipeline<'c, 'm>, generated: &Module<'c>) -> Result<Vec<(OperationRef<'c, 'm>, String)>, String> {
+    let transfers: Vec<OperationRef<'c, 'm>> =
+        pipeline.stages.iter().flat_map(|s| s.chunks.iter()).flat_map(|c| [c.send_forward, c.send_backward]).flatten().collect();
+    let Some(first) = transfers.first() else { return Ok(Vec::new()) };
+    let mesh = crate::ir::read::symbol_attr(*first, "mesh").ok_or("a transfer names no mesh")?;
+    let module = first.parent_operation().and_then(|c| c.parent_operation()).ok_or("a transfer outside the module")?;
     let original = crate::ir::read::region_ops(module, 0)
         .into_iter()
         .find(|op| {
@@ -190,26 +230,32 @@ fn twin_mesh<'c>(pipeline: &Pipeline<'c, '_>, generated: &Module<'c>) -> Result<
                 && crate::ir::read::str_attr(*op, "sym_name") == Some(mesh)
         })
         .ok_or_else(|| format!("mesh @{mesh} is not in the module"))?;
-    let twin = format!("{mesh}.backward");
-    // SAFETY: cloning a live op gives an owned op of the same context.
-    let copy = unsafe { melior::ir::Operation::from_raw(mlir_sys::mlirOperationClone(original.to_raw())) };
-    let key = "sym_name";
-    // SAFETY: a live op and a string attribute of its context.
-    unsafe {
-        let name = mlir_sys::mlirStringAttrGet(
-            mlir_sys::mlirOperationGetContext(copy.to_raw()),
-            mlir_sys::MlirStringRef { data: twin.as_ptr().cast(), length: twin.len() },
-        );
-        mlir_sys::mlirOperationSetAttributeByName(
-            copy.to_raw(),
-            mlir_sys::MlirStringRef { data: key.as_ptr().cast(), length: key.len() },
-            name,
-        );
-    }
     let body = generated.body();
-    match body.first_operation() {
-        Some(first) => body.insert_operation_before(first, copy),
-        None => body.append_operation(copy),
-    };
-    Ok(twin)
+    let mut named = Vec::new();
+    // In the transfers' order: each inserted first, so the last goes first.
+    for transfer in transfers.into_iter().rev() {
+        let twin = format!("{mesh}.{}", crate::ir::read::str_attr(transfer, "id").unwrap_or("p2p"));
+        // SAFETY: cloning a live op gives an owned op of the same context.
+        let copy = unsafe { melior::ir::Operation::from_raw(mlir_sys::mlirOperationClone(original.to_raw())) };
+        let key = "sym_name";
+        // SAFETY: a live op and a string attribute of its context.
+        unsafe {
+            let name = mlir_sys::mlirStringAttrGet(
+                mlir_sys::mlirOperationGetContext(copy.to_raw()),
+                mlir_sys::MlirStringRef { data: twin.as_ptr().cast(), length: twin.len() },
+            );
+            mlir_sys::mlirOperationSetAttributeByName(
+                copy.to_raw(),
+                mlir_sys::MlirStringRef { data: key.as_ptr().cast(), length: key.len() },
+                name,
+            );
+        }
+        match body.first_operation() {
+            Some(first) => body.insert_operation_before(first, copy),
+            None => body.append_operation(copy),
+        };
+        named.push((transfer, twin));
+    }
+    named.reverse();
+    Ok(named)
 }
