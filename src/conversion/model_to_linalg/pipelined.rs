@@ -1,7 +1,7 @@
 //! A pipelined derived program's step: one function per stage
 //! (`@train_step_s<k>`), which the ranks of stage `k` run. Each runs its
-//! stage's schedule slot by slot (1F1B, GPipe: the derived program's
-//! `dist.schedule`): a forward slot takes its microbatch's rows of the
+//! stage's schedule slot by slot (1F1B, interleaved 1F1B, GPipe: the
+//! derived program's `dist.schedule`), each slot one chunk's blocks: a forward slot takes its microbatch's rows of the
 //! batch (first stage) or receives the previous stage's activation, runs
 //! the stage's blocks forward, keeps what their backward reads, and sends
 //! its output on (or, on the last stage, stores it); a backward slot takes
@@ -13,14 +13,15 @@
 //! product, since each block's phases are functions it calls.
 //!
 //! Transfers are the derived program's `dist.p2p`s on tensors, which both
-//! ends run (the receiver's input is an empty tensor of the activation's
-//! type); they become asynchronous (`dist-async`) and a sender waits only
-//! at the end of the step, so no schedule deadlocks on a send. The two
-//! directions of a stage boundary interleave differently on its two sides
-//! (a 1F1B warm-up sends several activations before the first gradient
-//! comes back), so gradients travel on a twin of the mesh (`@<mesh>.backward`,
-//! the same ranks as another communicator) and each direction is matched
-//! in its own order.
+//! ends run (one op per end and microbatch; the receiver's input is an
+//! empty tensor of the activation's type); they become asynchronous
+//! (`dist-async`) and a sender waits only at the end of the step, so no
+//! schedule deadlocks on a send. Each boundary transfer travels on its own
+//! twin of the mesh (`@<mesh>.<transfer id>`, the same ranks as another
+//! communicator), so its messages match in their own (microbatch) order
+//! whatever order the two sides interleave a boundary's transfers in (a
+//! 1F1B warm-up sends several activations before the first gradient comes
+//! back; interleaved chunks cross a stage pair in both directions).
 
 use melior::ir::{block::BlockLike, operation::OperationLike, Module, OperationRef, Type, Value};
 
