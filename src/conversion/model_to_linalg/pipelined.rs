@@ -8,9 +8,10 @@
 //! the output's gradient (last stage) or receives it from the next stage,
 //! runs the blocks backward, sums their weight gradients, and sends the
 //! input's gradient back (or stores it). Then each block's data-parallel
-//! reduction and optimizer. The slots are unrolled: a stage's function
-//! grows with its slots (2 x microbatches) and its blocks, not their
-//! product, since each block's phases are functions it calls.
+//! reduction and optimizer. The slots are unrolled, each a call of its
+//! chunk's forward or backward function (which call each block's phase
+//! once): a stage's code grows with its slots (2 x chunks x microbatches)
+//! plus its blocks, not their product.
 //!
 //! Transfers are the derived program's `dist.p2p`s on tensors, which both
 //! ends run (one op per end and microbatch; the receiver's input is an
@@ -107,7 +108,7 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
             .map_err(built)?;
         let (mut out_acc, mut in_grad_acc) =
             (l.empty(&entry, &phases.whole).map_err(built)?, l.empty(&entry, &phases.whole).map_err(built)?);
-        let mut kept: std::collections::HashMap<(u64, usize), Vec<Vec<Value<'c, 'g>>>> = std::collections::HashMap::new();
+        let mut kept: std::collections::HashMap<(u64, usize), Vec<Value<'c, 'g>>> = std::collections::HashMap::new();
         // A transfer end: the (stage, chunk) whose boundary sends it.
         let transfer = |from: (usize, usize), forward: bool, input: Value<'c, 'g>, microbatch: u64, sends: bool| {
             let chunk = &pipeline.stages[from.0].chunks[from.1];
@@ -118,8 +119,16 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
             let mesh = channels.iter().find(|(t, _)| *t == template).map(|(_, m)| m.as_str());
             distributed::transfer(l, &entry, template, input, mesh, microbatch, sends).map_err(|m| (template, m))
         };
+        // Each chunk's blocks forward and backward, once, as functions the
+        // slots call: a stage's code grows with its blocks plus its slots.
+        let mut chunk_functions = Vec::new();
+        for (c, (chunk_phases, _)) in own.iter().enumerate() {
+            chunk_functions.push(
+                chunk_pair(l, generated, &format!("{name}.c{c}"), chunk_phases, n_params, &block_args[blocks[0]], chunk_blocks[c].len())
+                    .map_err(built)?,
+            );
+        }
         for &(microbatch, c, backward) in &stage.slots {
-            let chunk_phases = &own[c].0;
             let rows = i64::try_from(microbatch)
                 .ok()
                 .and_then(|m| m.checked_mul(phases.rows[0]))
@@ -133,15 +142,12 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
                         transfer(from, true, empty, microbatch, false)?
                     }
                 };
-                let mut saved = Vec::new();
-                for i in local_blocks(c) {
-                    let mut call_args = params[i].clone();
-                    call_args.push(x);
-                    let out = call(l, &entry, &chunk_phases.forward.0, &call_args, &chunk_phases.forward.1).map_err(built)?;
-                    x = out[0];
-                    saved.push(out[1..].to_vec());
-                }
-                kept.insert((microbatch, c), saved);
+                let mut call_args: Vec<Value<'c, 'g>> = local_blocks(c).iter().flat_map(|i| params[*i].clone()).collect();
+                call_args.push(x);
+                let (name, types) = &chunk_functions[c].0;
+                let out = call(l, &entry, name, &call_args, types).map_err(built)?;
+                x = out[0];
+                kept.insert((microbatch, c), out[1..].to_vec());
                 match next(k, c) {
                     None => out_acc = l.insert(&entry, x, out_acc, &offsets, &phases.rows, Some(rows_at)).map_err(built)?,
                     Some(_) => {
@@ -159,13 +165,15 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
                 let saved = kept.remove(&(microbatch, c)).ok_or_else(|| {
                     (function, format!("stage {k}: the schedule runs microbatch {microbatch} of chunk {c} backward before forward"))
                 })?;
-                for (j, i) in local_blocks(c).into_iter().enumerate().rev() {
-                    let mut call_args = params[i].clone();
-                    call_args.extend(saved[j].iter().copied());
-                    call_args.push(dy);
-                    let out = call(l, &entry, &chunk_phases.backward.0, &call_args, &chunk_phases.backward.1).map_err(built)?;
-                    dy = out[0];
-                    for (sum, this) in grads[i].iter_mut().zip(&out[1..]) {
+                let mut call_args: Vec<Value<'c, 'g>> = local_blocks(c).iter().flat_map(|i| params[*i].clone()).collect();
+                call_args.extend(saved);
+                call_args.push(dy);
+                let (name, types) = &chunk_functions[c].1;
+                let out = call(l, &entry, name, &call_args, types).map_err(built)?;
+                dy = out[0];
+                let per_block = grad_types.len();
+                for (j, i) in local_blocks(c).into_iter().enumerate() {
+                    for (sum, this) in grads[i].iter_mut().zip(&out[1 + j * per_block..1 + (j + 1) * per_block]) {
                         let rank = shape_of(*this).len();
                         let maps = [linalg::identity(rank), linalg::identity(rank)];
                         let added =
@@ -204,6 +212,106 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         }
         entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     }
+    Ok(())
+}
+
+/// The chunk's `blocks` forward and backward as two private functions,
+/// `@<name>.forward(params..., x) -> (y, saved...)` and
+/// `@<name>.backward(params..., saved..., dy) -> (dx, gradients...)`, each
+/// calling the block's phase once per block (backward in reverse); returns
+/// each one's name and result types.
+#[allow(clippy::type_complexity)]
+fn chunk_pair<'c>(
+    l: Lin<'c>,
+    generated: &Module<'c>,
+    name: &str,
+    phases: &Phases<'c>,
+    n_params: usize,
+    param_args: &[(String, Type<'c>)],
+    blocks: usize,
+) -> Result<((String, Vec<Type<'c>>), (String, Vec<Type<'c>>)), BuildError> {
+    let act = l.tensor(&phases.rows);
+    let param_types: Vec<Type<'c>> = param_args.iter().map(|(_, t)| *t).collect();
+    let saved_types = &phases.forward.1[1..];
+    let grad_types = &phases.backward.1[1..];
+    let repeat = |types: &[Type<'c>]| -> Vec<Type<'c>> { (0..blocks).flat_map(|_| types.iter().copied()).collect() };
+    // Forward.
+    let mut inputs = repeat(&param_types);
+    inputs.push(act);
+    let mut outputs = vec![act];
+    outputs.extend(repeat(saved_types));
+    let forward = format!("{name}.forward");
+    private_function(l, generated, &forward, &inputs, &outputs, |body| {
+        let mut x = arg(body, blocks * n_params)?;
+        let mut returned = vec![];
+        let mut saved = Vec::new();
+        for b in 0..blocks {
+            let mut args: Vec<Value> = (0..n_params).map(|j| arg(body, b * n_params + j)).collect::<Result<_, _>>()?;
+            args.push(x);
+            let out = call(l, body, &phases.forward.0, &args, &phases.forward.1)?;
+            x = out[0];
+            saved.extend(out[1..].iter().copied());
+        }
+        returned.push(x);
+        returned.extend(saved);
+        Ok(returned)
+    })?;
+    let forward_types = outputs;
+    // Backward.
+    let mut inputs = repeat(&param_types);
+    inputs.extend(repeat(saved_types));
+    inputs.push(act);
+    let mut outputs = vec![act];
+    outputs.extend(repeat(grad_types));
+    let backward = format!("{name}.backward");
+    let per_block = saved_types.len();
+    private_function(l, generated, &backward, &inputs, &outputs, |body| {
+        let mut dy = arg(body, blocks * (n_params + per_block))?;
+        let mut grads = vec![Vec::new(); blocks];
+        for b in (0..blocks).rev() {
+            let mut args: Vec<Value> = (0..n_params).map(|j| arg(body, b * n_params + j)).collect::<Result<_, _>>()?;
+            for j in 0..per_block {
+                args.push(arg(body, blocks * n_params + b * per_block + j)?);
+            }
+            args.push(dy);
+            let out = call(l, body, &phases.backward.0, &args, &phases.backward.1)?;
+            dy = out[0];
+            grads[b] = out[1..].to_vec();
+        }
+        let mut returned = vec![dy];
+        returned.extend(grads.into_iter().flatten());
+        Ok(returned)
+    })?;
+    Ok(((forward, forward_types), (backward, outputs)))
+}
+
+/// `func.func private @name(inputs) -> outputs` whose body `build` writes
+/// (returning the values to return), appended to `generated`.
+fn private_function<'c>(
+    l: Lin<'c>,
+    generated: &Module<'c>,
+    name: &str,
+    inputs: &[Type<'c>],
+    outputs: &[Type<'c>],
+    build: impl for<'a> FnOnce(&melior::ir::BlockRef<'c, 'a>) -> Result<Vec<Value<'c, 'a>>, BuildError>,
+) -> Result<(), BuildError> {
+    use melior::ir::{operation::OperationBuilder, Block, Identifier, Region, RegionLike};
+    let b = &l.b;
+    let region = Region::new();
+    let body = region.append_block(Block::new(&inputs.iter().map(|t| (*t, l.loc)).collect::<Vec<_>>()));
+    let returned = build(&body)?;
+    body.append_operation(b.func_return(&returned, l.loc)?);
+    let id = |n: &str| Identifier::new(l.ctx, n);
+    let function = OperationBuilder::new("func.func", l.loc)
+        .add_attributes(&[
+            (id("sym_name"), b.string(name)),
+            (id("function_type"), b.type_attribute(b.function_type(inputs, outputs))),
+            (id("sym_visibility"), b.string("private")),
+        ])
+        .add_regions([region])
+        .build()
+        .map_err(|_| BuildError { op: "func.func" })?;
+    generated.body().append_operation(function);
     Ok(())
 }
 
