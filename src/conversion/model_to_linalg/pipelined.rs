@@ -165,21 +165,18 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
                 let saved = kept.remove(&(microbatch, c)).ok_or_else(|| {
                     (function, format!("stage {k}: the schedule runs microbatch {microbatch} of chunk {c} backward before forward"))
                 })?;
+                // The chunk's summed gradients go in and come back with
+                // this microbatch's added.
                 let mut call_args: Vec<Value<'c, 'g>> = local_blocks(c).iter().flat_map(|i| params[*i].clone()).collect();
                 call_args.extend(saved);
+                call_args.extend(local_blocks(c).iter().flat_map(|i| grads[*i].clone()));
                 call_args.push(dy);
                 let (name, types) = &chunk_functions[c].1;
                 let out = call(l, &entry, name, &call_args, types).map_err(built)?;
                 dy = out[0];
                 let per_block = grad_types.len();
                 for (j, i) in local_blocks(c).into_iter().enumerate() {
-                    for (sum, this) in grads[i].iter_mut().zip(&out[1 + j * per_block..1 + (j + 1) * per_block]) {
-                        let rank = shape_of(*this).len();
-                        let maps = [linalg::identity(rank), linalg::identity(rank)];
-                        let added =
-                            l.generic(&entry, &[*this], &[*sum], &maps, &vec![linalg::Iter::P; rank], |s, a| Ok(vec![s.add(a[1], a[0])?]));
-                        *sum = added.map_err(built)?[0];
-                    }
+                    grads[i] = out[1 + j * per_block..1 + (j + 1) * per_block].to_vec();
                 }
                 match previous(k, c) {
                     None => in_grad_acc = l.insert(&entry, dy, in_grad_acc, &offsets, &phases.rows, Some(rows_at)).map_err(built)?,
@@ -217,9 +214,10 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
 
 /// The chunk's `blocks` forward and backward as two private functions,
 /// `@<name>.forward(params..., x) -> (y, saved...)` and
-/// `@<name>.backward(params..., saved..., dy) -> (dx, gradients...)`, each
-/// calling the block's phase once per block (backward in reverse); returns
-/// each one's name and result types.
+/// `@<name>.backward(params..., saved..., sums..., dy) -> (dx, sums...)`
+/// (each block's gradients added to its running sums), each calling the
+/// block's phase once per block (backward in reverse); returns each one's
+/// name and result types.
 #[allow(clippy::type_complexity)]
 fn chunk_pair<'c>(
     l: Lin<'c>,
@@ -257,16 +255,18 @@ fn chunk_pair<'c>(
         Ok(returned)
     })?;
     let forward_types = outputs;
-    // Backward.
+    // Backward, adding each block's gradients to the sums passed in.
     let mut inputs = repeat(&param_types);
     inputs.extend(repeat(saved_types));
+    inputs.extend(repeat(grad_types));
     inputs.push(act);
     let mut outputs = vec![act];
     outputs.extend(repeat(grad_types));
     let backward = format!("{name}.backward");
-    let per_block = saved_types.len();
+    let (per_block, per_grads) = (saved_types.len(), grad_types.len());
     private_function(l, generated, &backward, &inputs, &outputs, |body| {
-        let mut dy = arg(body, blocks * (n_params + per_block))?;
+        let sums_at = blocks * (n_params + per_block);
+        let mut dy = arg(body, sums_at + blocks * per_grads)?;
         let mut grads = vec![Vec::new(); blocks];
         for b in (0..blocks).rev() {
             let mut args: Vec<Value> = (0..n_params).map(|j| arg(body, b * n_params + j)).collect::<Result<_, _>>()?;
@@ -276,7 +276,14 @@ fn chunk_pair<'c>(
             args.push(dy);
             let out = call(l, body, &phases.backward.0, &args, &phases.backward.1)?;
             dy = out[0];
-            grads[b] = out[1..].to_vec();
+            for (j, this) in out[1..].iter().enumerate() {
+                // In place into the sum, so bufferization reuses it.
+                let sum = arg(body, sums_at + b * per_grads + j)?;
+                let rank = shape_of(*this).len();
+                let maps = [linalg::identity(rank), linalg::identity(rank)];
+                let added = l.generic(body, &[*this], &[sum], &maps, &vec![linalg::Iter::P; rank], |s, a| Ok(vec![s.add(a[1], a[0])?]))?;
+                grads[b].push(added[0]);
+            }
         }
         let mut returned = vec![dy];
         returned.extend(grads.into_iter().flatten());
