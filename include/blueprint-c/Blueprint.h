@@ -88,6 +88,8 @@ MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintLowerDistToMpiPass(void);
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintDistSinkWaitsPass(void);
 /// `convert-model-to-linalg`.
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintConvertModelToLinalgPass(void);
+/// `convert-dist-step-to-linalg`.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintConvertDistStepToLinalgPass(void);
 /// `convert-linalg-matmul-to-kernels`.
 MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintConvertLinalgMatmulToKernelsPass(void);
 

@@ -184,6 +184,7 @@ pass_constructors! {
     { mlirCreateBlueprintLowerDistToMpiPass = "lower-dist-to-mpi" },
     { mlirCreateBlueprintDistSinkWaitsPass = "dist-sink-waits" },
     { mlirCreateBlueprintConvertModelToLinalgPass = "convert-model-to-linalg" },
+    { mlirCreateBlueprintConvertDistStepToLinalgPass = "convert-dist-step-to-linalg" },
     { mlirCreateBlueprintConvertLinalgMatmulToKernelsPass = "convert-linalg-matmul-to-kernels" }
 }
 
