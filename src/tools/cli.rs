@@ -67,6 +67,12 @@ pub fn print_info(tool: &str, text: &str) -> i32 {
     }
 }
 
+/// What `--version` prints: `<tool> 0.1.0 (MLIR 22)`.
+#[must_use]
+pub fn version_text(tool: &str) -> String {
+    format!("{tool} {} (MLIR 22)\n", env!("CARGO_PKG_VERSION"))
+}
+
 /// An argument as text (option names and values that are not paths).
 ///
 /// # Errors

@@ -34,6 +34,7 @@ pub struct Options {
     /// Lower with `lower-dist-to-mpi` (MLIR's `mpi` dialect) instead of the runtime.
     pub lower_to_mpi: bool,
     pub help: bool,
+    pub version: bool,
     /// `--train-step`: run one training step of ModelIR instead of `-e`.
     pub train_step: bool,
     pub params: Option<OsString>,
@@ -65,6 +66,7 @@ Options:
                      synchronous all-reduce and p2p, rank queries) instead
                      of the runtime; implies --mpi
   -h, --help         this text
+  --version          print the version and exit
 
 A runtime error (mismatched collectives, participants, handles, a timeout)
 prints the rank, the op's id and location and the reason, and the run exits
@@ -98,6 +100,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
         mpi: false,
         lower_to_mpi: false,
         help: false,
+        version: false,
         train_step: false,
         params: None,
         inputs: None,
@@ -130,6 +133,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
             |i: &mut usize| take(i).and_then(|v| v.into_string().map_err(|v| format!("{flag} '{}' is not UTF-8", v.to_string_lossy())));
         match flag.as_str() {
             "-h" | "--help" => options.help = true,
+            "--version" => options.version = true,
             "--mpi" => options.mpi = true,
             "--lower-to-mpi" => {
                 options.lower_to_mpi = true;
@@ -166,7 +170,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
         }
         i += 1;
     }
-    if options.help {
+    if options.help || options.version {
         return Ok(options);
     }
     options.input = input.ok_or("no input file")?;
@@ -209,6 +213,9 @@ pub fn main_with_args(args: &[OsString]) -> i32 {
     };
     if options.help {
         return print_info("blueprint-run", &help_text());
+    }
+    if options.version {
+        return print_info("blueprint-run", &crate::tools::cli::version_text("blueprint-run"));
     }
     if options.train_step {
         let train = crate::tools::train::TrainOptions {

@@ -46,7 +46,9 @@ MODES:\n\
 \x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\n\
 OPTIONS:\n\
 \x20 -o <file>                                 Output file (default: stdout)\n\
-\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n\n\
+\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n\
+\x20 -h, --help                                This text\n\
+\x20 --version                                 Print the version and exit\n\n\
 ESTIMATE OPTIONS:\n\
 \x20 --system S.json                           A Calculon system file (required)\n\
 \x20 --tp-net N --pp-net N --dp-net N          Network tier (index into the system's networks) per parallel axis\n\
@@ -108,6 +110,7 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
         };
         match arg {
             "-h" | "--help" => return Ok(Printed::Info(HELP.to_string())),
+            "--version" => return Ok(Printed::Info(crate::tools::cli::version_text("blueprint-translate"))),
             "--import-transformer-training" => set(Mode::ImportTraining, &mut mode)?,
             "--transformer-block-facts" => set(Mode::BlockFacts, &mut mode)?,
             "--import-transformer-inference" => set(Mode::ImportInference, &mut mode)?,

@@ -390,6 +390,7 @@ pub fn help_text() -> String {
          \x20 --show-dialects                  Print the dialects the tool knows and exit\n\
          \x20 --list-passes                    Print every registered pass and exit\n\
          \x20 --print-irdl                     Print the IRDL of Blueprint's dialects and exit\n\
+         \x20 -h, --help                       This text\n\
          \x20 --version                        Print the version and exit\n\n\
          BLUEPRINT PASSES:\n",
     );
@@ -418,7 +419,7 @@ pub fn main_with_args(args: &[OsString]) -> i32 {
         return print_info("blueprint-opt", &help_text());
     }
     if options.version {
-        return print_info("blueprint-opt", &format!("blueprint-opt {} (MLIR 22)\n", env!("CARGO_PKG_VERSION")));
+        return print_info("blueprint-opt", &crate::tools::cli::version_text("blueprint-opt"));
     }
     if options.print_irdl {
         return print_info("blueprint-opt", ods::IRDL);
