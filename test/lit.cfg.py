@@ -67,6 +67,15 @@ if _problem is None:
 else:
     lit_config.note("MPI cannot start, skipping the MPI tests: " + _problem)
 
+# The spec schema test (`REQUIRES: jsonschema`) validates the repository's
+# specs with Python's jsonschema (Debian's python3-jsonschema, which
+# tools/setup.sh installs); without it lit reports it UNSUPPORTED.
+_probe = subprocess.run(["python3", "-c", "import jsonschema"], capture_output=True, env={"PATH": config.environment["PATH"]})
+if _probe.returncode == 0:
+    config.available_features.add("jsonschema")
+else:
+    lit_config.note("the spec schema test is UNSUPPORTED: python3 cannot import jsonschema (tools/setup.sh installs python3-jsonschema)")
+
 # Execution tests (`REQUIRES: jax`) compare blueprint-run --train-step with
 # the JAX reference in the venv tools/setup-python.sh makes (target/venv);
 # without it lit reports them UNSUPPORTED, with a note.
