@@ -29,11 +29,14 @@ config.substitutions.append(("%mlir_opt", os.path.join(llvm_bin, "mlir-opt")))
 
 # libblueprint.so (tools/build-shared.sh; test/lit.rs builds it first) for
 # the C API, C, Python and mlir-opt plugin tests.
-shared_lib = os.environ.get("BLUEPRINT_SHARED_LIB", os.path.join(repo_root, "target", "shared", "lib", "libblueprint.so"))
+shared_lib = os.environ.get("BLUEPRINT_SHARED_LIB", os.path.join(repo_root, "target", "shared", "debug", "lib", "libblueprint.so"))
 if os.path.exists(shared_lib):
     config.available_features.add("blueprint-shared")
     config.substitutions.append(("%blueprint_lib_dir", os.path.dirname(shared_lib)))
     config.substitutions.append(("%blueprint_lib", shared_lib))
+    # The library's profile, as tools/build-shared.sh takes it.
+    profile_flag = "--release" if os.path.basename(os.path.dirname(os.path.dirname(shared_lib))) == "release" else ""
+    config.substitutions.append(("%blueprint_profile", profile_flag))
 config.substitutions.append(("%repo", repo_root))
 config.substitutions.append(("%clang", os.path.join(llvm_bin, "clang")))
 
@@ -75,6 +78,14 @@ if _probe.returncode == 0:
     config.available_features.add("jsonschema")
 else:
     lit_config.note("the spec schema test is UNSUPPORTED: python3 cannot import jsonschema (tools/setup.sh installs python3-jsonschema)")
+
+# The installed library's build files: pkg-config (tools/setup.sh installs
+# it) and CMake (optional; without it its test is UNSUPPORTED).
+for tool, feature in (("pkg-config", "pkg-config"), ("cmake", "cmake")):
+    if shutil.which(tool, path=config.environment["PATH"]):
+        config.available_features.add(feature)
+    else:
+        lit_config.note("no '%s' on PATH: the tests that need it are UNSUPPORTED" % tool)
 
 # Execution tests (`REQUIRES: jax`) compare blueprint-run --train-step with
 # the JAX reference in the venv tools/setup-python.sh makes (target/venv);
