@@ -34,10 +34,7 @@ fn lit_suite() {
     ));
     let started = Instant::now();
     // stderr inherited: the build's progress streams to the terminal.
-    let built = build
-        .stderr(std::process::Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run tools/build-shared.sh: {e}"));
+    let built = build.stderr(std::process::Stdio::inherit()).output().unwrap_or_else(|e| panic!("cannot run tools/build-shared.sh: {e}"));
     assert!(built.status.success(), "tools/build-shared.sh failed (its output is above)");
     let shared = String::from_utf8_lossy(&built.stdout).trim().to_string();
     progress(&format!("built {shared} in {:.0} s; running the lit suite (about 2.5 minutes)", started.elapsed().as_secs_f64()));

@@ -358,10 +358,17 @@ fn compile(options: &Options) -> Result<Program, String> {
     let Some(mut module) = crate::tools::opt::parse_module(&context, &sink, &bytes, &name) else {
         return Err(format!("cannot parse the input\n{}", report(&sink)));
     };
-    let function = collect_ops(module.as_operation())
-        .into_iter()
-        .find(|op| name_of(*op) == "func.func" && str_attr(*op, "sym_name") == Some(options.entry.as_str()))
-        .ok_or_else(|| format!("{name}: no function '@{}' in the module", options.entry))?;
+    let functions: Vec<_> = collect_ops(module.as_operation()).into_iter().filter(|op| name_of(*op) == "func.func").collect();
+    let function = functions.iter().copied().find(|op| str_attr(*op, "sym_name") == Some(options.entry.as_str())).ok_or_else(|| {
+        // The nearest defined function (not a declaration), if one is near.
+        let defined: Vec<&str> = functions
+            .iter()
+            .filter(|op| op.region(0).ok().and_then(|r| r.first_block()).is_some())
+            .filter_map(|op| str_attr(*op, "sym_name"))
+            .collect();
+        let hint = crate::tools::suggest::suggest(&options.entry, &defined).map(|f| format!("; did you mean '@{f}'?")).unwrap_or_default();
+        format!("{name}: no function '@{}' in the module{hint}", options.entry)
+    })?;
     let location = crate::dialect::verify::checker::position_of(function);
     let function_type = function.attribute("function_type").map(attribute_text).unwrap_or_default();
     let (inputs, outputs) =

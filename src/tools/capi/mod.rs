@@ -323,9 +323,8 @@ pub unsafe extern "C" fn blueprintImportTrainingSpecWithStatus(
         let context_ref = unsafe { ContextRef::from_raw(context) };
         // SAFETY: used only within this call.
         let context: &Context = unsafe { context_ref.to_ref() };
-        let built: Module =
-            crate::transforms::transformer::import::import_training(context, &spec, Location::new(context, "spec", 1, 1))
-                .map_err(|e| CapiError::InvalidSpec(format!("spec: {e}")))?;
+        let built: Module = crate::transforms::transformer::import::import_training(context, &spec, Location::new(context, "spec", 1, 1))
+            .map_err(|e| CapiError::InvalidSpec(format!("spec: {e}")))?;
         // Ownership goes to the caller (mlirModuleDestroy).
         imported = ManuallyDrop::new(built).to_raw();
         Ok(String::new())
@@ -365,7 +364,8 @@ fn verified<'c>(module: MlirOperation) -> Result<OperationRef<'c, 'c>, CapiError
     // SAFETY: the op's live context.
     let context = unsafe { mlir_sys::mlirOperationGetContext(module) };
     // SAFETY: a live context.
-    let (ok, diagnostics) = unsafe { crate::ir::diagnostics::capture(context, || op.verify() && crate::dialect::verify::verify_blueprint(op)) };
+    let (ok, diagnostics) =
+        unsafe { crate::ir::diagnostics::capture(context, || op.verify() && crate::dialect::verify::verify_blueprint(op)) };
     if !ok {
         let mut message = String::from("blueprint: the module does not verify");
         for diagnostic in &diagnostics {

@@ -108,7 +108,8 @@ fn statuses_separate_results_from_errors() {
     // A success clears the last error and sends nothing to the error callback.
     errors.clear();
     let spec = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/specs/tiny-pp-dp.json")).expect("spec");
-    let status = unsafe { blueprintImportTrainingSpecWithStatus(raw, string_ref(&spec), &raw mut module, Some(collect), (&raw mut errors).cast()) };
+    let status =
+        unsafe { blueprintImportTrainingSpecWithStatus(raw, string_ref(&spec), &raw mut module, Some(collect), (&raw mut errors).cast()) };
     assert_eq!(status, BlueprintStatus::Success);
     assert!(!module.ptr.is_null() && errors.is_empty());
     assert_eq!(blueprintGetLastErrorMessage().length, 0);
