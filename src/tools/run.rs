@@ -161,7 +161,9 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
                     .ok_or_else(|| format!("--timeout '{v}' is not a positive number of seconds"))?;
                 options.timeout = Duration::from_secs_f64(seconds);
             }
-            f if f.starts_with('-') && f != "-" => return Err(format!("unknown option '{f}'")),
+            f if f.starts_with('-') && f != "-" => {
+                return Err(format!("unknown option '{f}'{}", crate::tools::cli::did_you_mean(f, &help_text())))
+            }
             _ => {
                 if input.replace(raw.clone()).is_some() {
                     return Err(format!("more than one input file ('{arg}')"));

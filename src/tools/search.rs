@@ -181,7 +181,10 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             "-o" => a.output = Some(path("-o")?),
             "--emit-plan" => a.emit_plan = Some(path("--emit-plan")?),
             other if other.starts_with('-') && other != "-" => {
-                return Err(format!("blueprint-search: unknown option '{other}'\nTry 'blueprint-search --help'."))
+                return Err(format!(
+                    "blueprint-search: unknown option '{other}'{}\nTry 'blueprint-search --help'.",
+                    crate::tools::cli::did_you_mean(other, HELP)
+                ))
             }
             _ => {
                 if a.model.replace(raw.clone()).is_some() {

@@ -139,7 +139,10 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
             "--mlir-print-op-generic" => generic = true,
             "-o" => output = Some(iter.next().ok_or("blueprint-translate: -o needs a file name")?.clone()),
             other if other.starts_with('-') && other != "-" => {
-                return Err(format!("blueprint-translate: unknown option '{other}'\nTry 'blueprint-translate --help'."))
+                return Err(format!(
+                    "blueprint-translate: unknown option '{other}'{}\nTry 'blueprint-translate --help'.",
+                    crate::tools::cli::did_you_mean(other, HELP)
+                ))
             }
             _ => {
                 if input.replace(raw.clone()).is_some() {
