@@ -13,7 +13,8 @@ config.excludes = ["Inputs", "lit.rs", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 
 repo_root = os.path.dirname(config.test_source_root)
-bin_dir = os.environ.get("BLUEPRINT_BIN_DIR", os.path.join(repo_root, "target", "debug"))
+# Relative to the directory lit was started in (tests run elsewhere).
+bin_dir = os.path.abspath(os.environ.get("BLUEPRINT_BIN_DIR", os.path.join(repo_root, "target", "debug")))
 llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
 config.test_exec_root = os.environ.get(
     "BLUEPRINT_LIT_OUT", os.path.join(repo_root, "target", "lit")

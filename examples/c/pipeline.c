@@ -4,10 +4,11 @@
 // status) to stderr.
 //
 // Build (tools/build-shared.sh first):
-//   clang -Iinclude -I/usr/lib/llvm-22/include examples/c/pipeline.c \
+//   /usr/lib/llvm-22/bin/clang -Iinclude -I/usr/lib/llvm-22/include examples/c/pipeline.c \
 //     -Ltarget/shared/debug/lib -lblueprint -lMLIR-C -Wl,-rpath,$PWD/target/shared/debug/lib -o pipeline
 //   (or, after tools/build-shared.sh --prefix DIR:
-//    clang examples/c/pipeline.c $(PKG_CONFIG_PATH=DIR/lib/pkgconfig pkg-config --cflags --libs blueprint) -o pipeline)
+//    /usr/lib/llvm-22/bin/clang examples/c/pipeline.c $(PKG_CONFIG_PATH=DIR/lib/pkgconfig pkg-config --cflags --libs blueprint) \
+//      -Wl,-rpath,DIR/lib -o pipeline)
 // Run: ./pipeline SPEC.json SYSTEM.json
 #include "blueprint-c/Blueprint.h"
 
