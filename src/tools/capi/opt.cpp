@@ -109,15 +109,24 @@ extern "C" bool blueprintPrintRegisteredPasses(void) {
 // Every registered pass and pipeline argument, through `callback`. The
 // registry itself is not public; mlir-opt's command-line parser lists
 // every entry as one option each, so one such parser (made once, never
-// used to parse) enumerates them. Call after every pass is registered.
+// used to parse) enumerates them. Call after every pass is registered. In
+// a host that already has that parser (stock mlir-opt with the plugin),
+// making a second one would register its options twice (a fatal error in
+// LLVM's command line): the host's own lists the passes instead.
 extern "C" void blueprintRegisteredPassNames(MlirStringCallback callback, void *userData) {
   static const char *kProbe = "blueprint: the registered passes, for suggestions";
-  static PassPipelineCLParser *parser = new PassPipelineCLParser("", kProbe);
-  (void)parser;
+  static const bool ours = [] {
+    if (llvm::cl::getRegisteredOptions().count("pass-pipeline"))
+      return false;
+    new PassPipelineCLParser("", kProbe);
+    return true;
+  }();
   for (auto &entry : llvm::cl::getRegisteredOptions()) {
     llvm::cl::Option *option = entry.second;
-    if (option->ArgStr.empty() && option->HelpStr == kProbe)
-      callback(wrap(entry.first), userData);
+    // A pass is a literal of an option without a name of its own.
+    if (!option->ArgStr.empty() || (ours && option->HelpStr != kProbe))
+      continue;
+    callback(wrap(entry.first), userData);
   }
 }
 
