@@ -50,6 +50,7 @@ fn run() -> Result<(), String> {
     println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/verify.cpp").display());
     println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/read.cpp").display());
     println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/parse.cpp").display());
+    println!("cargo:rerun-if-changed={}", manifest.join("src/tools/capi/opt.cpp").display());
     println!("cargo:rerun-if-env-changed=TABLEGEN_220_PREFIX");
     println!("cargo:rerun-if-changed={}", dialects_dir.join("BlueprintBase.td").display());
     // `melior::dialect!` (typed builders) reads the ODS from here.
@@ -180,7 +181,9 @@ fn compile_dialects(prefix: &str, dialects_dir: &Path, out_dir: &Path) -> Result
         // An op's attributes as one array.
         .file(manifest_dir().join("src/tools/capi/read.cpp"))
         // Parsing without the verifier, which Blueprint runs after its bounds.
-        .file(manifest_dir().join("src/tools/capi/parse.cpp"));
+        .file(manifest_dir().join("src/tools/capi/parse.cpp"))
+        // mlir-opt's IR printing filters, pass listing and dumps (blueprint-opt).
+        .file(manifest_dir().join("src/tools/capi/opt.cpp"));
     build.try_compile("blueprint_dialects").map_err(|e| format!("compiling the dialects' C++: {e}"))?;
     Ok(())
 }

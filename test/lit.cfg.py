@@ -13,7 +13,8 @@ config.excludes = ["Inputs", "lit.rs", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 
 repo_root = os.path.dirname(config.test_source_root)
-bin_dir = os.environ.get("BLUEPRINT_BIN_DIR", os.path.join(repo_root, "target", "debug"))
+# Relative to the directory lit was started in (tests run elsewhere).
+bin_dir = os.path.abspath(os.environ.get("BLUEPRINT_BIN_DIR", os.path.join(repo_root, "target", "debug")))
 llvm_bin = os.environ.get("LLVM_BIN_DIR", "/usr/lib/llvm-22/bin")
 config.test_exec_root = os.environ.get(
     "BLUEPRINT_LIT_OUT", os.path.join(repo_root, "target", "lit")
@@ -29,11 +30,14 @@ config.substitutions.append(("%mlir_opt", os.path.join(llvm_bin, "mlir-opt")))
 
 # libblueprint.so (tools/build-shared.sh; test/lit.rs builds it first) for
 # the C API, C, Python and mlir-opt plugin tests.
-shared_lib = os.environ.get("BLUEPRINT_SHARED_LIB", os.path.join(repo_root, "target", "shared", "lib", "libblueprint.so"))
+shared_lib = os.environ.get("BLUEPRINT_SHARED_LIB", os.path.join(repo_root, "target", "shared", "debug", "lib", "libblueprint.so"))
 if os.path.exists(shared_lib):
     config.available_features.add("blueprint-shared")
     config.substitutions.append(("%blueprint_lib_dir", os.path.dirname(shared_lib)))
     config.substitutions.append(("%blueprint_lib", shared_lib))
+    # The library's profile, as tools/build-shared.sh takes it.
+    profile_flag = "--release" if os.path.basename(os.path.dirname(os.path.dirname(shared_lib))) == "release" else ""
+    config.substitutions.append(("%blueprint_profile", profile_flag))
 config.substitutions.append(("%repo", repo_root))
 config.substitutions.append(("%clang", os.path.join(llvm_bin, "clang")))
 
@@ -66,6 +70,23 @@ if _problem is None:
     config.available_features.add("mpi")
 else:
     lit_config.note("MPI cannot start, skipping the MPI tests: " + _problem)
+
+# The spec schema test (`REQUIRES: jsonschema`) validates the repository's
+# specs with Python's jsonschema (Debian's python3-jsonschema, which
+# tools/setup.sh installs); without it lit reports it UNSUPPORTED.
+_probe = subprocess.run(["python3", "-c", "import jsonschema"], capture_output=True, env={"PATH": config.environment["PATH"]})
+if _probe.returncode == 0:
+    config.available_features.add("jsonschema")
+else:
+    lit_config.note("the spec schema test is UNSUPPORTED: python3 cannot import jsonschema (tools/setup.sh installs python3-jsonschema)")
+
+# The installed library's build files: pkg-config (tools/setup.sh installs
+# it) and CMake (optional; without it its test is UNSUPPORTED).
+for tool, feature in (("pkg-config", "pkg-config"), ("cmake", "cmake")):
+    if shutil.which(tool, path=config.environment["PATH"]):
+        config.available_features.add(feature)
+    else:
+        lit_config.note("no '%s' on PATH: the tests that need it are UNSUPPORTED" % tool)
 
 # Execution tests (`REQUIRES: jax`) compare blueprint-run --train-step with
 # the JAX reference in the venv tools/setup-python.sh makes (target/venv);

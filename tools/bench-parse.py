@@ -77,7 +77,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    plugin = os.path.join(ROOT, "target", "shared", "lib", "libblueprint.so")
+    # tools/build-shared.sh --release builds it.
+    plugin = os.path.join(ROOT, "target", "shared", "release", "lib", "libblueprint.so")
     with tempfile.TemporaryDirectory() as tmp:
         irdl = os.path.join(tmp, "blueprint.irdl.mlir")
         with open(irdl, "w") as f:

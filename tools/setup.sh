@@ -7,7 +7,7 @@ set -euo pipefail
 
 PACKAGES=(
   libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools libpolly-22-dev
-  libclang-22-dev clang-22 libzstd-dev python3 python3-venv mpich libmpich-dev
+  libclang-22-dev clang-22 libzstd-dev python3 python3-venv python3-jsonschema mpich libmpich-dev pkgconf cmake
 )
 
 missing=()

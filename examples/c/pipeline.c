@@ -1,10 +1,14 @@
 // Blueprint from C: import a training spec, run Blueprint's passes and an
 // upstream one through a textual pipeline, print the plan's work summary
-// and its estimate on a system.
+// and its estimate on a system. Results go to stdout, errors (with their
+// status) to stderr.
 //
 // Build (tools/build-shared.sh first):
-//   clang -Iinclude -I/usr/lib/llvm-22/include examples/c/pipeline.c \
-//     -Ltarget/shared/lib -lblueprint -lMLIR-C -Wl,-rpath,$PWD/target/shared/lib -o pipeline
+//   /usr/lib/llvm-22/bin/clang -Iinclude -I/usr/lib/llvm-22/include examples/c/pipeline.c \
+//     -Ltarget/shared/debug/lib -lblueprint -lMLIR-C -Wl,-rpath,$PWD/target/shared/debug/lib -o pipeline
+//   (or, after tools/build-shared.sh --prefix DIR:
+//    /usr/lib/llvm-22/bin/clang examples/c/pipeline.c $(PKG_CONFIG_PATH=DIR/lib/pkgconfig pkg-config --cflags --libs blueprint) \
+//      -Wl,-rpath,DIR/lib -o pipeline)
 // Run: ./pipeline SPEC.json SYSTEM.json
 #include "blueprint-c/Blueprint.h"
 
@@ -17,6 +21,19 @@
 #include <string.h>
 
 static void print_to(MlirStringRef text, void *stream) { fwrite(text.data, 1, text.length, (FILE *)stream); }
+
+// An error callback: the reason on stderr, after what failed.
+static void print_error(MlirStringRef text, void *what) {
+  fprintf(stderr, "pipeline: %s failed: %.*s\n", (const char *)what, (int)text.length, text.data);
+}
+
+// The status of a failed call on stderr; whether it succeeded.
+static int succeeded(BlueprintStatus status) {
+  if (status == BLUEPRINT_STATUS_SUCCESS)
+    return 1;
+  fprintf(stderr, "pipeline: status %s\n", blueprintStatusGetName(status));
+  return 0;
+}
 
 static char *read_file(const char *path) {
   FILE *file = fopen(path, "rb");
@@ -59,9 +76,11 @@ int main(int argc, char **argv) {
   if (!mlirLogicalResultIsFailure(blueprintLoadDialects((MlirContext){NULL})))
     return 1;
 
-  MlirModule module = blueprintImportTrainingSpec(context, mlirStringRefCreateFromCString(spec), print_to, stderr);
+  MlirModule module;
+  BlueprintStatus imported = blueprintImportTrainingSpecWithStatus(context, mlirStringRefCreateFromCString(spec), &module,
+                                                                   print_error, "import");
   free(spec);
-  if (mlirModuleIsNull(module))
+  if (!succeeded(imported))
     return 1;
 
   // Blueprint's passes by constructor and by name, with upstream canonicalize.
@@ -78,12 +97,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("passes: %ld Blueprint passes registered\n", (long)blueprintGetNumPasses());
-  if (mlirLogicalResultIsFailure(blueprintExportWorkSummary(op, print_to, stdout)))
+  if (!succeeded(blueprintExportWorkSummaryWithStatus(op, print_to, stdout, print_error, "the work summary")))
     return 1;
-  MlirLogicalResult estimated =
-      blueprintEstimate(op, mlirStringRefCreateFromCString(argv[2]), 0, 1, 1, false, false, print_to, stdout);
+  BlueprintStatus estimated = blueprintEstimateWithStatus(op, mlirStringRefCreateFromCString(argv[2]), 0, 1, 1, false,
+                                                          false, print_to, stdout, print_error, "the estimate");
   mlirPassManagerDestroy(pm);
   mlirModuleDestroy(module);
   mlirContextDestroy(context);
-  return mlirLogicalResultIsFailure(estimated) ? 1 : 0;
+  return succeeded(estimated) ? 0 : 1;
 }

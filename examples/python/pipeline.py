@@ -7,6 +7,9 @@ so this script talks to the MLIR C API (libMLIR-C.so, built beside
 libblueprint.so by tools/build-shared.sh) and Blueprint's C API directly.
 Keep the Python side thin: everything happens in the libraries.
 
+Results go to stdout; an error goes to stderr with its status
+(BLUEPRINT_STATUS_...) and the script exits 1.
+
 Usage: python3 examples/python/pipeline.py LIBDIR SPEC.json SYSTEM.json
 """
 import ctypes
@@ -51,38 +54,55 @@ def main():
         (capi, "mlirPassManagerRunOnOp"): ([Handle, Handle], LogicalResult),
         (bp, "blueprintLoadDialects"): ([Handle], LogicalResult),
         (bp, "blueprintRegisterPasses"): ([], LogicalResult),
-        (bp, "blueprintImportTrainingSpec"): ([Handle, StringRef, StringCallback, ctypes.c_void_p], Handle),
-        (bp, "blueprintExportWorkSummary"): ([Handle, StringCallback, ctypes.c_void_p], LogicalResult),
-        (bp, "blueprintEstimate"): ([Handle, StringRef, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_bool,
-                                     ctypes.c_bool, StringCallback, ctypes.c_void_p], LogicalResult),
+        (bp, "blueprintImportTrainingSpecWithStatus"): ([Handle, StringRef, ctypes.POINTER(Handle), StringCallback,
+                                                         ctypes.c_void_p], ctypes.c_int),
+        (bp, "blueprintExportWorkSummaryWithStatus"): ([Handle, StringCallback, ctypes.c_void_p, StringCallback,
+                                                        ctypes.c_void_p], ctypes.c_int),
+        (bp, "blueprintEstimateWithStatus"): ([Handle, StringRef, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32,
+                                               ctypes.c_bool, ctypes.c_bool, StringCallback, ctypes.c_void_p,
+                                               StringCallback, ctypes.c_void_p], ctypes.c_int),
+        (bp, "blueprintStatusGetName"): ([ctypes.c_int], ctypes.c_char_p),
     }
     for (lib, name), (args, result) in signatures.items():
         function = getattr(lib, name)
         function.argtypes, function.restype = args, result
 
     out = []
+    errors = []
     collect = StringCallback(lambda text, _: out.append(ctypes.string_at(text.data, text.length).decode()))
+    collect_error = StringCallback(
+        lambda text, _: errors.append(ctypes.string_at(text.data, text.length).decode(errors="replace")))
+
+    def fail(what, status=None):
+        name = f" ({bp.blueprintStatusGetName(status).decode()})" if status is not None else ""
+        sys.stderr.write(f"pipeline.py: {what} failed{name}: {''.join(errors)}\n")
+        sys.exit(1)
 
     def check(result, what):
         if not result.value:
-            sys.exit(f"pipeline.py: {what} failed: {''.join(out)}")
+            fail(what)
+
+    def check_status(status, what):
+        if status != 0:
+            fail(what, status)
 
     context = capi.mlirContextCreate()
     capi.mlirRegisterAllPasses()  # upstream passes (canonicalize)
     check(bp.blueprintLoadDialects(context), "loading the dialects")
     check(bp.blueprintRegisterPasses(), "registering the passes")
     check(LogicalResult(int(not bp.blueprintLoadDialects(Handle(None)).value)), "rejecting a null context")
-    module = bp.blueprintImportTrainingSpec(context, string_ref(open(spec_path).read()), collect, None)
-    if not module.ptr:
-        sys.exit(f"pipeline.py: import failed: {''.join(out)}")
+    module = Handle(None)
+    check_status(bp.blueprintImportTrainingSpecWithStatus(context, string_ref(open(spec_path).read()),
+                                                          ctypes.byref(module), collect_error, None), "the import")
     pm = capi.mlirPassManagerCreate(context)
     pipeline = "distribute-transformer-training,plan-transformer-training,check-conservation,canonicalize"
-    check(capi.mlirOpPassManagerAddPipeline(capi.mlirPassManagerGetAsOpPassManager(pm), string_ref(pipeline), collect, None),
-          "parsing the pipeline")
+    check(capi.mlirOpPassManagerAddPipeline(capi.mlirPassManagerGetAsOpPassManager(pm), string_ref(pipeline),
+                                            collect_error, None), "parsing the pipeline")
     op = capi.mlirModuleGetOperation(module)
     check(capi.mlirPassManagerRunOnOp(pm, op), "running the pipeline")
-    check(bp.blueprintExportWorkSummary(op, collect, None), "the work summary")
-    check(bp.blueprintEstimate(op, string_ref(system_path), 0, 1, 1, False, False, collect, None), "the estimate")
+    check_status(bp.blueprintExportWorkSummaryWithStatus(op, collect, None, collect_error, None), "the work summary")
+    check_status(bp.blueprintEstimateWithStatus(op, string_ref(system_path), 0, 1, 1, False, False, collect, None,
+                                                collect_error, None), "the estimate")
     sys.stdout.write("".join(out))
     capi.mlirPassManagerDestroy(pm)
     capi.mlirModuleDestroy(module)

@@ -6,9 +6,13 @@
 |* linked against the shared MLIR of the host (libMLIR.so) and the MLIR C API *|
 |* library it ships beside itself (libMLIR-C.so).                             *|
 |*                                                                            *|
-|* Functions that can fail return MlirLogicalResult (or a null handle) and    *|
-|* report why through an MlirStringCallback, never by aborting. Text passed   *|
-|* to callbacks is valid only during the call.                                *|
+|* Entry points that can fail never abort. The `...WithStatus` ones return a  *|
+|* BlueprintStatus and send the reason of a failure to their own error       *|
+|* callback (results go to the result callback only); the thread's last      *|
+|* message is also kept (blueprintGetLastErrorMessage). The older entry      *|
+|* points return MlirLogicalResult (or a null handle) and send results and   *|
+|* errors through one callback. Text passed to callbacks is valid only       *|
+|* during the call.                                                          *|
 \*===----------------------------------------------------------------------===*/
 
 #ifndef BLUEPRINT_C_BLUEPRINT_H
@@ -24,6 +28,31 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*===-- Status ------------------------------------------------------------===*/
+
+/// What a `...WithStatus` entry point returns.
+typedef enum {
+  BLUEPRINT_STATUS_SUCCESS = 0,
+  /// A null handle or an out-of-range argument.
+  BLUEPRINT_STATUS_INVALID_ARGUMENT = 1,
+  /// A spec that does not parse or breaks a rule (docs/SPEC.md).
+  BLUEPRINT_STATUS_INVALID_SPEC = 2,
+  /// A module that does not verify (the message holds the diagnostics).
+  BLUEPRINT_STATUS_INVALID_IR = 3,
+  /// The computation could not be done: a system file that cannot be read
+  /// or is invalid, a plan that does not fit, a module without a plan, ...
+  BLUEPRINT_STATUS_FAILED = 4,
+  /// A bug in Blueprint; please report it with the input.
+  BLUEPRINT_STATUS_INTERNAL_ERROR = 5,
+} BlueprintStatus;
+
+/// The status's name ("BLUEPRINT_STATUS_INVALID_SPEC"), a static string.
+MLIR_CAPI_EXPORTED const char *blueprintStatusGetName(BlueprintStatus status);
+
+/// The message of the calling thread's last failed `...WithStatus` call
+/// (empty after a success); valid until the thread's next Blueprint call.
+MLIR_CAPI_EXPORTED MlirStringRef blueprintGetLastErrorMessage(void);
 
 /*===-- Dialects ----------------------------------------------------------===*/
 
@@ -95,22 +124,44 @@ MLIR_CAPI_EXPORTED MlirPass mlirCreateBlueprintConvertLinalgMatmulToKernelsPass(
 
 /*===-- Entry points that are not passes ---------------------------------===*/
 
-/// Imports a training spec (JSON text, Blueprint's or Calculon's field
-/// names) as a ModelIR module in `context`, loading the dialects. Returns a
-/// null module and reports why through `onError` on a malformed spec.
+/// Imports a training spec (JSON text, docs/SPEC.md) as a ModelIR module in
+/// `context`, loading the dialects, into `*module` (owned by the caller;
+/// null on failure, with the reason to `onError`).
+MLIR_CAPI_EXPORTED BlueprintStatus blueprintImportTrainingSpecWithStatus(MlirContext context, MlirStringRef specJson,
+                                                                         MlirModule *module,
+                                                                         MlirStringCallback onError,
+                                                                         void *errorUserData);
+
+/// The same, returning a null module and reporting why through `onError`
+/// on a malformed spec.
 MLIR_CAPI_EXPORTED MlirModule blueprintImportTrainingSpec(MlirContext context, MlirStringRef specJson,
                                                           MlirStringCallback onError, void *userData);
 
 /// The work summary of a module holding a plan or dist program, as JSON,
-/// passed to `callback`; on failure the reason goes to `callback` and the
-/// result is a failure.
+/// passed to `onResult`; on failure the reason goes to `onError`.
+MLIR_CAPI_EXPORTED BlueprintStatus blueprintExportWorkSummaryWithStatus(MlirOperation module,
+                                                                        MlirStringCallback onResult,
+                                                                        void *resultUserData,
+                                                                        MlirStringCallback onError,
+                                                                        void *errorUserData);
+
+/// The same with one callback: the JSON, or on failure the reason, goes to
+/// `callback`.
 MLIR_CAPI_EXPORTED MlirLogicalResult blueprintExportWorkSummary(MlirOperation module, MlirStringCallback callback,
                                                                 void *userData);
 
 /// The estimate of a plan on a system profile (a path to a Calculon system
 /// file) with the network tier of each parallel axis, as JSON
-/// (`blueprint-translate --estimate`); a plan that does not fit the first
-/// memory tier is a failure unless `allowOverCapacity`.
+/// (`blueprint-translate --estimate`) to `onResult`; a plan that does not
+/// fit the first memory tier is a failure unless `allowOverCapacity`. The
+/// reason of a failure goes to `onError`.
+MLIR_CAPI_EXPORTED BlueprintStatus blueprintEstimateWithStatus(MlirOperation module, MlirStringRef systemPath,
+                                                               int32_t tpNet, int32_t ppNet, int32_t dpNet,
+                                                               bool dpOverlap, bool allowOverCapacity,
+                                                               MlirStringCallback onResult, void *resultUserData,
+                                                               MlirStringCallback onError, void *errorUserData);
+
+/// The same with one callback for the JSON and the reason of a failure.
 MLIR_CAPI_EXPORTED MlirLogicalResult blueprintEstimate(MlirOperation module, MlirStringRef systemPath, int32_t tpNet,
                                                        int32_t ppNet, int32_t dpNet, bool dpOverlap,
                                                        bool allowOverCapacity, MlirStringCallback callback,

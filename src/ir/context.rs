@@ -38,6 +38,13 @@ pub fn register_blueprint_dialects(registry: &DialectRegistry) {
     }
 }
 
+/// Registers every upstream pass in MLIR's global registry, once.
+pub fn register_upstream_passes() {
+    REGISTER_PASSES.call_once(|| {
+        register_all_passes();
+    });
+}
+
 /// Creates a context with every upstream dialect and Blueprint's dialects
 /// registered and loaded, and multithreading off so output and diagnostics
 /// are deterministic.
@@ -45,9 +52,7 @@ pub fn register_blueprint_dialects(registry: &DialectRegistry) {
 /// Attach a [`crate::ir::diagnostics::DiagnosticSink`] to see diagnostics.
 #[must_use]
 pub fn create_context() -> Context {
-    REGISTER_PASSES.call_once(|| {
-        register_all_passes();
-    });
+    register_upstream_passes();
     let registry = DialectRegistry::new();
     register_all_dialects(&registry);
     register_blueprint_dialects(&registry);

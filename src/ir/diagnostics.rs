@@ -96,6 +96,32 @@ impl DiagnosticSink {
     }
 }
 
+/// Runs `f` with a handler on `context` that records every diagnostic,
+/// then detaches it (so a host's own handlers see later diagnostics
+/// again); returns `f`'s result and what was reported meanwhile.
+///
+/// # Safety
+/// `context` is a live context.
+pub unsafe fn capture<R>(context: mlir_sys::MlirContext, f: impl FnOnce() -> R) -> (R, Vec<Diagnostic>) {
+    let collected: Collected = Rc::default();
+    let data = Box::into_raw(Box::new(Rc::clone(&collected)));
+    // SAFETY: as in `DiagnosticSink::attach`; detached below, which frees `data`.
+    let id = unsafe { mlir_sys::mlirContextAttachDiagnosticHandler(context, Some(handle), data.cast(), Some(drop_sink)) };
+    /// Detaches the handler however `f` ends (a panic included).
+    struct Detach(mlir_sys::MlirContext, mlir_sys::MlirDiagnosticHandlerID);
+    impl Drop for Detach {
+        fn drop(&mut self) {
+            // SAFETY: the handler attached above, on a live context.
+            unsafe { mlir_sys::mlirContextDetachDiagnosticHandler(self.0, self.1) };
+        }
+    }
+    let detach = Detach(context, id);
+    let result = f();
+    drop(detach);
+    let diagnostics = std::mem::take(&mut *collected.borrow_mut());
+    (result, diagnostics)
+}
+
 type Collected = Rc<RefCell<Vec<Diagnostic>>>;
 
 unsafe extern "C" fn handle(diagnostic: mlir_sys::MlirDiagnostic, data: *mut c_void) -> mlir_sys::MlirLogicalResult {

@@ -157,20 +157,28 @@ fn locate_too_deep(source: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
-/// Parses `source` as a module whose locations name `name`, or `None`
-/// after emitting diagnostics. A lone top-level `builtin.module` is the
-/// module itself; anything else is wrapped in one, like `mlir-opt` does.
-/// Input nested deeper than [`MAX_NESTING_DEPTH`] is rejected with a located
-/// error before MLIR sees it.
+/// The magic number MLIR bytecode starts with (`ML\xefR`).
+pub const BYTECODE_MAGIC: &[u8] = b"ML\xefR";
+
+/// Parses `source` (text or MLIR bytecode) as a module whose locations name
+/// `name`, or `None` after emitting diagnostics. A lone top-level
+/// `builtin.module` is the module itself; anything else is wrapped in one,
+/// like `mlir-opt` does. Text nested deeper than [`MAX_NESTING_DEPTH`] is
+/// rejected with a located error before MLIR sees it.
 pub fn parse_module<'c>(context: &'c Context, sink: &DiagnosticSink, source: &[u8], name: &str) -> Option<Module<'c>> {
-    if let Some((line, column)) = too_deep(source) {
+    // The text scans read brackets and `from_elements` types as text; in
+    // MLIR bytecode those are binary (a string attribute's bytes could
+    // look like deep nesting). Its reader resolves operands by index and
+    // builds no type per element, so the checks after parsing suffice.
+    let bytecode = source.starts_with(BYTECODE_MAGIC);
+    if let Some((line, column)) = too_deep(source).filter(|_| !bytecode) {
         crate::ir::diagnostics::emit_error(
             Location::new(context, name, line, column),
             &format!("input nests deeper than {MAX_NESTING_DEPTH} levels of brackets and regions, which Blueprint does not accept"),
         );
         return None;
     }
-    if let Some(oversized) = input_limits::oversized_from_elements(source) {
+    if let Some(oversized) = input_limits::oversized_from_elements(source).filter(|_| !bytecode) {
         input_limits::emit_oversized(context, name, &oversized, source.len());
         return None;
     }

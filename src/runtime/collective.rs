@@ -55,7 +55,7 @@ pub(crate) fn agree(deposits: &[Arc<Deposit>]) -> RtResult<Vec<&Contribution>> {
     if let Some(c) = contributions.iter().find(differs) {
         let name = |c: &Contribution| c.op.as_ref().map_or_else(String::new, |op| op.name.to_string());
         return Err(RtError::Mismatch(format!(
-            "rank {} is at op {} ({:?} on {} with participants {:?}) but rank {} is at op {} ({:?} on {} with participants {:?}) \
+            "rank {} is at op {} ({} on {} with participants {:?}) but rank {} is at op {} ({} on {} with participants {:?}) \
              in the same exchange: every participant must issue its collectives in the same order",
             first.rank,
             name(first),
@@ -72,7 +72,7 @@ pub(crate) fn agree(deposits: &[Arc<Deposit>]) -> RtResult<Vec<&Contribution>> {
     for c in &contributions[1..] {
         if c.kind != first.kind || c.dtype != first.dtype || c.participants != first.participants {
             return Err(RtError::Mismatch(format!(
-                "rank {} called {:?} on {} with participants {:?}, but rank {} called {:?} on {} \
+                "rank {} called {} on {} with participants {:?}, but rank {} called {} on {} \
                  with participants {:?}",
                 first.rank, first.kind, first.dtype, first.participants, c.rank, c.kind, c.dtype, c.participants
             )));

@@ -19,6 +19,25 @@ pub(crate) enum OpKind {
     CopyPermute { axes: Vec<usize> },
 }
 
+impl std::fmt::Display for OpKind {
+    /// As an error shows it: `all_reduce (sum)`, `p2p (from 0 to 1)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::AllReduce { op } => write!(f, "all_reduce ({op})"),
+            Self::ReduceScatter { op, axis } => write!(f, "reduce_scatter ({op} along axis {axis})"),
+            Self::AllGather { axis } => write!(f, "all_gather (along axis {axis})"),
+            Self::AllToAll { axis } => write!(f, "all_to_all (along axis {axis})"),
+            Self::Broadcast { root } => write!(f, "broadcast (from root {root})"),
+            Self::SendRecv { source, dest } => write!(f, "p2p (from {source} to {dest})"),
+            Self::CopyReshape => f.write_str("copy_reshape"),
+            Self::CopyPermute { axes } => {
+                let axes: Vec<String> = axes.iter().map(ToString::to_string).collect();
+                write!(f, "copy_permute (axes [{}])", axes.join(", "))
+            }
+        }
+    }
+}
+
 /// Global placement of a rank's block for the redistribution copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BlockLayout {

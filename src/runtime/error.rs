@@ -92,11 +92,11 @@ pub enum RtError {
     PeerFailed { rank: usize, message: String },
     #[error("participant rank {rank} stopped: {message}")]
     PeerStopped { rank: usize, message: String },
-    #[error("unknown handle {0}")]
+    #[error("unknown handle {0} (no collective or transfer started on this rank returned it)")]
     UnknownHandle(i64),
     #[error("handle {0} was already waited on")]
     AlreadyWaited(i64),
-    #[error("timed out after {timeout:?} waiting for participant ranks {missing:?}")]
+    #[error("timed out after {} s waiting for participant ranks {missing:?}", timeout.as_secs_f64())]
     Timeout { timeout: Duration, missing: Vec<usize> },
     #[error("internal runtime error: {0}")]
     Internal(String),

@@ -201,6 +201,18 @@ impl ReduceOp {
     }
 }
 
+impl fmt::Display for ReduceOp {
+    /// The spelling of `dist`'s `reduction = ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Sum => "sum",
+            Self::Max => "max",
+            Self::Min => "min",
+            Self::Prod => "prod",
+        })
+    }
+}
+
 impl fmt::Display for ElementType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.mlir())

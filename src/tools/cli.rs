@@ -67,6 +67,24 @@ pub fn print_info(tool: &str, text: &str) -> i32 {
     }
 }
 
+/// `; did you mean '--x'?` for an unknown option `arg`, from the options
+/// a tool's help text lists (empty when none is near).
+#[must_use]
+pub fn did_you_mean(arg: &str, help: &str) -> String {
+    let flag = arg.split('=').next().unwrap_or(arg);
+    let mut options: Vec<&str> =
+        help.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).filter(|word| word.starts_with("--") && word.len() > 2).collect();
+    options.sort_unstable();
+    options.dedup();
+    crate::tools::suggest::suggest(flag, &options).map(|o| format!("; did you mean '{o}'?")).unwrap_or_default()
+}
+
+/// What `--version` prints: `<tool> 0.1.0 (MLIR 22)`.
+#[must_use]
+pub fn version_text(tool: &str) -> String {
+    format!("{tool} {} (MLIR 22)\n", env!("CARGO_PKG_VERSION"))
+}
+
 /// An argument as text (option names and values that are not paths).
 ///
 /// # Errors

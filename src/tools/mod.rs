@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod registry;
 pub mod run;
 pub mod search;
+pub mod suggest;
 pub mod train;
 pub mod translate;
 

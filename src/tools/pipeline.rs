@@ -148,7 +148,17 @@ pub fn add_upstream(top: &OperationPassManager, text: &str) -> Result<()> {
         )
     };
     if result.value == 0 {
-        let reason = if message.is_empty() { "unknown pass or bad options".into() } else { message.trim().to_string() };
+        let mut reason = if message.is_empty() { "unknown pass or bad options".into() } else { message.trim().to_string() };
+        // A misspelt pass name: the nearest registered one.
+        let name = text.split(['{', '(']).next().unwrap_or(text).trim();
+        if !text.contains('(') && !name.is_empty() {
+            let names = crate::tools::suggest::pass_names();
+            if !names.iter().any(|n| n == name) {
+                if let Some(nearest) = crate::tools::suggest::suggest(name, &names) {
+                    reason.push_str(&format!("\ndid you mean '{nearest}'?"));
+                }
+            }
+        }
         return Err(Error::Pipeline { pipeline: text.to_string(), reason });
     }
     Ok(())

@@ -36,6 +36,7 @@ pub struct Options {
     /// Lower with `lower-dist-to-mpi` (MLIR's `mpi` dialect) instead of the runtime.
     pub lower_to_mpi: bool,
     pub help: bool,
+    pub version: bool,
     /// `--train-step`: run one training step of ModelIR instead of `-e`.
     pub train_step: bool,
     pub params: Option<OsString>,
@@ -69,6 +70,7 @@ Options:
                      synchronous all-reduce and p2p, rank queries) instead
                      of the runtime; implies --mpi
   -h, --help         this text
+  --version          print the version and exit
 
 A runtime error (mismatched collectives, participants, handles, a timeout)
 prints the rank, the op's id and location and the reason, and the run exits
@@ -110,6 +112,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
         mpi: false,
         lower_to_mpi: false,
         help: false,
+        version: false,
         train_step: false,
         comm_report: false,
         params: None,
@@ -143,6 +146,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
             |i: &mut usize| take(i).and_then(|v| v.into_string().map_err(|v| format!("{flag} '{}' is not UTF-8", v.to_string_lossy())));
         match flag.as_str() {
             "-h" | "--help" => options.help = true,
+            "--version" => options.version = true,
             "--mpi" => options.mpi = true,
             "--lower-to-mpi" => {
                 options.lower_to_mpi = true;
@@ -172,7 +176,9 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
                     .ok_or_else(|| format!("--timeout '{v}' is not a positive number of seconds"))?;
                 options.timeout = Duration::from_secs_f64(seconds);
             }
-            f if f.starts_with('-') && f != "-" => return Err(format!("unknown option '{f}'")),
+            f if f.starts_with('-') && f != "-" => {
+                return Err(format!("unknown option '{f}'{}", crate::tools::cli::did_you_mean(f, &help_text())))
+            }
             _ => {
                 if input.replace(raw.clone()).is_some() {
                     return Err(format!("more than one input file ('{arg}')"));
@@ -181,7 +187,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
         }
         i += 1;
     }
-    if options.help {
+    if options.help || options.version {
         return Ok(options);
     }
     options.input = input.ok_or("no input file")?;
@@ -227,6 +233,9 @@ pub fn main_with_args(args: &[OsString]) -> i32 {
     };
     if options.help {
         return print_info("blueprint-run", &help_text());
+    }
+    if options.version {
+        return print_info("blueprint-run", &crate::tools::cli::version_text("blueprint-run"));
     }
     if options.train_step {
         let train = crate::tools::train::TrainOptions {
@@ -371,10 +380,17 @@ fn compile(options: &Options) -> Result<Program, String> {
     let Some(mut module) = crate::tools::opt::parse_module(&context, &sink, &bytes, &name) else {
         return Err(format!("cannot parse the input\n{}", report(&sink)));
     };
-    let function = collect_ops(module.as_operation())
-        .into_iter()
-        .find(|op| name_of(*op) == "func.func" && str_attr(*op, "sym_name") == Some(options.entry.as_str()))
-        .ok_or_else(|| format!("{name}: no function '@{}' in the module", options.entry))?;
+    let functions: Vec<_> = collect_ops(module.as_operation()).into_iter().filter(|op| name_of(*op) == "func.func").collect();
+    let function = functions.iter().copied().find(|op| str_attr(*op, "sym_name") == Some(options.entry.as_str())).ok_or_else(|| {
+        // The nearest defined function (not a declaration), if one is near.
+        let defined: Vec<&str> = functions
+            .iter()
+            .filter(|op| op.region(0).ok().and_then(|r| r.first_block()).is_some())
+            .filter_map(|op| str_attr(*op, "sym_name"))
+            .collect();
+        let hint = crate::tools::suggest::suggest(&options.entry, &defined).map(|f| format!("; did you mean '@{f}'?")).unwrap_or_default();
+        format!("{name}: no function '@{}' in the module{hint}", options.entry)
+    })?;
     let location = crate::dialect::verify::checker::position_of(function);
     let function_type = function.attribute("function_type").map(attribute_text).unwrap_or_default();
     let (inputs, outputs) =

@@ -52,7 +52,9 @@ OPTIONS:\n\
 \x20 --headroom H            Memory per processor kept free of the first tier: GiB (4, 4GiB) or a share (10%)\n\
 \x20 --format F              What stdout gets: table (default; ranked, the fields that differ, MFU, GiB), csv or json\n\
 \x20 -o <file>               Also write the JSON report to <file> (- for stdout, instead of the table)\n\
-\x20 --emit-plan <file>      Write the best configuration's whole-step plan as MLIR\n";
+\x20 --emit-plan <file>      Write the best configuration's whole-step plan as MLIR\n\
+\x20 -h, --help              This text\n\
+\x20 --version               Print the version and exit\n";
 
 /// The pipeline `--emit-plan` runs after the import.
 pub const PLAN_PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training)";
@@ -80,6 +82,7 @@ struct Args {
     format: Option<Format>,
     headroom: Option<Headroom>,
     help: bool,
+    version: bool,
 }
 
 /// What stdout gets.
@@ -134,6 +137,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
         let mut value = |name: &str| path(name).and_then(|v| text(name, v));
         match arg {
             "-h" | "--help" => a.help = true,
+            "--version" => a.version = true,
             "--procs" => a.procs = Some(number("--procs", &value("--procs")?)?),
             "--max-batch" => a.max_batch = Some(number("--max-batch", &value("--max-batch")?)?),
             "--seq-len" => a.seq_len = Some(number("--seq-len", &value("--seq-len")?)?),
@@ -177,7 +181,10 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             "-o" => a.output = Some(path("-o")?),
             "--emit-plan" => a.emit_plan = Some(path("--emit-plan")?),
             other if other.starts_with('-') && other != "-" => {
-                return Err(format!("blueprint-search: unknown option '{other}'\nTry 'blueprint-search --help'."))
+                return Err(format!(
+                    "blueprint-search: unknown option '{other}'{}\nTry 'blueprint-search --help'.",
+                    crate::tools::cli::did_you_mean(other, HELP)
+                ))
             }
             _ => {
                 if a.model.replace(raw.clone()).is_some() {
@@ -237,6 +244,9 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     let a = parse_args(args)?;
     if a.help {
         return Ok(print_info("blueprint-search", HELP));
+    }
+    if a.version {
+        return Ok(print_info("blueprint-search", &crate::tools::cli::version_text("blueprint-search")));
     }
     let model_file = a.model.as_deref().ok_or("blueprint-search: no MODEL.json given\nTry 'blueprint-search --help'.")?;
     let system_file = a.system.as_deref().ok_or("blueprint-search: --system S.json is required")?;

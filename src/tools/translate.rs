@@ -15,7 +15,11 @@ use std::ffi::{OsStr, OsString};
 use melior::ir::operation::{OperationLike, OperationPrintingFlags};
 
 use crate::{
-    analysis::workload::{derive_training_block, BlockFacts, InferenceFacts, InferenceSpec, TrainingSpec},
+    analysis::workload::{
+        derive_training_block,
+        schema::{self, SpecKind},
+        BlockFacts, InferenceFacts, InferenceSpec, TrainingSpec,
+    },
     dialect::{summary, verify::verify_blueprint},
     ir::{context::create_context, diagnostics::DiagnosticSink},
     tools::{
@@ -33,6 +37,10 @@ enum Mode {
     InferenceFacts,
     ExportWorkSummary,
     Estimate,
+    /// `--spec-schema training|inference`.
+    SpecSchema(SpecKind),
+    /// `--spec-reference`.
+    SpecReference,
 }
 
 const HELP: &str = "OVERVIEW: Blueprint translation tool\n\n\
@@ -43,10 +51,14 @@ MODES:\n\
 \x20 --import-transformer-inference SPEC.json  Inference spec -> ModelIR (prefill, decode, KV cache)\n\
 \x20 --transformer-inference-facts SPEC.json   Prefill and decode facts as JSON (Calculon and GenZ names)\n\
 \x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\
-\x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\n\
+\x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\
+\x20 --spec-schema training|inference         The JSON Schema of a spec (docs/spec/*.schema.json)\n\
+\x20 --spec-reference                          The spec field tables of docs/SPEC.md, as Markdown\n\n\
 OPTIONS:\n\
 \x20 -o <file>                                 Output file (default: stdout)\n\
-\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n\n\
+\x20 --mlir-print-op-generic                   Print imported IR in the generic form\n\
+\x20 -h, --help                                This text\n\
+\x20 --version                                 Print the version and exit\n\n\
 ESTIMATE OPTIONS:\n\
 \x20 --system S.json                           A Calculon system file (required)\n\
 \x20 --tp-net N --pp-net N --dp-net N          Network tier (index into the system's networks) per parallel axis\n\
@@ -108,16 +120,29 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
         };
         match arg {
             "-h" | "--help" => return Ok(Printed::Info(HELP.to_string())),
+            "--version" => return Ok(Printed::Info(crate::tools::cli::version_text("blueprint-translate"))),
             "--import-transformer-training" => set(Mode::ImportTraining, &mut mode)?,
             "--transformer-block-facts" => set(Mode::BlockFacts, &mut mode)?,
             "--import-transformer-inference" => set(Mode::ImportInference, &mut mode)?,
             "--transformer-inference-facts" => set(Mode::InferenceFacts, &mut mode)?,
             "--export-work-summary" => set(Mode::ExportWorkSummary, &mut mode)?,
             "--estimate" => set(Mode::Estimate, &mut mode)?,
+            "--spec-schema" => {
+                let kind = iter
+                    .next()
+                    .and_then(|k| k.to_str())
+                    .and_then(SpecKind::from_name)
+                    .ok_or("blueprint-translate: --spec-schema needs 'training' or 'inference'")?;
+                set(Mode::SpecSchema(kind), &mut mode)?;
+            }
+            "--spec-reference" => set(Mode::SpecReference, &mut mode)?,
             "--mlir-print-op-generic" => generic = true,
             "-o" => output = Some(iter.next().ok_or("blueprint-translate: -o needs a file name")?.clone()),
             other if other.starts_with('-') && other != "-" => {
-                return Err(format!("blueprint-translate: unknown option '{other}'\nTry 'blueprint-translate --help'."))
+                return Err(format!(
+                    "blueprint-translate: unknown option '{other}'{}\nTry 'blueprint-translate --help'.",
+                    crate::tools::cli::did_you_mean(other, HELP)
+                ))
             }
             _ => {
                 if input.replace(raw.clone()).is_some() {
@@ -127,6 +152,16 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
         }
     }
     let mode = mode.ok_or("blueprint-translate: no mode given\nTry 'blueprint-translate --help'.")?;
+    if let Mode::SpecSchema(_) | Mode::SpecReference = mode {
+        if input.is_some() {
+            return Err("blueprint-translate: --spec-schema and --spec-reference take no input".into());
+        }
+        let text = match mode {
+            Mode::SpecSchema(kind) => schema::schema_text(kind),
+            _ => schema::reference_markdown(),
+        };
+        return write_output(output.as_deref(), &text).map(|()| Printed::Done);
+    }
     let (name, bytes) = read_input(input.as_deref())?;
     let text = match mode {
         Mode::ImportTraining => {
@@ -149,6 +184,7 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
             serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
         }
         Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
+        Mode::SpecSchema(_) | Mode::SpecReference => unreachable!("handled before reading input"),
         Mode::Estimate => {
             let result = estimate_plan(&name, &bytes, &estimate)?;
             if let Some(message) = result.refusal {
@@ -191,12 +227,12 @@ fn write_output(path: Option<&OsStr>, text: &str) -> Result<(), String> {
 
 fn inference_spec(name: &str, bytes: &[u8]) -> Result<InferenceSpec, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
-    InferenceSpec::from_json(text).map_err(|e| format!("{name}: error: {e}"))
+    InferenceSpec::from_json(text).map_err(|e| format!("{name}: error: {e}\n{name}: note: {}", schema::REFERENCE_NOTE))
 }
 
 fn training_spec(name: &str, bytes: &[u8]) -> Result<TrainingSpec, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
-    TrainingSpec::from_json(text).map_err(|e| format!("{name}: error: {e}"))
+    TrainingSpec::from_json(text).map_err(|e| format!("{name}: error: {e}\n{name}: note: {}", schema::REFERENCE_NOTE))
 }
 
 /// Builds the import (located at the spec file), verifies it with MLIR's

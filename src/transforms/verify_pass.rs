@@ -19,6 +19,11 @@ crate::ir::pass_macro::external_pass!(
     }
 );
 
+/// The description of the drivers' verifier passes ([`after_pass`]), by
+/// which `blueprint-opt` leaves them out of `--mlir-print-ir-*` (mlir-opt's
+/// verifier is not a pass; this one is an implementation detail).
+pub const AFTER_PASS_DESCRIPTION: &str = "Run MLIR's verifier, then Blueprint's layer verifiers";
+
 /// The drivers' verifier after a pass that may change the IR: MLIR's own
 /// verifier, then Blueprint's. The drivers turn the pass manager's
 /// verifier off and run this instead, so passes that only read the IR

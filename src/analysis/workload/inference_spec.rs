@@ -14,6 +14,7 @@
 //! semantic rules are checked by [`InferenceSpec::validate`], one
 //! [`SpecError`] variant per rule.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -22,7 +23,7 @@ use super::spec::{in_range, parse_json, positive, tp_divides, work_scale, Dataty
 /// Which phases of a request a spec is about (the Calculon cases say
 /// `"phase": "prefill"`). Absent means the whole request: the prefill, then
 /// one decode step per generated token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InferencePhase {
     /// Only the prompt's forward pass; `generated_tokens` must be 0.
@@ -33,21 +34,27 @@ pub enum InferencePhase {
 }
 
 /// Batch, lengths and datatypes of one inference request batch.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InferenceWorkloadSpec {
+    /// Which phases of a request the spec is about. Absent: the whole
+    /// request, the prefill and then one decode step per generated token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<InferencePhase>,
     /// Sequences served together `b` (every rank of a TP group sees all of them).
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub batch: u64,
     /// Prompt length per sequence, processed by the prefill.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub prompt_tokens: u64,
-    /// Tokens generated per sequence after the prefill, one decode step each.
+    /// Tokens generated per sequence after the prefill, one decode step
+    /// each; 0 under `phase = prefill`, positive under `phase = decode`.
     #[serde(default)]
+    #[schemars(range(max = 9_007_199_254_740_992_u64))]
     pub generated_tokens: u64,
     /// Element type of weights and activations.
     pub datatype: Datatype,
-    /// Element type of the KV cache; `None` means `datatype`.
+    /// Element type of the KV cache. Absent: `datatype`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kv_datatype: Option<Datatype>,
 }
@@ -72,39 +79,55 @@ const fn one() -> u64 {
 }
 
 /// Logical mapping of one model replica onto TP × PP ranks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InferenceMappingSpec {
+    /// Tensor-parallel degree; it divides `model.kv_heads` or is a multiple
+    /// of it.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub tp: u64,
     /// Pipeline stages; each holds `blocks / pp` consecutive blocks.
     #[serde(default = "one")]
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub pp: u64,
 }
 
 /// One inference job: which model, serving what, mapped how.
-///
-/// Deserialization goes through a raw form so that `model.seq_len` may be
-/// omitted (it then defaults to `prompt_tokens + generated_tokens`);
-/// serialization always writes it, so a round trip is exact.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Deserialization goes through a raw form so that `model.seq_len` may be
+// omitted (it then defaults to `prompt_tokens + generated_tokens`);
+// serialization always writes it, so a round trip is exact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(try_from = "RawInferenceSpec")]
 pub struct InferenceSpec {
+    /// A name for the job (not used by the derivation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What is served (`model.rope` and `model.dropout` are training only;
+    /// `model.seq_len` may be omitted).
     pub model: ModelSpec,
+    /// The request batch, its lengths and datatypes.
     pub workload: InferenceWorkloadSpec,
+    /// How one model replica is mapped onto TP × PP ranks.
     pub mapping: InferenceMappingSpec,
 }
 
-/// The JSON shape of [`InferenceSpec`]; the model stays an object until the
-/// workload is known.
-#[derive(Deserialize)]
+/// One inference job: which model, serving what, mapped how.
+// The JSON shape of [`InferenceSpec`] (and so its schema); the model stays
+// an object until the workload is known.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "InferenceSpec")]
 struct RawInferenceSpec {
+    /// A name for the job (not used by the derivation).
     #[serde(default)]
     name: Option<String>,
+    /// What is served (`model.rope` and `model.dropout` are training only;
+    /// `model.seq_len` may be omitted).
+    #[schemars(with = "ModelSpec")]
     model: Map<String, Value>,
+    /// The request batch, its lengths and datatypes.
     workload: InferenceWorkloadSpec,
+    /// How one model replica is mapped onto TP × PP ranks.
     mapping: InferenceMappingSpec,
 }
 

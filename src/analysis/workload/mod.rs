@@ -27,6 +27,7 @@ pub mod inference;
 pub mod inference_spec;
 pub mod invocation;
 pub(crate) mod rules;
+pub mod schema;
 pub mod spec;
 pub mod training;
 

@@ -6,6 +6,7 @@
 //! missing or mistyped fields are rejected by serde; semantic rules are
 //! checked by [`TrainingSpec::validate`], one [`SpecError`] variant per rule.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -29,32 +30,45 @@ pub const MAX_SPEC_INTEGER: u64 = 1 << 53;
 pub const MAX_WORLD_SIZE: u64 = 1 << 24;
 
 /// Dimensions and semantics of a decoder-only Transformer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// Human-readable model name (not used by the derivation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Model width `h`.
+    /// Model width `h`; `mapping.tp` divides it.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub hidden: u64,
-    /// MLP inner width `f`.
+    /// MLP inner width `f`; `mapping.tp` divides it.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub ffn_hidden: u64,
-    /// Sequence length `s`; for inference, the longest servable context
-    /// (defaulted by [`super::inference_spec`] when absent there).
+    /// Sequence length `s` in tokens; for inference, the longest context
+    /// served. Required for training. Absent (inference only):
+    /// `workload.prompt_tokens + workload.generated_tokens`.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub seq_len: u64,
-    /// Query heads `a`.
+    /// Query heads `a`; `mapping.tp` divides it.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub heads: u64,
     /// Per-head width `d` (Megatron's `kv_channels`, Calculon's
     /// `attn_size`); the attention width `a·d` may differ from `h`.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub head_dim: u64,
-    /// Decoder blocks in the whole model.
+    /// Decoder blocks in the whole model; `mapping.pp ×
+    /// mapping.pipeline_interleaving` divides it.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub blocks: u64,
-    /// Vocabulary size; embeddings are not part of a block.
+    /// Vocabulary size, recorded; embeddings and the LM head are not part
+    /// of a block and are not counted. Absent: unknown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub vocab: Option<u64>,
-    /// Key/value heads for grouped-query attention; `None` means `heads`.
-    /// Used by inference; training rejects `kv_heads != heads`.
+    /// Key/value heads for grouped-query attention (1 is multi-query); it
+    /// divides `heads` (and training's `mapping.tp` divides it; inference
+    /// replicates KV heads when there are fewer than TP ranks). Absent:
+    /// `heads`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub kv_heads: Option<u64>,
     /// SwiGLU-style gated MLP: `silu(x·gate) ⊙ (x·up) · down`, gate and up
     /// `ffn_hidden` wide.
@@ -63,17 +77,21 @@ pub struct ModelSpec {
     /// The block's normalisation (`layer_norm`, Calculon's and GPT's, or
     /// `rms_norm`, Llama's).
     #[serde(default, skip_serializing_if = "Norm::is_layer_norm")]
+    #[schemars(extend("default" = "layer_norm"))]
     pub norm: Norm,
-    /// Rotary position embeddings of queries and keys.
+    /// Rotary position embeddings of queries and keys (rotate-half pairs;
+    /// `head_dim` must be even).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[schemars(extend("default" = false))]
     pub rope: bool,
-    /// RoPE's base (default 10000); only with `rope`.
+    /// RoPE's base, finite and greater than 1; only with `rope`. Absent:
+    /// 10000.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rope_theta: Option<Real>,
-    /// Dropout probability, or `false` for no dropout ops. Absent: the
-    /// family's default, which is Calculon's GPT block with its three
-    /// dropouts at `p = 0` for a layer-norm, ungated block and none for
-    /// any other (Llama and its kin train without dropout).
+    /// Dropout probability in `[0, 1)`, or `false` for no dropout ops.
+    /// Absent: Calculon's GPT block's three dropouts at `p = 0` for a
+    /// layer-norm, ungated block; none for any other (Llama and its kin
+    /// train without dropout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dropout: Option<Dropout>,
 }
@@ -110,7 +128,7 @@ pub const DEFAULT_ROPE_THETA: f64 = 10000.0;
 /// A finite real number of a spec (a probability, a rate, a base). Specs
 /// hold no NaN (validation rejects non-finite values), so equality is
 /// total.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Real(pub f64);
 
@@ -123,7 +141,7 @@ impl std::fmt::Display for Real {
 }
 
 /// Normalisation of a decoder block.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Norm {
     #[default]
@@ -138,7 +156,7 @@ impl Norm {
 }
 
 /// `model.dropout`: a probability, or `false` for no dropout ops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Dropout {
     Probability(Real),
@@ -147,7 +165,7 @@ pub enum Dropout {
 }
 
 /// The optimizer's update rule (`workload.optimizer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OptimizerKind {
     Sgd,
@@ -168,15 +186,20 @@ impl OptimizerKind {
 /// `workload.optimizer`: `{"kind": "sgd", "lr": η}` or `{"kind": "adam",
 /// "lr": η, "beta1": β1, "beta2": β2, "eps": ε}` (the betas and `eps`
 /// default to `torch.optim.Adam`'s 0.9, 0.999 and 1e-8).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OptimizerSpec {
+    /// The update rule.
     pub kind: OptimizerKind,
+    /// Learning rate η, finite and positive.
     pub lr: Real,
+    /// Adam's first-moment decay β1 in `[0, 1)`; Adam only. Absent: 0.9.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta1: Option<Real>,
+    /// Adam's second-moment decay β2 in `[0, 1)`; Adam only. Absent: 0.999.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub beta2: Option<Real>,
+    /// Adam's ε, finite and positive; Adam only. Absent: 1e-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eps: Option<Real>,
 }
@@ -353,12 +376,16 @@ impl ModelSpec {
 }
 
 /// Element type of activations, weights and gradients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Datatype {
+    /// One byte per element.
     Float8,
+    /// IEEE half precision, two bytes.
     Float16,
+    /// bfloat16, two bytes.
     Bfloat16,
+    /// IEEE single precision, four bytes (what `blueprint-run --train-step` executes).
     Float32,
 }
 
@@ -386,15 +413,21 @@ impl Datatype {
 }
 
 /// Batch sizes and datatype of one training step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrainingWorkloadSpec {
-    /// Sequences per optimizer step over all data-parallel replicas.
+    /// Sequences per optimizer step over all data-parallel replicas;
+    /// `mapping.dp × microbatch` divides it.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub global_batch: u64,
     /// Sequences per microbatch on one pipeline.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub microbatch: u64,
+    /// Element type of activations, weights and gradients.
     pub datatype: Datatype,
-    /// The update rule; absent means [`Optimizer::DEFAULT`] (Adam).
+    /// The update rule (the training derivation counts Adam; SGD steps
+    /// import and run). Absent: Adam, lr 1e-3, betas 0.9 and 0.999, eps
+    /// 1e-8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimizer: Option<OptimizerSpec>,
 }
@@ -417,7 +450,7 @@ impl TrainingWorkloadSpec {
 }
 
 /// Activation recomputation policy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Recompute {
     /// Store every activation the backward pass needs.
@@ -429,7 +462,7 @@ pub enum Recompute {
 }
 
 /// Tensor-parallel communication scheme.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TpComm {
     /// Megatron tensor parallelism: all-reduce after each row-parallel linear.
@@ -447,7 +480,7 @@ pub enum TpComm {
 /// whose communication runs while the next tile computes. The block changes
 /// with it, as in Calculon: Q, K and V become one fused linear, and each TP
 /// collective belongs to its linear instead of standing alone.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TpOverlap {
     /// Separate TP collectives, fully exposed.
@@ -482,25 +515,40 @@ impl TpOverlap {
 }
 
 /// Logical mapping of the model onto TP × PP × DP ranks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrainingMappingSpec {
+    /// Tensor-parallel degree; `tp × pp × dp` is at most 2^24.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub tp: u64,
+    /// Pipeline-parallel stages.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub pp: u64,
+    /// Data-parallel replicas.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub dp: u64,
-    /// Virtual pipeline stages per rank (1 = plain 1F1B).
+    /// Model chunks per pipeline stage (virtual stages; 1 = one chunk per
+    /// stage); more than 1 needs `pp > 1`.
+    #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub pipeline_interleaving: u64,
+    /// Activation recomputation policy.
     pub recompute: Recompute,
+    /// Tensor-parallel communication scheme (Calculon's names).
     pub tp_comm: TpComm,
-    /// Redo the sequence-parallel all-gathers in the backward pass instead of
-    /// storing their full-size outputs.
+    /// Redo the sequence-parallel all-gathers in the backward pass instead
+    /// of storing their full-size outputs; needs `tp_comm = rs_ag` and not
+    /// `recompute = full`.
     pub seq_par_ag_redo: bool,
-    /// `GeLU` fused into the preceding linear (no stored `GeLU` activation).
+    /// The activation fused into the preceding linear (its input is not
+    /// stored).
     pub fused_activation: bool,
-    /// Shard optimizer state and weight gradients over DP (ZeRO-1 style).
+    /// Shard optimizer state and weight gradients over DP (ZeRO-1 style);
+    /// needs `dp > 1`.
     pub optimizer_sharding: bool,
-    /// TP communication tiled with its linears (absent = `none`).
+    /// TP communication tiled with its linears (Calculon's
+    /// `tensor_par_overlap`); needs `tp > 1`.
     #[serde(default, skip_serializing_if = "TpOverlap::is_none")]
+    #[schemars(extend("default" = "none"))]
     pub tp_overlap: TpOverlap,
     /// The pipeline schedule; when absent, `1f1b` for one chunk per stage
     /// and `interleaved_1f1b` for `pipeline_interleaving > 1`.
@@ -509,7 +557,7 @@ pub struct TrainingMappingSpec {
 }
 
 /// The closed choice of pipeline schedule, as a spec spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum ScheduleKind {
     /// PipeDream-flush: warm up with forwards, then one forward / one
     /// backward, then drain.
@@ -605,13 +653,17 @@ impl TrainingMappingSpec {
 }
 
 /// One training job: what is trained, with which batch, mapped how.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TrainingSpec {
+    /// A name for the job (not used by the derivation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What is trained.
     pub model: ModelSpec,
+    /// The batch, datatype and optimizer of one step.
     pub workload: TrainingWorkloadSpec,
+    /// How the model is mapped onto TP × PP × DP ranks.
     pub mapping: TrainingMappingSpec,
 }
 

@@ -25,8 +25,29 @@ pub const INFERENCE_SPEC: &str = "blueprint.inference_spec";
 pub enum BindingError {
     #[error("missing strategy: the module has no '{0}' attribute (blueprint-translate --import-transformer-* writes it)")]
     Missing(&'static str),
+    /// The module holds the other kind of spec (an inference plan where a
+    /// training one is needed, or the reverse).
+    #[error("the module holds {found_kind} spec ('{found}'), but this needs {wanted_kind} spec ('{wanted}', which blueprint-translate --import-transformer-{wanted_import} writes)")]
+    OtherKind {
+        found: &'static str,
+        found_kind: &'static str,
+        wanted: &'static str,
+        wanted_kind: &'static str,
+        wanted_import: &'static str,
+    },
     #[error("'{attribute}' is not a valid spec: {reason}")]
     Invalid { attribute: &'static str, reason: String },
+}
+
+/// Why `attribute` is not on `module`: absent, or the other kind of spec.
+fn missing(module: OperationRef, attribute: &'static str) -> BindingError {
+    let kind = |attribute: &str| if attribute == TRAINING_SPEC { ("a training", "training") } else { ("an inference", "inference") };
+    let other = if attribute == TRAINING_SPEC { INFERENCE_SPEC } else { TRAINING_SPEC };
+    if (attribute == TRAINING_SPEC || attribute == INFERENCE_SPEC) && module.attribute(other).is_ok() {
+        let ((found_kind, _), (wanted_kind, wanted_import)) = (kind(other), kind(attribute));
+        return BindingError::OtherKind { found: other, found_kind, wanted: attribute, wanted_kind, wanted_import };
+    }
+    BindingError::Missing(attribute)
 }
 
 /// The spec stored under `attribute` on `module`, parsed and validated by
@@ -36,7 +57,7 @@ pub fn read_spec<T: DeserializeOwned>(
     attribute: &'static str,
     validate: impl FnOnce(&T) -> Result<(), String>,
 ) -> Result<T, BindingError> {
-    let value = module.attribute(attribute).map_err(|_| BindingError::Missing(attribute))?;
+    let value = module.attribute(attribute).map_err(|_| missing(module, attribute))?;
     let json = attribute_to_json(value).ok_or_else(|| BindingError::Invalid {
         attribute,
         reason: "it holds something other than dictionaries, arrays, strings, numbers and booleans".into(),

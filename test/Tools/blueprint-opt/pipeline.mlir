@@ -18,8 +18,12 @@
 // TIMING: Canonicalizer
 // TIMING: BlueprintVerify
 // AFTER: IR Dump After Canonicalizer
-// AFTER: IR Dump After BlueprintVerify
+// The driver's verifiers between passes are implicit, as in mlir-opt.
+// AFTER-NOT: IR Dump After BlueprintVerify
 // UNKNOWN: invalid pass pipeline 'no-such-pass'
+// RUN: not blueprint-opt %s --pass-pipeline='builtin.module(canonicalise)' 2>&1 | FileCheck %s --check-prefix=NEAR
+// NEAR: 'canonicalise' does not refer to a registered pass
+// NEAR: did you mean 'canonicalize'?
 // UNBALANCED: invalid pass pipeline 'builtin.module(cse': expected 'builtin.module(...)'
 // OPTIONS: Blueprint pass 'blueprint-verify' takes no options
 
