@@ -214,13 +214,7 @@ pub fn parse_args(args: &[OsString]) -> Result<Options, String> {
     Ok(options)
 }
 
-/// Whether an MPI launcher started this process.
-#[must_use]
-pub fn under_mpi_launcher() -> bool {
-    ["PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-}
+pub use crate::runtime::mpi::under_launcher as under_mpi_launcher;
 
 /// Entry point of the `blueprint-run` binary; returns the exit code.
 pub fn main_with_args(args: &[OsString]) -> i32 {

@@ -126,7 +126,7 @@ fn train_step(options: &TrainOptions) -> Result<(), String> {
     // whole tensors, checked whole; the world must be the mesh.
     let mesh = signature.mesh.clone();
     // Under an MPI launcher each process is one rank of the mesh.
-    let mpi = if mesh.is_some() && crate::tools::run::under_mpi_launcher() {
+    let mpi = if mesh.is_some() && crate::runtime::mpi::under_launcher() {
         Some(crate::runtime::mpi::init(crate::runtime::DEFAULT_TIMEOUT).map_err(|e| format!("cannot start MPI: {e}"))?)
     } else {
         None
@@ -365,7 +365,8 @@ fn signature(function: OperationRef) -> Result<Signature, String> {
                         let dim =
                             split.element_by_name("dim").and_then(|a| melior::ir::attribute::IntegerAttribute::try_from(a).ok())?.value();
                         let axis = split.element_by_name("axis").and_then(|a| StringAttribute::try_from(a).ok())?.value().to_string();
-                        Some(Split { dim, axis })
+                        let flat = split.element_by_name("shape").and_then(crate::ir::read::i64_array_value);
+                        Some(Split { dim, axis, flat })
                     })
                     .collect()
             })
@@ -691,7 +692,11 @@ fn mesh_text(axes: &[String], shape: &[i64]) -> String {
 /// The whole tensor of which `t` is a rank's slice.
 fn whole(t: &Tensor, mesh: Option<&(Vec<String>, Vec<i64>)>) -> Result<Tensor, String> {
     let mut whole = t.clone();
-    for split in &t.splits {
+    // A flattened part: the whole is its rank shape, gathered.
+    if let Some(shape) = t.splits.iter().find_map(|s| s.flat.clone()) {
+        whole.shape = shape;
+    }
+    for split in t.splits.iter().filter(|s| s.flat.is_none()) {
         let (axes, shape) = mesh.ok_or_else(|| format!("'{}' is split over a mesh, but the step has none", t.name))?;
         let n = axes
             .iter()
@@ -700,7 +705,7 @@ fn whole(t: &Tensor, mesh: Option<&(Vec<String>, Vec<i64>)>) -> Result<Tensor, S
             .ok_or_else(|| format!("'{}' is split over axis '{}', which the mesh has not", t.name, split.axis))?;
         let dim = usize::try_from(split.dim)
             .ok()
-            .filter(|d| *d < t.shape.len())
+            .filter(|d| *d < whole.shape.len())
             .ok_or_else(|| format!("'{}' is split along dimension {}, which it has not", t.name, split.dim))?;
         whole.shape[dim] *= n;
     }
@@ -718,13 +723,6 @@ fn assemble(
 ) -> Vec<f32> {
     let level = fixed.len();
     let Some(split) = t.splits.get(level) else { return part(fixed) };
-    // The shape joined at this level: the whole, less the splits before it.
-    let mut shape = t.shape.clone();
-    for s in &t.splits[..level] {
-        if let Some(d) = usize::try_from(s.dim).ok().and_then(|d| shape.get_mut(d)) {
-            *d /= size(&s.axis).max(1);
-        }
-    }
     let n = size(&split.axis);
     let parts: Vec<Vec<f32>> = (0..n)
         .map(|c| {
@@ -734,6 +732,17 @@ fn assemble(
             p
         })
         .collect();
+    // A flattened tensor's parts are contiguous (always the last split).
+    if split.flat.is_some() {
+        return parts.concat();
+    }
+    // The shape joined at this level: the whole, less the splits before it.
+    let mut shape = t.shape.clone();
+    for s in t.splits[..level].iter().filter(|s| s.flat.is_none()) {
+        if let Some(d) = usize::try_from(s.dim).ok().and_then(|d| shape.get_mut(d)) {
+            *d /= size(&s.axis).max(1);
+        }
+    }
     concatenate(&parts.iter().collect::<Vec<_>>(), &shape, split.dim, n)
 }
 

@@ -18,10 +18,10 @@
 //! batch's rows by data parallelism), so a runner can hand each rank its
 //! slices and gather the results.
 //!
-//! Executes tensor, sequence and data parallelism, every recompute policy
-//! and pipelines (one function per stage, see `pipelined`; interleaved
-//! chunks too). Sharded optimizer state is a located error naming what is
-//! missing, and the module is left unchanged.
+//! Executes tensor, sequence and data parallelism (with a sharded optimizer
+//! too), every recompute policy and pipelines (one function per stage, see
+//! `pipelined`; interleaved chunks too). What it cannot read is a located
+//! error, and the module is left unchanged.
 
 use std::collections::HashMap;
 
@@ -149,6 +149,8 @@ fn read<'c, 'm>(
         data_parallel: mesh.axis_size("dp").and_then(|n| u64::try_from(n).ok()).unwrap_or(1),
         gradient_reduction: None,
         pipeline: pipelined,
+        parameter_gather: None,
+        mesh: (mesh_name.to_string(), mesh.axes.clone(), mesh.shape.clone()),
     };
     let key = |v: Value| v.to_raw().ptr as usize;
     // Each chunk's template; stage 0's first chunk's is the distribution's.
@@ -160,8 +162,8 @@ fn read<'c, 'm>(
     templates.sort_by_key(|(at, _)| *at);
     let mut templates = templates.into_iter();
     let (_, first) = templates.next().ok_or((chunk, format!("{PASS}: the step has no block template")))?;
-    (distribution.forward, distribution.backward, distribution.gradient_reduction) =
-        (first.forward, first.backward, first.gradient_reduction);
+    (distribution.forward, distribution.backward, distribution.gradient_reduction, distribution.parameter_gather) =
+        (first.forward, first.backward, first.gradient_reduction, first.parameter_gather);
     if let Some(pipeline) = &mut distribution.pipeline {
         for ((stage, c), template) in templates {
             let place = usize::try_from(stage)
@@ -218,7 +220,7 @@ fn read<'c, 'm>(
     let activations = ["block.in", "block.out.grad", "block.out", "block.in.grad"];
     if dp > 1 {
         for name in activations {
-            distribution.splits.entry(name.into()).or_default().push(Split { dim: 0, axis: "dp".into() });
+            distribution.splits.entry(name.into()).or_default().push(Split { dim: 0, axis: "dp".into(), flat: None });
         }
     }
     let input_type = t.input.result(0).map(|r| r.r#type()).map_err(|_| (t.input, "has no result".to_string()))?;
@@ -252,6 +254,25 @@ fn read<'c, 'm>(
             }
         }
     }
+    // A sharded optimizer: each rank keeps its contiguous part of every
+    // flattened summed gradient and optimizer state.
+    if distribution.parameter_gather.is_some() {
+        for (p, step) in t.params.iter().filter_map(|p| Some((*p, optimizer_of(t, *p)?))) {
+            let Some(local) = p.result(0).ok().and_then(|v| distribution.local.get(&key(v.into())).copied()) else { continue };
+            let shape: Vec<i64> = tensor_shape(local).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect();
+            let flat = Split { dim: -1, axis: "dp".into(), flat: Some(shape) };
+            let id = |op: OperationRef| str_attr(op, "id").unwrap_or_default().to_string();
+            for block in 0..spec.model.blocks {
+                let mut names = vec![format!("blocks.{block}.{}.grad", id(p))];
+                for s in step.operands().skip(2).filter_map(defining_op) {
+                    names.push(format!("blocks.{block}.{}", id(s)));
+                }
+                for name in names {
+                    distribution.splits.entry(name).or_default().push(flat.clone());
+                }
+            }
+        }
+    }
     Ok(distribution)
 }
 
@@ -274,7 +295,7 @@ fn read_template<'c, 'm>(
     let mut tasks: HashMap<(usize, bool), OperationRef<'c, 'm>> = HashMap::new();
     let mut after: HashMap<usize, Vec<OperationRef<'c, 'm>>> = HashMap::new();
     let mut recomputed: Vec<OperationRef<'c, 'm>> = Vec::new();
-    let mut template = Template { forward: Vec::new(), backward: Vec::new(), gradient_reduction: None };
+    let mut template = Template { forward: Vec::new(), backward: Vec::new(), gradient_reduction: None, parameter_gather: None };
     for task in region_ops(chunk, 0) {
         let kind = OpKind::of(task);
         let phase = enum_attr::<Phase>(task, "phase");
@@ -307,10 +328,12 @@ fn read_template<'c, 'm>(
                 let axes = crate::ir::read::attr_string_list(task, "mesh_axes").unwrap_or_default();
                 let input = task.operand(0).map_err(|_| (task, "has no input".to_string()))?;
                 if axes == ["dp"] {
-                    if kind != Some(OpKind::DistAllReduce) {
-                        return Err((task, format!("{PASS}: '{}' shards the optimizer over data parallelism (optimizer_sharding); executing it is not supported yet", name_of(task))));
+                    // All-reduce, or (a sharded optimizer) reduce-scatter
+                    // of the gradients, then all-gather of the parameters.
+                    match kind {
+                        Some(OpKind::DistAllGather) => template.parameter_gather = Some(task),
+                        _ => template.gradient_reduction = Some(task),
                     }
-                    template.gradient_reduction = Some(task);
                     continue;
                 }
                 let source = defining_op(input)
@@ -432,7 +455,7 @@ fn split_of(whole: Type, local: Type, tp: i64) -> Result<Option<Split>, String> 
     let differ: Vec<usize> = (0..w.len().min(l.len())).filter(|i| w[*i] != l[*i]).collect();
     match differ[..] {
         [] if w.len() == l.len() => Ok(None),
-        [d] if w.len() == l.len() && l[d] * tp == w[d] => Ok(Some(Split { dim: d as i64, axis: "tp".into() })),
+        [d] if w.len() == l.len() && l[d] * tp == w[d] => Ok(Some(Split { dim: d as i64, axis: "tp".into(), flat: None })),
         _ => Err(format!(
             "is {} but a rank's shard is {}: not one dimension split over the {tp} tensor-parallel ranks",
             type_string(whole),
@@ -530,6 +553,108 @@ pub(super) fn transfer<'c, 'a>(
         replaced.push(("mesh", b.symbol(mesh)));
     }
     clone_on(lin.at(template.location()), block, template, input, &replaced, None)
+}
+
+/// The optimizer sharded over the data-parallel ranks (the derived
+/// program's `optimizer_sharding`): each summed gradient flattened and
+/// reduce-scattered (`scatter`, per gradient: its id gains `.b<block>.<step>`,
+/// its bytes the gradient's), the optimizer on the rank's contiguous part of
+/// each flattened parameter (at its data-parallel coordinate) with zero
+/// state, the parts all-gathered (`gather`) into the updated parameters.
+/// Returns per block each step's gradient part, new parameter and state
+/// parts.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn optimize_sharded<'c, 'g, 'm>(
+    l: Lin<'c>,
+    entry: &BlockRef<'c, 'g>,
+    (scatter, gather): (OperationRef<'c, 'm>, OperationRef<'c, 'm>),
+    distribution: &Distribution<'c, 'm>,
+    phases: &super::Phases<'c>,
+    blocks: &[usize],
+    params: &[Vec<Value<'c, 'g>>],
+    grads: Vec<Vec<Value<'c, 'g>>>,
+) -> Result<Vec<Value<'c, 'g>>, (Option<OperationRef<'c, 'm>>, String)> {
+    let fail = |m: String| (Some(scatter), m);
+    let built = |e: crate::dialect::builder::BuildError| (Some(scatter), e.to_string());
+    let (mesh, axes, shape) = &distribution.mesh;
+    let dp = i64::try_from(distribution.data_parallel).unwrap_or(1);
+    let (name, types) = phases.optimizer_shard.as_ref().ok_or_else(|| fail("the sharded optimizer was not built".into()))?;
+    // The rank's data-parallel coordinate: (rank / stride) % dp.
+    let at = axes.iter().position(|a| a == "dp").ok_or_else(|| fail(format!("mesh @{mesh} has no dp axis")))?;
+    let stride: i64 = shape[at + 1..].iter().product();
+    let index = l.index;
+    let op = |name: &str, operands: &[Value<'c, 'g>], attributes: &[(&str, melior::ir::Attribute<'c>)]| {
+        let named: Vec<(Identifier<'c>, melior::ir::Attribute<'c>)> =
+            attributes.iter().map(|(n, a)| (Identifier::new(l.ctx, n), *a)).collect();
+        let built = OperationBuilder::new(name, l.loc).add_operands(operands).add_results(&[index]).add_attributes(&named).build();
+        l.push(entry, built, "index arithmetic")
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.into_iter().next().ok_or_else(|| "no result".to_string()))
+    };
+    let rank = op("dist.rank", &[], &[("mesh", l.b.symbol(mesh))]).map_err(fail)?;
+    let stride = l.index_constant(entry, stride).map_err(built)?;
+    let dps = l.index_constant(entry, dp).map_err(built)?;
+    let coordinate = op("arith.divui", &[rank, stride], &[]).map_err(fail)?;
+    let coordinate = op("arith.remui", &[coordinate, dps], &[]).map_err(fail)?;
+    let dims = |v: Value| tensor_shape(v.r#type()).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let flatten = |v: Value<'c, 'g>| -> Result<Value<'c, 'g>, crate::dialect::builder::BuildError> {
+        let d = dims(v);
+        if d.len() == 1 {
+            return Ok(v);
+        }
+        let all: Vec<usize> = (0..d.len()).collect();
+        l.collapse(entry, v, &[&all], &[d.iter().product()])
+    };
+    let mut returned = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let mut args = Vec::new();
+        for p in &params[i] {
+            let n: i64 = dims(*p).iter().product();
+            let flat = flatten(*p).map_err(built)?;
+            let offset = l.index_mul(entry, coordinate, l.index_constant(entry, n / dp).map_err(built)?).map_err(built)?;
+            args.push(l.extract(entry, flat, &[0], &[n / dp], Some(offset)).map_err(built)?);
+        }
+        let mut parts = Vec::new();
+        for (k, g) in grads[i].iter().enumerate() {
+            let n: i64 = dims(*g).iter().product();
+            let id = format!("{}.b{block}.{}", str_attr(scatter, "id").unwrap_or("grad_reduce"), phases.steps[k].0);
+            let b = &l.b;
+            let replaced = [("id", b.string(&id)), ("message_bytes", b.count(u64::try_from(n * 4).unwrap_or(0))), ("axis", b.i64(0))];
+            let part =
+                clone_on(l.at(scatter.location()), entry, scatter, flatten(*g).map_err(built)?, &replaced, Some(l.tensor(&[n / dp])))
+                    .map_err(fail)?;
+            parts.push(part);
+        }
+        args.extend(parts.iter().copied());
+        for (k, (_, results)) in phases.steps.iter().enumerate() {
+            let n: i64 = dims(grads[i][k]).iter().product();
+            for _ in 1..*results {
+                args.push(l.full(entry, &[n / dp], 0.0).map_err(built)?);
+            }
+        }
+        let updated = super::call(l, entry, name, &args, types).map_err(built)?;
+        let mut at = 0;
+        for (k, (step, results)) in phases.steps.iter().enumerate() {
+            let param = params[i][phases.step_params[k]];
+            let shape = dims(param);
+            let n: i64 = shape.iter().product();
+            let id = format!("{}.b{block}.{step}", str_attr(gather, "id").unwrap_or("param_gather"));
+            let b = &l.b;
+            let replaced = [("id", b.string(&id)), ("message_bytes", b.count(u64::try_from(n * 4).unwrap_or(0))), ("axis", b.i64(0))];
+            let whole = clone_on(l.at(gather.location()), entry, gather, updated[at], &replaced, Some(l.tensor(&[n]))).map_err(fail)?;
+            let whole = if shape.len() == 1 {
+                whole
+            } else {
+                let all: Vec<usize> = (0..shape.len()).collect();
+                l.expand(entry, whole, &[&all], &shape).map_err(built)?
+            };
+            returned.push(parts[k]);
+            returned.push(whole);
+            returned.extend(updated[at + 1..at + results].iter().copied());
+            at += results;
+        }
+    }
+    Ok(returned)
 }
 
 /// The attribute naming the transfer a `dist.p2p` is one end of.

@@ -234,8 +234,13 @@ fn function<'c, 'g>(
             .iter()
             .map(|(n, _)| match splits.get(n).filter(|s| !s.is_empty()) {
                 Some(split) => {
-                    let each: Vec<Attribute<'c>> =
-                        split.iter().map(|s| b.dictionary(&[("dim", b.i64(s.dim)), ("axis", b.string(&s.axis))])).collect();
+                    let each: Vec<Attribute<'c>> = split
+                        .iter()
+                        .map(|s| match &s.flat {
+                            None => b.dictionary(&[("dim", b.i64(s.dim)), ("axis", b.string(&s.axis))]),
+                            Some(shape) => b.dictionary(&[("dim", b.i64(-1)), ("axis", b.string(&s.axis)), ("shape", b.i64_array(shape))]),
+                        })
+                        .collect();
                     b.dictionary(&[(NAME_ATTRIBUTE, b.string(n)), (SPLIT_ATTRIBUTE, b.array(&each))])
                 }
                 None => b.dictionary(&[(NAME_ATTRIBUTE, b.string(n))]),
@@ -561,6 +566,10 @@ pub(super) struct Distribution<'c, 'm> {
     pub gradient_reduction: Option<OperationRef<'c, 'm>>,
     /// The stages, when the step is pipelined.
     pub pipeline: Option<Pipeline<'c, 'm>>,
+    /// Under a sharded optimizer: the all-gather of the updated parameters.
+    pub parameter_gather: Option<OperationRef<'c, 'm>>,
+    /// The mesh: its symbol, axes and shape.
+    pub mesh: (String, Vec<String>, Vec<i64>),
 }
 
 /// A pipelined step's stages (more than one).
@@ -594,13 +603,18 @@ pub(super) struct Template<'c, 'm> {
     pub forward: Vec<Item<'c, 'm>>,
     pub backward: Vec<Item<'c, 'm>>,
     pub gradient_reduction: Option<OperationRef<'c, 'm>>,
+    /// Under a sharded optimizer: the all-gather of the updated parameters.
+    pub parameter_gather: Option<OperationRef<'c, 'm>>,
 }
 
-/// A tensor split along `dim` over the mesh axis `axis`.
+/// A tensor split along `dim` over the mesh axis `axis`; or, with `flat`,
+/// flattened (from that rank shape) and split into contiguous parts (a
+/// sharded optimizer's state and summed gradient), always the last split.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Split {
     pub dim: i64,
     pub axis: String,
+    pub flat: Option<Vec<i64>>,
 }
 
 /// The attribute on `@train_step`'s arguments and results saying how a
@@ -618,6 +632,8 @@ impl<'c, 'm> Distribution<'c, 'm> {
             data_parallel: 1,
             gradient_reduction: None,
             pipeline: None,
+            parameter_gather: None,
+            mesh: (String::new(), Vec::new(), Vec::new()),
         }
     }
 
@@ -686,6 +702,38 @@ fn train_step<'c, 'g, 'm>(
     let opt_items: Vec<Item<'c, 'm>> = t.optimizer.iter().map(|op| Item::Op(*op, None)).collect();
     let opt_results: Vec<Value<'c, 'm>> = t.optimizer.iter().flat_map(|s| s.results().map(Value::from).collect::<Vec<_>>()).collect();
     let opt_types = phase_function(lin, generated, outliner, &forward, &opt, &opt_args, &opt_items, &opt_results, function)?;
+    // The parameter each optimizer step updates.
+    let step_params: Vec<usize> = t
+        .optimizer
+        .iter()
+        .map(|s| {
+            s.operand(0)
+                .ok()
+                .and_then(|v| params.iter().position(|p| *p == v))
+                .ok_or((*s, "updates a value that is not a parameter of the block".to_string()))
+        })
+        .collect::<Result<_, _>>()?;
+    // A sharded optimizer runs on each rank's contiguous part of every
+    // flattened parameter, gradient and state.
+    let dp = i64::try_from(distribution.data_parallel).unwrap_or(1);
+    let optimizer_shard = if distribution.parameter_gather.is_some() {
+        let part = |(v, ty): &(Value<'c, 'm>, Type<'c>)| -> Result<(Value<'c, 'm>, Type<'c>), Failure<'c, 'm>> {
+            let n: i64 = crate::ir::read::tensor_shape(*ty).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).product();
+            if n % dp != 0 {
+                return Err((
+                    function,
+                    format!("a sharded optimizer splits every parameter over the {dp} data-parallel ranks, but one has {n} elements"),
+                ));
+            }
+            Ok((*v, lin.tensor(&[n / dp])))
+        };
+        let shard_args: Vec<(Value<'c, 'm>, Type<'c>)> = opt_args.iter().map(part).collect::<Result<_, _>>()?;
+        let name = format!("{opt}.shard");
+        let types = phase_function(lin, generated, outliner, &forward, &name, &shard_args, &opt_items, &opt_results, function)?;
+        Some((name, types))
+    } else {
+        None
+    };
 
     // Per block: its parameters (arguments), and each optimizer step's
     // gradient, new parameter and new state (results).
@@ -700,11 +748,13 @@ fn train_step<'c, 'g, 'm>(
             let p = crate::ir::read::defining_op(v)
                 .filter(|d| t.params.contains(d))
                 .ok_or_else(|| (*step, "updates a value that is not a parameter of the block".to_string()))?;
-            results.push((name(i, &format!("{}.grad", id(p))), grad_types[k]));
+            // Sharded: a rank returns its part of the gradient and states.
+            let part = |full: Type<'c>, j: usize| optimizer_shard.as_ref().map_or(full, |(_, types)| types[j]);
+            results.push((name(i, &format!("{}.grad", id(p))), optimizer_shard.as_ref().map_or(grad_types[k], |(_, types)| types[at])));
             results.push((name(i, &id(p)), opt_types[at]));
             for (j, s) in step.operands().skip(2).enumerate() {
                 let state = crate::ir::read::defining_op(s).ok_or((*step, "has a state that is not a value".to_string()))?;
-                results.push((name(i, &id(state)), opt_types[at + 1 + j]));
+                results.push((name(i, &id(state)), part(opt_types[at + 1 + j], at + 1 + j)));
             }
             at += step.result_count();
         }
@@ -718,6 +768,8 @@ fn train_step<'c, 'g, 'm>(
         steps: t.optimizer.iter().map(|s| (str_attr(*s, "id").unwrap_or("grad").to_string(), s.result_count())).collect(),
         rows: act.clone(),
         whole: whole.clone(),
+        optimizer_shard: optimizer_shard.clone(),
+        step_params: step_params.clone(),
     };
     if let Some(pipeline) = &distribution.pipeline {
         // A later stage's phases run its own template (its tasks' and
@@ -834,8 +886,18 @@ fn train_step<'c, 'g, 'm>(
     let params_of: Vec<Vec<Value<'c, 'g>>> = (0..blocks).map(block_params).collect::<Result<_, _>>().map_err(built)?;
     let mut returned = vec![summed[0], summed[1]];
     returned.extend(
-        optimize(l, &entry, distribution.gradient_reduction, &phases, &(0..blocks).collect::<Vec<_>>(), &params_of, per_block)
-            .map_err(|(op, m)| (op.unwrap_or(function), m))?,
+        optimize(
+            l,
+            &entry,
+            distribution.gradient_reduction,
+            distribution.parameter_gather,
+            distribution,
+            &phases,
+            &(0..blocks).collect::<Vec<_>>(),
+            &params_of,
+            per_block,
+        )
+        .map_err(|(op, m)| (op.unwrap_or(function), m))?,
     );
     entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     Ok(())
@@ -853,21 +915,31 @@ pub(super) struct Phases<'c> {
     pub steps: Vec<(String, usize)>,
     pub rows: Vec<i64>,
     pub whole: Vec<i64>,
+    /// Under a sharded optimizer: the optimizer on a rank's parts (name,
+    /// result types), and the parameter (index) each step updates.
+    pub optimizer_shard: Option<(String, Vec<Type<'c>>)>,
+    pub step_params: Vec<usize>,
 }
 
 /// The data-parallel reduction of every summed gradient (when the program
 /// has one), then each block's optimizer step on zero state; returns per
 /// block each step's gradient, new parameter and new state.
+#[allow(clippy::too_many_arguments)]
 fn optimize<'c, 'g, 'm>(
     l: Lin<'c>,
     entry: &BlockRef<'c, 'g>,
     reduction: Option<OperationRef<'c, 'm>>,
+    gather: Option<OperationRef<'c, 'm>>,
+    distribution: &Distribution<'c, 'm>,
     phases: &Phases<'c>,
     blocks: &[usize],
     params: &[Vec<Value<'c, 'g>>],
     mut grads: Vec<Vec<Value<'c, 'g>>>,
 ) -> Result<Vec<Value<'c, 'g>>, (Option<OperationRef<'c, 'm>>, String)> {
     let built = |e: BuildError| (None, e.to_string());
+    if let (Some(scatter), Some(gather)) = (reduction, gather) {
+        return distributed::optimize_sharded(l, entry, (scatter, gather), distribution, phases, blocks, params, grads);
+    }
     if let Some(template) = reduction {
         for (block, block_grads) in blocks.iter().zip(grads.iter_mut()) {
             for (k, g) in block_grads.iter_mut().enumerate() {

@@ -53,6 +53,14 @@ const P2P_TAG_BASE: i64 = 1;
 
 static WORLD: OnceLock<MpiWorld> = OnceLock::new();
 
+/// Whether an MPI launcher started this process.
+#[must_use]
+pub fn under_launcher() -> bool {
+    ["PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "HYDRA_CONTROL_FD"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+}
+
 /// The process's MPI world, once [`init`] succeeded.
 pub fn active() -> Option<&'static MpiWorld> {
     WORLD.get()

@@ -96,7 +96,7 @@ def main():
             continue
         rank, kind, grp, calls, bytes_, op = int(m.group(1)), m.group(3), int(m.group(4)), int(m.group(5)), int(m.group(6)), m.group(7)
         base = re.sub(r"@mb\d+$", "", op)
-        base = re.sub(r"\.b\d+\..*$", "", base) if ".dp.grad_reduce." in base else base
+        base = re.sub(r"\.b\d+\..*$", "", base) if re.search(r"\.dp\.\w+\.b\d+\.", base) else base
         g = got[(rank, base)]
         g[0] += calls
         g[1] += bytes_
