@@ -712,15 +712,13 @@ fn whole(t: &Tensor, mesh: Option<&(Vec<String>, Vec<i64>)>) -> Result<Tensor, S
     Ok(whole)
 }
 
+/// A rank's part of a tensor, by its coordinates on the split axes.
+type Part<'a> = &'a dyn Fn(&[(String, i64)]) -> Vec<f32>;
+
 /// The whole tensor `t` from its slices: `part(fixed)` is the slice of the
 /// rank at the coordinates `fixed` on every split axis, joined along each
 /// split dimension in turn (`size(axis)` ranks each).
-fn assemble(
-    t: &Tensor,
-    fixed: &mut Vec<(String, i64)>,
-    part: &dyn Fn(&[(String, i64)]) -> Vec<f32>,
-    size: &dyn Fn(&str) -> i64,
-) -> Vec<f32> {
+fn assemble(t: &Tensor, fixed: &mut Vec<(String, i64)>, part: Part, size: &dyn Fn(&str) -> i64) -> Vec<f32> {
     let level = fixed.len();
     let Some(split) = t.splits.get(level) else { return part(fixed) };
     let n = size(&split.axis);
@@ -781,40 +779,6 @@ fn disagreement(a: &[f32], b: &[f32]) -> Option<usize> {
     a.iter().zip(b).position(|(x, y)| (x - y).abs() > 1e-5 * x.abs().max(y.abs()).max(1.0) || x.is_nan() != y.is_nan())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::{concatenate, disagreement, slice};
-
-    /// A 2 x 3 x 4 tensor whose element is its row-major index.
-    fn tensor() -> Vec<f32> {
-        (0..24).map(|i| i as f32).collect()
-    }
-
-    #[test]
-    fn slices_along_each_dimension_and_joins_back() {
-        let shape = [2, 3, 4];
-        // Along the last dimension in two: columns 2..4 of every row.
-        assert_eq!(slice(&tensor(), &shape, 2, 1, 2), vec![2., 3., 6., 7., 10., 11., 14., 15., 18., 19., 22., 23.]);
-        // Along the first in two: the second 3 x 4 block.
-        assert_eq!(slice(&tensor(), &shape, 0, 1, 2), (12..24).map(|i| i as f32).collect::<Vec<_>>());
-        // Along the middle in three: row 1 of each block.
-        assert_eq!(slice(&tensor(), &shape, 1, 1, 3), vec![4., 5., 6., 7., 16., 17., 18., 19.]);
-        for (dim, n) in [(0, 2), (1, 3), (2, 2), (2, 4)] {
-            let parts: Vec<Vec<f32>> = (0..n).map(|c| slice(&tensor(), &shape, dim, c, n)).collect();
-            let refs: Vec<&Vec<f32>> = parts.iter().collect();
-            assert_eq!(concatenate(&refs, &shape, dim, n), tensor(), "dim {dim} in {n}");
-        }
-    }
-
-    #[test]
-    fn replicas_agree_up_to_rounding_only() {
-        assert_eq!(disagreement(&[1.0, 2.0], &[1.0, 2.0 + 1e-6]), None);
-        assert_eq!(disagreement(&[1.0, 2.0], &[1.0, 2.5]), Some(1));
-        assert_eq!(disagreement(&[f32::NAN], &[0.0]), Some(0));
-        assert_eq!(disagreement(&[1.0], &[1.0, 2.0]), Some(0));
-    }
-}
-
 /// The phase of every communication op in `module`, by the name the
 /// runtime announces it by (its transfer for a `dist.p2p` end, else its id).
 fn communication_phases(module: &Module) -> std::collections::BTreeMap<String, String> {
@@ -851,5 +815,39 @@ fn print_comm_report(counts: &[crate::runtime::comm_count::CommCount], phases: &
     let _ = writeln!(out, "comm-report total: phase kind group calls bytes");
     for ((phase, kind, group), (calls, bytes)) in totals {
         let _ = writeln!(out, "comm-report total: {phase} {kind} {group} {calls} {bytes}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{concatenate, disagreement, slice};
+
+    /// A 2 x 3 x 4 tensor whose element is its row-major index.
+    fn tensor() -> Vec<f32> {
+        (0..24).map(|i| i as f32).collect()
+    }
+
+    #[test]
+    fn slices_along_each_dimension_and_joins_back() {
+        let shape = [2, 3, 4];
+        // Along the last dimension in two: columns 2..4 of every row.
+        assert_eq!(slice(&tensor(), &shape, 2, 1, 2), vec![2., 3., 6., 7., 10., 11., 14., 15., 18., 19., 22., 23.]);
+        // Along the first in two: the second 3 x 4 block.
+        assert_eq!(slice(&tensor(), &shape, 0, 1, 2), (12..24).map(|i| i as f32).collect::<Vec<_>>());
+        // Along the middle in three: row 1 of each block.
+        assert_eq!(slice(&tensor(), &shape, 1, 1, 3), vec![4., 5., 6., 7., 16., 17., 18., 19.]);
+        for (dim, n) in [(0, 2), (1, 3), (2, 2), (2, 4)] {
+            let parts: Vec<Vec<f32>> = (0..n).map(|c| slice(&tensor(), &shape, dim, c, n)).collect();
+            let refs: Vec<&Vec<f32>> = parts.iter().collect();
+            assert_eq!(concatenate(&refs, &shape, dim, n), tensor(), "dim {dim} in {n}");
+        }
+    }
+
+    #[test]
+    fn replicas_agree_up_to_rounding_only() {
+        assert_eq!(disagreement(&[1.0, 2.0], &[1.0, 2.0 + 1e-6]), None);
+        assert_eq!(disagreement(&[1.0, 2.0], &[1.0, 2.5]), Some(1));
+        assert_eq!(disagreement(&[f32::NAN], &[0.0]), Some(0));
+        assert_eq!(disagreement(&[1.0], &[1.0, 2.0]), Some(0));
     }
 }
