@@ -389,14 +389,19 @@ pub(super) fn block_times(tasks: &[TaskFacts], edge: Option<&[TaskFacts]>, rates
 /// instead of its own times. The forks, which have no tasks, carry flags
 /// too: the attention and MLP forks under full recompute, the Q/K/V fork
 /// whenever the attention input is re-gathered (`attn_only`, `full`,
-/// `seq_par_ag_redo`) and the block is not tiled; a fork adds the sums up
+/// `seq_par_ag_redo`) and the block is not tiled (tiled, the K/V fork of
+/// multi-query attention, after the tiled queries); a fork adds the sums up
 /// to the layer before it.
 pub(super) fn calculon_recompute_prefix(tasks: &[TaskFacts], rates: &Rates, spec: &TrainingSpec) -> Result<(f64, f64), EstimateError> {
     let map = &spec.mapping;
     let full = map.recompute == Recompute::Full;
-    // Tiled, Calculon fuses Q, K and V into one linear: there is no fork.
+    // Tiled, Calculon fuses Q, K and V into one linear: there is no fork,
+    // but under multi-query attention (replicated, untiled K and V) the
+    // queries alone are tiled and K and V read a fork after them.
     let tiled = tasks.iter().any(|t| t.tiling.is_some());
-    let qkv_fork = !tiled && (full || map.recompute == Recompute::AttnOnly || map.seq_par_ag_redo);
+    let replicated_kv = tiled && tasks.iter().any(|t| t.id == "attn.k.fwd");
+    let fork_before = if tiled { "attn.k.fwd" } else { "attn.q.fwd" };
+    let qkv_fork = (!tiled || replicated_kv) && (full || map.recompute == Recompute::AttnOnly || map.seq_par_ag_redo);
     let recomputed: HashSet<&str> = tasks.iter().filter(|t| t.phase == Phase::Recompute).map(TaskFacts::source).collect();
     let (mut prefix_flops, mut prefix_mem) = (0.0, 0.0);
     let (mut re_flops, mut re_mem) = (0.0, 0.0);
@@ -411,7 +416,7 @@ pub(super) fn calculon_recompute_prefix(tasks: &[TaskFacts], rates: &Rates, spec
         if matches!(kind(task, rates)?, Kind::Skip) {
             continue;
         }
-        let fork = if task.id == "attn.q.fwd" && !saw_qkv {
+        let fork = if task.id == fork_before && !saw_qkv {
             saw_qkv = true;
             qkv_fork
         } else if task.id.starts_with("mlp.") && !saw_mlp {
@@ -433,7 +438,7 @@ pub(super) fn calculon_recompute_prefix(tasks: &[TaskFacts], rates: &Rates, spec
         }
     }
     if qkv_fork && !saw_qkv {
-        return Err(EstimateError::CompatLayout("attn.q.fwd"));
+        return Err(EstimateError::CompatLayout(fork_before));
     }
     if full && !saw_mlp {
         return Err(EstimateError::CompatLayout("mlp.*.fwd"));

@@ -142,6 +142,84 @@ fn tp_overlap_cases_match_calculon() {
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Calculon's multi-query attention (`attention_type = multiquery`,
+/// `kv_heads = 1` in the spec) recorded from Calculon (see the oracle README).
+const MULTIQUERY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/multiquery-cases.json");
+
+/// Block facts, memory per processor and step time of `file`'s cases
+/// against Calculon's; the mismatches.
+fn whole_step_mismatches(file: &str) -> Vec<String> {
+    let cases = cases_of(file);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).expect("recorded")).expect("JSON");
+    let mut failures = Vec::new();
+    for (case, recorded) in cases.iter().zip(doc["cases"].as_array().expect("cases")) {
+        let derivation = derive_training_block(&case.spec).expect("derives");
+        let facts = BlockFacts::from_derivation(&derivation, &case.spec);
+        let want: BlockFacts = serde_json::from_value(recorded["block"].clone()).expect("block facts");
+        for (field, got, want) in facts.mismatches(&want) {
+            failures.push(format!("{}: {field} = {got}, Calculon {want}", case.name));
+        }
+        let memory = crate::analysis::schedule::ProcessorMemory::calculon(&facts, &case.spec);
+        for (field, got) in memory.fields() {
+            let want = recorded["per_processor"][field].as_f64().unwrap_or(f64::NAN);
+            if !close(got, want) {
+                failures.push(format!("{}: per_processor.{field} = {got}, Calculon {want}", case.name));
+            }
+        }
+        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true };
+        failures.extend(mismatches(case, &run(case, &options)));
+    }
+    failures
+}
+
+#[test]
+fn multiquery_cases_match_calculon() {
+    // One KV head replicated over TP (1 to 8), untiled and tiled (ring,
+    // pipe), every recompute mode and TP communication, DP overlap with
+    // Calculon's composition, roofline processing, float8, interleaving.
+    let cases = cases_of(MULTIQUERY);
+    assert_eq!(cases.len(), 36);
+    assert!(cases.iter().all(|c| c.spec.model.kv_heads == Some(1)));
+    for tp in [1, 2, 4, 8] {
+        assert!(cases.iter().any(|c| c.spec.mapping.tp == tp), "TP {tp}");
+    }
+    for overlap in [TpOverlap::None, TpOverlap::Ring, TpOverlap::Pipe] {
+        assert!(cases.iter().any(|c| c.spec.mapping.tp > 1 && c.spec.mapping.tp_overlap == overlap), "{overlap:?}");
+    }
+    assert!(cases.iter().any(|c| c.dp_overlap && c.spec.mapping.recompute != Recompute::None && c.spec.mapping.tp_overlap.is_overlapped()));
+    let failures = whole_step_mismatches(MULTIQUERY);
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn multiquery_replicates_the_kv_head_over_tp() {
+    // The same strategy at TP 4 with 4, 2 and 1 KV heads: K and V split
+    // over the ranks (one head each), then replicated (one head each, on 2
+    // and 4 ranks): every rank's K/V projections and weights stay one
+    // head wide, so the block's work and weights are the same.
+    let mut case = cases_of(MULTIQUERY)
+        .into_iter()
+        .find(|c| c.spec.mapping.tp == 4 && !c.spec.mapping.tp_overlap.is_overlapped())
+        .expect("a TP 4 case");
+    let mut facts = Vec::new();
+    for kv in [4, 2, 1] {
+        case.spec.model.kv_heads = Some(kv);
+        let derivation = derive_training_block(&case.spec).expect("derives");
+        let k = derivation.invocations.iter().find(|v| v.name == "attn.k.fwd").expect("the K projection");
+        facts.push((k.ops, BlockFacts::from_derivation(&derivation, &case.spec)));
+    }
+    assert!(facts.windows(2).all(|w| w[0] == w[1]), "{facts:?}");
+    // With 8 KV heads at TP 4 each rank holds two: twice the K work.
+    case.spec.model.kv_heads = Some(8);
+    let derivation = derive_training_block(&case.spec).expect("derives");
+    let k = derivation.invocations.iter().find(|v| v.name == "attn.k.fwd").expect("the K projection");
+    assert_eq!(k.ops, 2 * facts[0].0);
+    // Neither a divisor nor a multiple of TP: an error naming both.
+    (case.spec.model.heads, case.spec.model.kv_heads) = (12, Some(6));
+    let err = derive_training_block(&case.spec).expect_err("6 KV heads at TP 4");
+    assert_eq!(err, crate::analysis::workload::SpecError::KvHeadsTpMismatch { kv_heads: 6, tp: 4 });
+}
+
 #[test]
 fn tiled_linears_hide_communication() {
     // The same strategy with and without tiling: ring hides TP time, pipe

@@ -51,9 +51,11 @@ def run_pipeline(path, extra="", only=""):
         got_all = json.loads(summary.stdout)
         if "timing_seconds" in c:
             # The estimate of the same plan on the case's system and tiers.
-            systems = os.path.join(os.path.dirname(path), "systems")
-            if not os.path.exists(os.path.join(systems, c["system"] + ".json")):
-                systems = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "oracles", "calculon", "systems")
+            # Beside the case file, then Calculon's files, then the recorded ones.
+            test = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+            candidates = [os.path.join(os.path.dirname(path), "systems"), os.path.join(test, "oracles", "calculon", "systems"),
+                          os.path.join(test, "Inputs", "calculon", "systems")]
+            systems = next((d for d in candidates if os.path.exists(os.path.join(d, c["system"] + ".json"))), candidates[0])
             net = c.get("networks", {"tp": 0, "pp": 1, "dp": 1})
             estimate = subprocess.run(["blueprint-translate", "--estimate", "--system", os.path.join(systems, c["system"] + ".json"),
                                        "--tp-net", str(net["tp"]), "--pp-net", str(net["pp"]), "--dp-net", str(net["dp"]),
