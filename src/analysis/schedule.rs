@@ -158,6 +158,31 @@ impl ProcessorMemory {
         Self { weight_space, act_space, act_checkpoint_size, act_grad_space, weight_grad_space, optimizer_space, proc_mem_tier1_cap_req }
     }
 
+    /// Calculon's per-processor memory of its inference step (`training =
+    /// false`: the forward pass alone): the stage's weights and one block's
+    /// working activations; nothing is kept for a backward pass.
+    #[must_use]
+    pub fn forward_only(block: &BlockFacts, blocks_per_stage: u64) -> Self {
+        Self::forward_only_of(block.block_weight_space as f64 * blocks_per_stage as f64, block)
+    }
+
+    /// [`Self::forward_only`] for a stage holding `weight_space` bytes of
+    /// weights.
+    #[must_use]
+    pub fn forward_only_of(weight_space: f64, block: &BlockFacts) -> Self {
+        let act_space = block.block_act_working_space as f64;
+        Self {
+            weight_space,
+            act_space,
+            act_checkpoint_size: 0.0,
+            act_grad_space: 0.0,
+            weight_grad_space: 0.0,
+            optimizer_space: 0.0,
+            // Calculon's sum, in its order (the zero terms change nothing).
+            proc_mem_tier1_cap_req: weight_space + act_space + 0.0 + (0.0 + 0.0) + 0.0,
+        }
+    }
+
     /// Calculon's per-processor memory: stage 0, with its in-flight factor
     /// `min(m, p)·(1 + (p − 1)/(v·p))` computed in floating point exactly as
     /// Calculon does (so figures like 11660165119.999998 agree).

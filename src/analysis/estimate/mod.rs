@@ -214,6 +214,13 @@ pub struct EstimateOptions {
     /// defect) in `timing_seconds` instead of the correct one. Both are in
     /// [`Estimate::dp_overlap`] either way.
     pub calculon_compat_dp_overlap: bool,
+    /// Calculon's inference step (`training = false`): the step's forward
+    /// pass alone, every microbatch through every stage, with no gradients,
+    /// optimizer step, recompute or DP synchronisation; memory is the
+    /// weights and one block's working activations. The forward tasks and
+    /// the pipeline shape are the plan's, so it is an estimate of part of
+    /// the planned program, not a different plan.
+    pub forward_only: bool,
 }
 
 /// Calculon's ten time fields of one step, in seconds.
@@ -321,6 +328,10 @@ pub enum EstimateError {
         "calculon_compat_dp_overlap: Calculon's DP-overlap figure follows its layer order, which needs the forward task '{0}'; the block has none"
     )]
     CompatLayout(&'static str),
+    /// A forward-only (inference) estimate of a strategy that only makes
+    /// sense in training (Calculon asserts the same).
+    #[error("a forward-only (inference) step {0}")]
+    ForwardOnly(&'static str),
     /// A derived time, rate or capacity that is not a finite number (or a
     /// step of no time): never reported, since it would print as `null`
     /// or compare as fitting.
@@ -353,8 +364,27 @@ pub fn estimate(
     spec.validate()?;
     let map = &spec.mapping;
     binding.validate(system, map.tp, map.pp, map.dp)?;
+    check_forward_only(spec, options)?;
     let times = price_block(tasks, spec, system, binding.tp, options)?;
     compose_estimate(&times, block, spec, system, binding, options)
+}
+
+/// A forward-only step recomputes nothing and has no DP gradients to
+/// overlap (Calculon asserts both for `training = false`).
+///
+/// # Errors
+/// [`EstimateError::ForwardOnly`] naming the training-only choice.
+pub fn check_forward_only(spec: &TrainingSpec, options: &EstimateOptions) -> Result<(), EstimateError> {
+    if !options.forward_only {
+        return Ok(());
+    }
+    if spec.mapping.recompute != crate::analysis::workload::Recompute::None {
+        return Err(EstimateError::ForwardOnly("recomputes nothing: mapping.recompute must be none"));
+    }
+    if options.data_par_overlap {
+        return Err(EstimateError::ForwardOnly("has no DP gradients to overlap: drop the DP overlap"));
+    }
+    Ok(())
 }
 
 /// The block's per-block times: every task of `tasks` priced on `system`
@@ -392,15 +422,28 @@ pub fn price_block(
         tp_net: tp_tier,
         tp: map.tp,
     };
-    let edge = if map.tp_comm == crate::analysis::workload::TpComm::P2pRsAg && map.tp > 1 {
+    let mut edge = if map.tp_comm == crate::analysis::workload::TpComm::P2pRsAg && map.tp > 1 {
         Some(edge::edge_tp_tasks(tasks, spec)?)
     } else {
         None
     };
+    // Forward only: the forward tasks and collectives (the edge block's
+    // derived from the whole block's first, since its forward all-gather
+    // comes from the backward all-reduce of an entry).
+    let forward: Vec<TaskFacts>;
+    let tasks = if options.forward_only {
+        if let Some(edge) = edge.as_mut() {
+            edge.retain(|t| t.phase == Phase::Forward);
+        }
+        forward = tasks.iter().filter(|t| t.phase == Phase::Forward).cloned().collect();
+        &forward[..]
+    } else {
+        tasks
+    };
     let mut times = layer_time::block_times(tasks, edge.as_deref(), &rates)?;
     // Calculon's defective recompute times matter only under DP overlap;
     // they need its layer layout, required only for the compatible figure.
-    if options.data_par_overlap && map.dp > 1 {
+    if options.data_par_overlap && map.dp > 1 && !options.forward_only {
         match layer_time::calculon_recompute_prefix(tasks, &rates, spec) {
             Ok((flops, mem)) => (times.calculon_re_flops_time, times.calculon_re_mem_time) = (Some(flops), Some(mem)),
             Err(error) if options.calculon_compat_dp_overlap => return Err(error),
@@ -434,7 +477,11 @@ pub fn compose_estimate(
     let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)? };
     let outcome = step::compose(times, block, spec, &tiers, binding, options);
 
-    let per_processor = ProcessorMemory::calculon(block, spec);
+    let per_processor = if options.forward_only {
+        ProcessorMemory::forward_only(block, spec.blocks_per_rank())
+    } else {
+        ProcessorMemory::calculon(block, spec)
+    };
     let capacity_bytes = system.mem1().capacity_bytes();
     let required = per_processor.proc_mem_tier1_cap_req;
     // Calculon rejects a requirement above the capacity.

@@ -149,7 +149,11 @@ pub(super) fn compose(
     // Without a pipeline the transfer is 0 bytes: its latency remains (it
     // only reaches the edge-block times, hence the DP-overlap model).
     t.block_fw_pp_time = pp_net.time(NetworkOp::P2p, block.block_fw_pp_size as f64, 2);
-    t.block_bw_pp_time = pp_net.time(NetworkOp::P2p, block.block_bw_pp_size as f64, 2);
+    // Forward only, Calculon sends nothing backward, but its edge-block
+    // slot still holds a 0-byte transfer: the latency (in the bubble).
+    let training = !options.forward_only;
+    let bw_pp_size = if training { block.block_bw_pp_size as f64 } else { 0.0 };
+    t.block_bw_pp_time = pp_net.time(NetworkOp::P2p, bw_pp_size, 2);
 
     let mult = count(&[bpp, m]);
     let mv = count(&[m, v]);
@@ -161,7 +165,12 @@ pub(super) fn compose(
     let tp_bw = mv * (base * t.baseblock_agrad_tp_time_exposed + t.edgeblock_agrad_tp_time_exposed);
     let tp_comm_exposed_time = tp_fw + tp_bw;
     let recomm_exposed_time = mv * (base * t.baseblock_recomm_time_exposed + t.edgeblock_recomm_time_exposed);
-    let pp_comm_exposed_time = if p > 1 { mv * t.block_fw_pp_time + mv * t.block_bw_pp_time } else { 0.0 };
+    let pp_comm_exposed_time = match (p > 1, training) {
+        (true, true) => mv * t.block_fw_pp_time + mv * t.block_bw_pp_time,
+        // No backward transfers: Calculon's count of them is 0.
+        (true, false) => mv * t.block_fw_pp_time + 0.0,
+        (false, _) => 0.0,
+    };
 
     let BlockSlots { bfw, efw, bbw, ebw, bfw_over, efw_over, bbw_over, ebw_over } = BlockSlots::of(&t);
     let fw_offload_overhead = mv * (base * bfw_over + efw_over);
@@ -176,7 +185,7 @@ pub(super) fn compose(
     let bubble_time = (p - 1) as f64 * chunk + extra * chunk;
 
     let mut dp_overlap = None;
-    let dp_comm_exposed_time = if d > 1 {
+    let dp_comm_exposed_time = if d > 1 && training {
         let weights = block.block_weight_space as f64;
         t.block_dp_time = if map.optimizer_sharding {
             dp_net.time(NetworkOp::ReduceScatter, weights, d) + dp_net.time(NetworkOp::AllGather, weights, d)

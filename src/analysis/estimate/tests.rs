@@ -19,6 +19,8 @@ pub(crate) struct Case {
     pub system: String,
     pub binding: NetworkBinding,
     pub dp_overlap: bool,
+    /// Calculon's `training = false` (its inference step).
+    pub forward_only: bool,
     pub timing: Value,
     pub sample_rate: Option<f64>,
     /// Calculon's composition with the recompute defect fixed (DP overlap).
@@ -51,6 +53,7 @@ pub(crate) fn cases_of(path: &str) -> Vec<Case> {
                 system: case["system"].as_str().expect("system").to_owned(),
                 binding,
                 dp_overlap: case["overlap"]["dp"].as_bool().unwrap_or(false),
+                forward_only: case["training"].as_bool() == Some(false),
                 timing: case["timing_seconds"].clone(),
                 sample_rate: case.get("sample_rate").and_then(Value::as_f64),
                 fixed: case.get("dp_overlap_fixed").cloned(),
@@ -136,7 +139,7 @@ fn tp_overlap_cases_match_calculon() {
                 failures.push(format!("{}: per_processor.{field} = {got}, Calculon {want}", case.name));
             }
         }
-        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true };
+        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true, ..EstimateOptions::default() };
         failures.extend(mismatches(case, &run(case, &options)));
     }
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
@@ -166,7 +169,7 @@ fn whole_step_mismatches(file: &str) -> Vec<String> {
                 failures.push(format!("{}: per_processor.{field} = {got}, Calculon {want}", case.name));
             }
         }
-        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true };
+        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true, ..EstimateOptions::default() };
         failures.extend(mismatches(case, &run(case, &options)));
     }
     failures
@@ -189,6 +192,77 @@ fn multiquery_cases_match_calculon() {
     assert!(cases.iter().any(|c| c.dp_overlap && c.spec.mapping.recompute != Recompute::None && c.spec.mapping.tp_overlap.is_overlapped()));
     let failures = whole_step_mismatches(MULTIQUERY);
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Calculon's inference step (`training = false`), recorded from Calculon
+/// (see the oracle README).
+const INFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/inference-cases.json");
+
+#[test]
+fn inference_steps_match_calculon() {
+    // The forward pass of the step alone: forward times and TP exposure,
+    // forward pipeline transfers, the bubble (with Calculon's 0-byte
+    // backward transfer), no DP; weights and one block's working space.
+    let cases = cases_of(INFERENCE);
+    assert_eq!(cases.len(), 32);
+    assert!(cases.iter().all(|c| c.forward_only));
+    assert!(cases.iter().any(|c| c.spec.mapping.pp > 1 && c.spec.mapping.pipeline_interleaving > 1));
+    assert!(cases.iter().any(|c| c.spec.mapping.tp_comm == TpComm::P2pRsAg && c.spec.mapping.tp > 1));
+    assert!(cases.iter().any(|c| c.spec.mapping.tp_overlap.is_overlapped()));
+    assert!(cases.iter().any(|c| c.spec.model.kv_heads == Some(1) && c.spec.mapping.tp > 1));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(INFERENCE).expect("recorded")).expect("JSON");
+    let mut failures = Vec::new();
+    for (case, recorded) in cases.iter().zip(doc["cases"].as_array().expect("cases")) {
+        let got = run(case, &EstimateOptions { forward_only: true, ..EstimateOptions::default() });
+        failures.extend(mismatches(case, &got));
+        for (field, value) in got.memory.per_processor.fields() {
+            let want = recorded["per_processor"][field].as_f64().unwrap_or(f64::NAN);
+            if !close(value, want) {
+                failures.push(format!("{}: per_processor.{field} = {value}, Calculon {want}", case.name));
+            }
+        }
+        // The forward block facts are the training block's.
+        let derivation = derive_training_block(&case.spec).expect("derives");
+        let facts = serde_json::to_value(BlockFacts::from_derivation(&derivation, &case.spec)).expect("facts");
+        for field in [
+            "block_fw_flops",
+            "block_fw_mem_accessed",
+            "baseblock_fw_tp_size",
+            "block_fw_pp_size",
+            "block_weight_space",
+            "block_act_working_space",
+        ] {
+            if facts[field].as_f64() != recorded["block"][field].as_f64() {
+                failures.push(format!("{}: {field} = {}, Calculon {}", case.name, facts[field], recorded["block"][field]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    // The same cases as training steps are slower and need more memory.
+    for case in &cases {
+        let (train, infer) =
+            (run(case, &EstimateOptions::default()), run(case, &EstimateOptions { forward_only: true, ..EstimateOptions::default() }));
+        assert!(infer.timing_seconds.total_time < train.timing_seconds.total_time, "{}", case.name);
+        assert!(infer.memory.per_processor.proc_mem_tier1_cap_req < train.memory.per_processor.proc_mem_tier1_cap_req, "{}", case.name);
+    }
+}
+
+#[test]
+fn inference_steps_refuse_training_choices() {
+    let mut case = cases_of(INFERENCE).swap_remove(0);
+    let forward = EstimateOptions { forward_only: true, ..EstimateOptions::default() };
+    case.spec.mapping.recompute = Recompute::Full;
+    let derivation = derive_training_block(&case.spec).expect("derives");
+    let block = BlockFacts::from_derivation(&derivation, &case.spec);
+    let err =
+        estimate(&block_tasks(&derivation), &block, &case.spec, &system(&case.system), &case.binding, &forward).expect_err("recompute");
+    assert!(matches!(err, EstimateError::ForwardOnly(_)), "{err}");
+    assert!(err.to_string().contains("mapping.recompute must be none"), "{err}");
+    case.spec.mapping.recompute = Recompute::None;
+    let overlapped = EstimateOptions { data_par_overlap: true, ..forward };
+    let err =
+        estimate(&block_tasks(&derivation), &block, &case.spec, &system(&case.system), &case.binding, &overlapped).expect_err("DP overlap");
+    assert!(err.to_string().contains("no DP gradients"), "{err}");
 }
 
 #[test]
@@ -582,7 +656,7 @@ fn figures_stay_finite_at_the_physical_bounds() {
         let system = system_at_bounds(slowest);
         for case in cases_of(&format!("{ORACLES}/seqsel-table5.json")) {
             for dp_overlap in [false, true] {
-                let options = EstimateOptions { data_par_overlap: dp_overlap, calculon_compat_dp_overlap: false };
+                let options = EstimateOptions { data_par_overlap: dp_overlap, ..EstimateOptions::default() };
                 let derivation = derive_training_block(&case.spec).expect("derives");
                 let block = BlockFacts::from_derivation(&derivation, &case.spec);
                 let got = estimate(&block_tasks(&derivation), &block, &case.spec, &system, &case.binding, &options)

@@ -436,7 +436,7 @@ impl<'g> Derivation<'g> {
                 if heads % self.s.tp != 0 {
                     return Err(at(&node.id, format!("cannot split heads ({heads}) over mapping.tp = {}", self.s.tp)));
                 }
-                if kv_heads % self.s.tp != 0 && self.s.tp % kv_heads != 0 {
+                if !kv_heads.is_multiple_of(self.s.tp) && !self.s.tp.is_multiple_of(*kv_heads) {
                     return Err(at(
                         &node.id,
                         format!(
@@ -521,7 +521,7 @@ impl<'g> Derivation<'g> {
     /// Whether `kv_heads` key/value heads are replicated over the TP ranks
     /// (fewer of them than ranks) rather than split.
     fn kv_replicated(&self, kv_heads: u64) -> bool {
-        kv_heads % self.s.tp != 0
+        !kv_heads.is_multiple_of(self.s.tp)
     }
 
     /// The `kv_heads` of the attention reading `op`'s results as keys or
@@ -578,7 +578,7 @@ impl<'g> Derivation<'g> {
             Split::Whole | Split::Seq => {
                 let groups = self.kv_heads_fed(op).filter(|&kv| self.kv_replicated(kv));
                 if let Some(groups) = groups {
-                    if weight[1] % groups != 0 {
+                    if !weight[1].is_multiple_of(groups) {
                         return Err(at(
                             &node.id,
                             format!("cannot hold one of {groups} KV heads of the weight's columns ({}) per rank", weight[1]),
