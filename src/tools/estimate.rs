@@ -11,7 +11,9 @@ use crate::{
     analysis::estimate::TaskClass as EstimateClass,
     {
         analysis::{
-            estimate::{estimate, Capability, EstimateOptions, TaskFacts, TaskTiling, TimingSeconds, TpOverlap},
+            estimate::{
+                calculon_stats::calculon_stats, estimate, Capability, EstimateOptions, TaskFacts, TaskTiling, TimingSeconds, TpOverlap,
+            },
             pictures::{
                 memory::memory_svg,
                 timeline::{self, timeline_svg, TimelineLabels, TimelineView},
@@ -41,6 +43,9 @@ pub struct EstimateArgs {
     /// `--calculon MODEL EXECUTION SYSTEM`: Calculon's three files as they
     /// are, instead of a plan.
     pub calculon: Option<[PathBuf; 3]>,
+    /// `--format calculon`: print `calculon llm`'s statistics (its JSON
+    /// shape and names) instead of Blueprint's report.
+    pub format_calculon: bool,
     /// What the user expects the plan to tile (`--tp-overlap`): checked
     /// against the plan's strategy, since tiling is part of the program.
     pub tp_overlap: Option<TpOverlap>,
@@ -89,6 +94,13 @@ impl EstimateArgs {
             "--dp-net" => self.dp_net = Some(index("--dp-net", value("--dp-net")?)?),
             "--dp-overlap" => self.dp_overlap = true,
             "--forward-only" => self.forward_only = true,
+            "--format" => {
+                self.format_calculon = match value("--format")?.as_str() {
+                    "calculon" => true,
+                    "blueprint" => false,
+                    other => return Err(format!("blueprint-translate: --format takes blueprint or calculon, got '{other}'")),
+                }
+            }
             "--calculon" => {
                 let mut file = |what: &str| {
                     next.next().filter(|p| p.to_str().is_none_or(|s| !s.starts_with("--"))).map(PathBuf::from).ok_or_else(|| {
@@ -401,7 +413,19 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         simulation,
         notes,
     };
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+    let json = if args.format_calculon {
+        // Calculon's inference storage counts every op's activation, which
+        // the plan's memory facts do not state: the algebra's block of the
+        // plan's strategy gives it (equal to the plan's by the
+        // derivation-equals-algebra test).
+        let storage =
+            crate::analysis::workload::derive_training_block(spec).map_err(|e| format!("blueprint-translate: error: {e}"))?.memory.act_all;
+        let stats = calculon_stats(&tasks, &block, spec, &system, &binding, &options, storage)
+            .map_err(|e| format!("blueprint-translate: error: {e}"))?;
+        crate::analysis::estimate::calculon_stats::to_json(&stats)
+    } else {
+        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
+    };
     let mut pictures = Vec::new();
     let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let strategy = format!(

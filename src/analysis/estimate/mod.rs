@@ -26,6 +26,7 @@
 //! DP-overlap path reads) the estimate is correct and reports Calculon's
 //! figure beside it ([`DpOverlapFigures`]).
 
+pub mod calculon_stats;
 pub mod edge;
 mod layer_time;
 pub mod step;
@@ -303,6 +304,10 @@ pub struct Estimate {
     /// Present under DP overlap with DP > 1.
     pub dp_overlap: Option<DpOverlapFigures>,
     pub memory: MemoryCheck,
+    /// Calculon's other step statistics (link times, offload overheads,
+    /// overlap bandwidths).
+    #[serde(skip)]
+    pub extras: step::StepExtras,
 }
 
 impl Estimate {
@@ -410,36 +415,9 @@ pub fn price_block(
     options: &EstimateOptions,
 ) -> Result<BlockTimes, EstimateError> {
     let map = &spec.mapping;
-    let datatype = spec.workload.datatype;
-    let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
-    let tp_tier =
-        system.network(tp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "tp", tier: tp_net, tiers: system.networks().len() })?;
-    let rates = layer_time::Rates {
-        matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
-        vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,
-        memory: system.mem1(),
-        mode: system.processing_mode(),
-        tp_net: tp_tier,
-        tp: map.tp,
-    };
-    let mut edge = if map.tp_comm == crate::analysis::workload::TpComm::P2pRsAg && map.tp > 1 {
-        Some(edge::edge_tp_tasks(tasks, spec)?)
-    } else {
-        None
-    };
-    // Forward only: the forward tasks and collectives (the edge block's
-    // derived from the whole block's first, since its forward all-gather
-    // comes from the backward all-reduce of an entry).
-    let forward: Vec<TaskFacts>;
-    let tasks = if options.forward_only {
-        if let Some(edge) = edge.as_mut() {
-            edge.retain(|t| t.phase == Phase::Forward);
-        }
-        forward = tasks.iter().filter(|t| t.phase == Phase::Forward).cloned().collect();
-        &forward[..]
-    } else {
-        tasks
-    };
+    let rates = rates_of(spec, system, tp_net)?;
+    let (tasks, edge) = step_tasks(tasks, spec, options)?;
+    let tasks = &tasks[..];
     let mut times = layer_time::block_times(tasks, edge.as_deref(), &rates)?;
     // Calculon's defective recompute times matter only under DP overlap;
     // they need its layer layout, required only for the compatible figure.
@@ -451,6 +429,46 @@ pub fn price_block(
         }
     }
     Ok(times)
+}
+
+/// The rates of `spec`'s datatype on `system`, TP on tier `tp_net`.
+fn rates_of<'s>(spec: &TrainingSpec, system: &'s SystemProfile, tp_net: usize) -> Result<layer_time::Rates<'s>, EstimateError> {
+    let datatype = spec.workload.datatype;
+    let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
+    let tp_tier =
+        system.network(tp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "tp", tier: tp_net, tiers: system.networks().len() })?;
+    Ok(layer_time::Rates {
+        matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
+        vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,
+        memory: system.mem1(),
+        mode: system.processing_mode(),
+        tp_net: tp_tier,
+        tp: spec.mapping.tp,
+    })
+}
+
+/// The tasks the step prices and the edge block's TP tasks (under
+/// `p2p_rs_ag` with TP > 1): all of them, or, forward only, the forward
+/// ones (the edge block's derived from the whole block's first, since its
+/// forward all-gather comes from an entry's backward all-reduce).
+/// The step's tasks (borrowed when all of them) and the edge block's TP
+/// tasks, if it has its own.
+type StepTasks<'t> = (std::borrow::Cow<'t, [TaskFacts]>, Option<Vec<TaskFacts>>);
+
+fn step_tasks<'t>(tasks: &'t [TaskFacts], spec: &TrainingSpec, options: &EstimateOptions) -> Result<StepTasks<'t>, EstimateError> {
+    let map = &spec.mapping;
+    let mut edge = if map.tp_comm == crate::analysis::workload::TpComm::P2pRsAg && map.tp > 1 {
+        Some(edge::edge_tp_tasks(tasks, spec)?)
+    } else {
+        None
+    };
+    if !options.forward_only {
+        return Ok((std::borrow::Cow::Borrowed(tasks), edge));
+    }
+    if let Some(edge) = edge.as_mut() {
+        edge.retain(|t| t.phase == Phase::Forward);
+    }
+    Ok((std::borrow::Cow::Owned(tasks.iter().filter(|t| t.phase == Phase::Forward).cloned().collect()), edge))
 }
 
 /// One step of `spec` from its priced block ([`price_block`] with the same
@@ -496,6 +514,7 @@ pub fn compose_estimate(
         stages: map.pp,
         dp_overlap: outcome.dp_overlap,
         memory,
+        extras: outcome.extras,
     };
     check_finite(&estimate, spec, binding)?;
     Ok(estimate)

@@ -6,6 +6,8 @@
 //! microbatches, bpp blocks per stage, bpc = bpp / v blocks per chunk,
 //! `base = bpc − 1` base blocks and one edge block per chunk.
 
+use serde::Serialize;
+
 use super::{BlockTimes, DpOverlapFigures, EstimateOptions, StageTime, TimingSeconds};
 use crate::analysis::system::{NetworkBinding, NetworkOp, NetworkTier};
 use crate::analysis::workload::{BlockFacts, TrainingSpec};
@@ -15,6 +17,28 @@ pub(super) struct Outcome {
     pub block: BlockTimes,
     pub stage: StageTime,
     pub dp_overlap: Option<DpOverlapFigures>,
+    pub extras: StepExtras,
+}
+
+/// Calculon's step statistics beyond its ten times (`calculon llm`'s
+/// names): link times, offload overheads and the bandwidths DP overlap
+/// and offload would need. Without offload the overheads are
+/// `max(0, memory time − block time)`, 0 in practice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct StepExtras {
+    pub fw_offload_exposed_time: f64,
+    pub bw_offload_exposed_time: f64,
+    pub tp_comm_link_time: f64,
+    pub recomm_link_time: f64,
+    pub pp_comm_link_time: f64,
+    pub dp_comm_link_time: f64,
+    /// Under DP overlap: the DP bandwidth that hides the overlappable
+    /// chunks' / the last chunk's reduction (Calculon's figure when its
+    /// recompute layout is known, as its exposed time is).
+    pub dp_bw_overlap_req_chunk: f64,
+    pub dp_bw_overlap_req_tail: f64,
+    /// The slots without offload (Calculon's `*_time_no_offload`).
+    pub slots_no_offload: [f64; 4],
 }
 
 /// An exact integer product as Python would hold it, then as `f64`.
@@ -66,12 +90,23 @@ struct DpOverlapInputs<'a> {
     bbw: f64,
     ebw: f64,
     chunk_bw: f64,
+    /// Bytes one block synchronises, and the DP op's bandwidth factor.
+    dp_size: f64,
+    factor: f64,
 }
 
 impl DpOverlapInputs<'_> {
     /// Calculon's exposed DP time under `data_par_overlap`, with the given
     /// recompute flop and memory times (FULL-MODEL.md, "DP overlap").
     fn exposed(&self, re_flops_time: f64, re_mem_time: f64) -> f64 {
+        self.figures(re_flops_time, re_mem_time).0
+    }
+
+    /// The exposed time and the bandwidths that would hide the
+    /// overlappable chunks' and the last chunk's reduction (Calculon's
+    /// `dp_bw_overlap_req_chunk` / `_tail`), with `factor` the DP op's
+    /// `a` (all-reduce, or reduce-scatter plus all-gather when sharded).
+    fn figures(&self, re_flops_time: f64, re_mem_time: f64) -> (f64, f64, f64) {
         let t = self.t;
         let mem = t.block_agrad_mem_time + t.block_wgrad_mem_time + re_mem_time;
         let mut ov_base = self.bbw - mem;
@@ -120,7 +155,14 @@ impl DpOverlapInputs<'_> {
         };
         let last_inflection = last * self.t_dp + (compute * self.usage - last_window);
         let last_exposed = if last_inflection > 0.0 { last_inflection } else { last * self.t_dp * self.usage };
-        self.t_dp + (chunks_exposed + last_exposed)
+        let mut chunk_overlap = window + overlap_compute * self.usage;
+        if self.shares_pp {
+            chunk_overlap -= t.block_bw_pp_time;
+        }
+        chunk_overlap *= overlappable;
+        let req = |time: f64| if time > 0.0 { self.bpc as f64 * self.dp_size / time * self.factor } else { 0.0 };
+        let tail_overlap = last_window + last * self.t_dp * self.usage;
+        (self.t_dp + (chunks_exposed + last_exposed), req(chunk_overlap), req(tail_overlap))
     }
 }
 
@@ -185,6 +227,7 @@ pub(super) fn compose(
     let bubble_time = (p - 1) as f64 * chunk + extra * chunk;
 
     let mut dp_overlap = None;
+    let mut dp_req = (0.0, 0.0);
     let dp_comm_exposed_time = if d > 1 && training {
         let weights = block.block_weight_space as f64;
         t.block_dp_time = if map.optimizer_sharding {
@@ -208,9 +251,18 @@ pub(super) fn compose(
                 bbw,
                 ebw,
                 chunk_bw,
+                dp_size: weights,
+                factor: if map.optimizer_sharding {
+                    dp_net.op(NetworkOp::ReduceScatter).scalar + dp_net.op(NetworkOp::AllGather).scalar
+                } else {
+                    dp_net.op(NetworkOp::AllReduce).scalar
+                },
             };
             let blueprint = inputs.exposed(t.block_re_flops_time, t.block_re_mem_time);
-            let calculon = t.calculon_re_flops_time.zip(t.calculon_re_mem_time).map(|(flops, mem)| inputs.exposed(flops, mem));
+            let calculon = t.calculon_re_flops_time.zip(t.calculon_re_mem_time).map(|(flops, mem)| inputs.figures(flops, mem));
+            let (_, chunk_req, tail_req) = calculon.unwrap_or_else(|| inputs.figures(t.block_re_flops_time, t.block_re_mem_time));
+            dp_req = (chunk_req, tail_req);
+            let calculon = calculon.map(|(exposed, _, _)| exposed);
             dp_overlap = Some(DpOverlapFigures { blueprint, calculon });
             // `estimate` fails before this when the compatible figure is
             // asked for but Calculon's layout is missing.
@@ -246,7 +298,20 @@ pub(super) fn compose(
         + tp_comm_exposed_time
         + pp_comm_exposed_time
         + dp_comm_exposed_time;
+    let extras = StepExtras {
+        fw_offload_exposed_time: fw_offload_overhead,
+        bw_offload_exposed_time: bw_offload_overhead,
+        tp_comm_link_time: mv * (base * t.baseblock_fw_tp_time + t.edgeblock_fw_tp_time)
+            + mv * (base * t.baseblock_agrad_tp_time + t.edgeblock_agrad_tp_time),
+        recomm_link_time: if training { mv * (base * t.baseblock_recomm_time + t.edgeblock_recomm_time) } else { 0.0 },
+        pp_comm_link_time: pp_comm_exposed_time,
+        dp_comm_link_time: if d > 1 && training { bpp as f64 * t.block_dp_time } else { 0.0 },
+        dp_bw_overlap_req_chunk: dp_req.0,
+        dp_bw_overlap_req_tail: dp_req.1,
+        slots_no_offload: [bfw - bfw_over, efw - efw_over, bbw - bbw_over, ebw - ebw_over],
+    };
     Outcome {
+        extras,
         timing: TimingSeconds {
             fw_time,
             bw_time,

@@ -699,3 +699,56 @@ fn non_finite_figures_name_the_system_fields() {
     assert!(message.starts_with("sample_rate is inf"), "{message}");
     assert_eq!(check_finite(&good, &case.spec, &case.binding), Ok(()));
 }
+
+/// Every statistic of `calculon llm` (the 25 runs of Calculon's own
+/// command in `test/oracles/calculon/llm/`), from the algebra's block.
+#[test]
+fn every_calculon_statistic_matches_calculon_llm() {
+    use crate::analysis::workload::spec_from_calculon;
+    let root = env!("CARGO_MANIFEST_DIR");
+    let index: Value = serde_json::from_str(&std::fs::read_to_string(format!("{ORACLES}/llm/index.json")).expect("index")).expect("JSON");
+    let runs = index["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 25);
+    let mut failures = Vec::new();
+    let mut fields = 0;
+    for run in runs {
+        let name = run["name"].as_str().expect("name");
+        let model = std::fs::read_to_string(format!("{ORACLES}/models/{}.json", run["model"].as_str().expect("model"))).expect("model");
+        let exe = std::fs::read_to_string(format!("{root}/test/Inputs/calculon/executions/{name}.json")).expect("execution");
+        let text = std::fs::read_to_string(format!("{ORACLES}/llm/{name}.json")).expect("llm");
+        let want: Value = serde_json::from_str(&text).expect("JSON");
+        // The keys in the file's order (serde_json's map sorts them).
+        let keys: Vec<&str> = text.lines().filter_map(|l| l.trim_start().strip_prefix('"')?.split_once('"').map(|(k, _)| k)).collect();
+        let (spec, calc) = spec_from_calculon(&model, None, &exe).expect("spec");
+        let derivation = derive_training_block(&spec).expect("derives");
+        let block = BlockFacts::from_derivation(&derivation, &spec);
+        let binding = NetworkBinding { tp: calc.tp_net, pp: calc.pp_net, dp: calc.dp_net };
+        let options =
+            EstimateOptions { data_par_overlap: calc.data_par_overlap, forward_only: !calc.training, ..EstimateOptions::default() };
+        let stats = calculon_stats::calculon_stats(
+            &block_tasks(&derivation),
+            &block,
+            &spec,
+            &system(run["system"].as_str().expect("system")),
+            &binding,
+            &options,
+            derivation.memory.act_all,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got_keys: Vec<&str> = stats.iter().map(|(k, _)| *k).collect();
+        assert_eq!(got_keys, keys, "{name}: Calculon's fields in its order");
+        for (field, got) in &stats {
+            fields += 1;
+            let ok = match (got.as_f64(), want[field].as_f64()) {
+                (Some(g), Some(w)) => close(g, w),
+                (None, None) => got.is_null() && want[field].is_null(),
+                _ => false,
+            };
+            if !ok {
+                failures.push(format!("{name}: {field} = {got}, Calculon {}", want[field]));
+            }
+        }
+    }
+    assert_eq!(fields, 25 * 96);
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}

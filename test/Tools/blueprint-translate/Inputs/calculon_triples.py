@@ -8,6 +8,9 @@ recompute Calculon's figure is the defective one: it is compared with the
 report's `dp_overlap_calculon_total_time`.
 
   calculon_triples.py ORACLES INPUTS [FORMAT]
+
+FORMAT `calculon` runs with `--format calculon` and compares every one of
+Calculon's 96 statistics, by name and in its order.
 """
 import json
 import os
@@ -33,7 +36,22 @@ def system_file(oracles, inputs, name):
     return local if os.path.exists(local) else os.path.join(oracles, "calculon", "systems", name + ".json")
 
 
-def main(oracles, inputs):
+def check_all(run, want, text):
+    """`--format calculon`: every statistic, by name and in Calculon's order."""
+    got = json.loads(text, object_pairs_hook=lambda pairs: pairs)
+    names = [k for k, _ in got]
+    if names != list(want.keys()):
+        return [f"fields {names} differ from Calculon's {list(want.keys())}"]
+    bad = []
+    for field, value in got:
+        w = want[field]
+        ok = (value is None and w is None) or (value is not None and w is not None and agrees(value, w))
+        if not ok:
+            bad.append(f"{field}: {value}, Calculon {w}")
+    return bad
+
+
+def main(oracles, inputs, fmt="blueprint"):
     index = json.load(open(os.path.join(oracles, "calculon", "llm", "index.json")))
     good = 0
     for run in index["runs"]:
@@ -42,9 +60,19 @@ def main(oracles, inputs):
                 os.path.join(oracles, "calculon", "models", run["model"] + ".json"),
                 os.path.join(inputs, "calculon", "executions", run["name"] + ".json"),
                 system_file(oracles, inputs, run["system"])]
+        if fmt == "calculon":
+            args += ["--format", "calculon"]
         done = subprocess.run(args, capture_output=True, text=True)
         if done.returncode != 0:
             print(f"{run['name']}: failed: {done.stderr.strip()}")
+            continue
+        if fmt == "calculon":
+            bad = check_all(run, want, done.stdout)
+            if bad:
+                print(f"{run['name']}: " + "; ".join(bad))
+            else:
+                good += 1
+                print(f"{run['name']}: all {len(want)} statistics match")
             continue
         got = json.loads(done.stdout)
         calculon_total = got.get("dp_overlap_calculon_total_time")
@@ -72,4 +100,4 @@ def main(oracles, inputs):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
