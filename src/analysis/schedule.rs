@@ -158,6 +158,61 @@ impl ProcessorMemory {
         Self { weight_space, act_space, act_checkpoint_size, act_grad_space, weight_grad_space, optimizer_space, proc_mem_tier1_cap_req }
     }
 
+    /// This memory with `offload` to the second tier (Calculon's
+    /// `_get_mem_cap_reqs`): the first tier keeps two blocks of what is
+    /// offloaded (weights; stored activations, or the checkpoint under
+    /// full recompute, beside the working space; the unsharded and one
+    /// sharded set of weight gradients and two blocks of optimizer state),
+    /// the second holds the stage's. Returns the memory with its first-tier
+    /// requirement replaced (the other fields are what the stage holds in
+    /// all), and the second-tier requirement. Without offload, itself and 0.
+    #[must_use]
+    pub fn offloaded(
+        &self,
+        block: &BlockFacts,
+        spec: &TrainingSpec,
+        offload: crate::analysis::estimate::Offload,
+        training: bool,
+    ) -> (Self, f64) {
+        if !offload.any() {
+            return (*self, 0.0);
+        }
+        let full = spec.mapping.recompute == Recompute::Full;
+        let bpp = spec.blocks_per_rank() as f64;
+        let storage =
+            if training { block.block_act_storage_space } else { block.block_act_all_space.unwrap_or(block.block_act_storage_space) };
+        let (mut tier1, mut tier2) = (0.0, 0.0);
+        if offload.weights {
+            tier1 += (block.block_weight_space * 2) as f64;
+            tier2 += self.weight_space;
+        } else {
+            tier1 += self.weight_space;
+        }
+        if offload.activations {
+            if full {
+                tier1 += block.block_act_working_space as f64;
+                tier1 += (block.block_act_checkpoint_size * 2) as f64;
+                tier2 += self.act_checkpoint_size;
+            } else {
+                tier1 += (block.block_act_working_space + storage) as f64;
+                tier2 += self.act_space;
+            }
+        } else {
+            tier1 += self.act_space;
+            tier1 += self.act_checkpoint_size;
+        }
+        if offload.optimizer && training {
+            tier1 += block.block_weight_grad_space_no_sharding as f64 + block.block_weight_grad_space;
+            tier1 += block.block_optimizer_space * 2.0;
+            tier2 += block.block_weight_grad_space * bpp;
+            tier2 += self.optimizer_space;
+        } else {
+            tier1 += self.weight_grad_space + self.optimizer_space;
+        }
+        tier1 += self.act_grad_space;
+        (Self { proc_mem_tier1_cap_req: tier1, ..*self }, tier2)
+    }
+
     /// Calculon's per-processor memory of its inference step (`training =
     /// false`: the forward pass alone): the stage's weights and one block's
     /// working activations; nothing is kept for a backward pass.

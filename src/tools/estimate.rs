@@ -12,7 +12,8 @@ use crate::{
     {
         analysis::{
             estimate::{
-                calculon_stats::calculon_stats, estimate, Capability, EstimateOptions, TaskFacts, TaskTiling, TimingSeconds, TpOverlap,
+                calculon_stats::calculon_stats, estimate, Capability, EstimateOptions, Offload, TaskFacts, TaskTiling, TimingSeconds,
+                TpOverlap,
             },
             pictures::{
                 memory::memory_svg,
@@ -40,6 +41,8 @@ pub struct EstimateArgs {
     /// `--forward-only`: Calculon's inference step (`training = false`),
     /// the forward pass of the planned step alone.
     pub forward_only: bool,
+    /// `--weight-offload`, `--activations-offload`, `--optimizer-offload`.
+    pub offload: Offload,
     /// `--calculon MODEL EXECUTION SYSTEM`: Calculon's three files as they
     /// are, instead of a plan.
     pub calculon: Option<[PathBuf; 3]>,
@@ -94,6 +97,9 @@ impl EstimateArgs {
             "--dp-net" => self.dp_net = Some(index("--dp-net", value("--dp-net")?)?),
             "--dp-overlap" => self.dp_overlap = true,
             "--forward-only" => self.forward_only = true,
+            "--weight-offload" => self.offload.weights = true,
+            "--activations-offload" => self.offload.activations = true,
+            "--optimizer-offload" => self.offload.optimizer = true,
             "--format" => {
                 self.format_calculon = match value("--format")?.as_str() {
                     "calculon" => true,
@@ -191,6 +197,17 @@ impl EstimateArgs {
     }
 }
 
+#[derive(Debug, Serialize)]
+struct OffloadReport {
+    weights: bool,
+    activations: bool,
+    optimizer: bool,
+    /// Per processor (stage 0), bytes; `per_processor.proc_mem_tier1_cap_req`
+    /// is what the first tier keeps.
+    proc_mem_tier2_cap_req: f64,
+    tier2_capacity_bytes: f64,
+}
+
 /// One stage's time and memory.
 #[derive(Debug, Serialize)]
 struct StageReport {
@@ -207,6 +224,9 @@ struct Report<'a> {
     networks: Networks,
     /// Calculon's `training`: false for the forward-only (inference) step.
     training: bool,
+    /// What is offloaded to the second memory tier, and what that needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offload: Option<OffloadReport>,
     timing_seconds: TimingSeconds,
     sample_rate: f64,
     /// Calculon's stage-0 convention.
@@ -330,15 +350,29 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
             }
         }
     }
-    let options = EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false, forward_only: args.forward_only };
+    let options = EstimateOptions {
+        data_par_overlap: args.dp_overlap,
+        calculon_compat_dp_overlap: false,
+        forward_only: args.forward_only,
+        offload: args.offload,
+    };
     let tasks = estimate_tasks(work);
-    let block = work.block_facts();
+    let mut block = work.block_facts();
+    if args.forward_only || args.format_calculon {
+        // Calculon's inference activation storage counts every op's
+        // activation, which the plan's memory facts do not state: the
+        // algebra's block of the plan's strategy gives it (equal to the
+        // plan's by the derivation-equals-algebra test).
+        let derived = crate::analysis::workload::derive_training_block(spec).map_err(|e| format!("blueprint-translate: error: {e}"))?;
+        block.block_act_all_space = Some(derived.memory.act_all);
+    }
     let estimate = estimate(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
     let capacity = estimate.memory.capacity_bytes;
     let stages: Vec<StageReport> = work
         .stages()
         .into_iter()
         .map(|memory| if args.forward_only { ProcessorMemory::forward_only_of(memory.weight_space, &block) } else { memory })
+        .map(|memory| memory.offloaded(&block, spec, args.offload, !args.forward_only).0)
         .enumerate()
         .map(|(stage, memory)| {
             let time = estimate.stage_time(stage as u64).unwrap_or(estimate.stage);
@@ -403,6 +437,13 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         system: path,
         networks: Networks { tp: binding.tp, pp: binding.pp, dp: binding.dp },
         training: !args.forward_only,
+        offload: args.offload.any().then_some(OffloadReport {
+            weights: args.offload.weights,
+            activations: args.offload.activations,
+            optimizer: args.offload.optimizer,
+            proc_mem_tier2_cap_req: estimate.memory.proc_mem_tier2_cap_req,
+            tier2_capacity_bytes: estimate.memory.tier2_capacity_bytes,
+        }),
         timing_seconds: estimate.timing_seconds,
         sample_rate: estimate.sample_rate,
         per_processor: estimate.memory.per_processor,
@@ -414,14 +455,8 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         notes,
     };
     let json = if args.format_calculon {
-        // Calculon's inference storage counts every op's activation, which
-        // the plan's memory facts do not state: the algebra's block of the
-        // plan's strategy gives it (equal to the plan's by the
-        // derivation-equals-algebra test).
-        let storage =
-            crate::analysis::workload::derive_training_block(spec).map_err(|e| format!("blueprint-translate: error: {e}"))?.memory.act_all;
-        let stats = calculon_stats(&tasks, &block, spec, &system, &binding, &options, storage)
-            .map_err(|e| format!("blueprint-translate: error: {e}"))?;
+        let stats =
+            calculon_stats(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
         crate::analysis::estimate::calculon_stats::to_json(&stats)
     } else {
         serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
@@ -514,10 +549,11 @@ pub fn estimate_calculon(args: &EstimateArgs) -> Result<EstimateOutput, String> 
         (args.dp_net.is_some(), "--dp-net"),
         (args.dp_overlap, "--dp-overlap"),
         (args.forward_only, "--forward-only"),
+        (args.offload.any(), "--*-offload"),
     ] {
         if given {
             return Err(format!(
-                "blueprint-translate: {name} is stated by Calculon's files under --calculon (the system file, the execution's *_par_net, data_par_overlap and training): drop it"
+                "blueprint-translate: {name} is stated by Calculon's files under --calculon (the system file, the execution's *_par_net, data_par_overlap, training and *_offload): drop it"
             ));
         }
     }
@@ -537,6 +573,7 @@ pub fn estimate_calculon(args: &EstimateArgs) -> Result<EstimateOutput, String> 
         dp_net: Some(run.dp_net),
         dp_overlap: run.data_par_overlap,
         forward_only: !run.training,
+        offload: Offload { weights: run.weight_offload, activations: run.activations_offload, optimizer: run.optimizer_offload },
         calculon: None,
         ..args.clone()
     };

@@ -53,6 +53,7 @@ ESTIMATE OPTIONS:\n\
 \x20 --tp-net N --pp-net N --dp-net N          Network tier (index into the system's networks) per parallel axis\n\
 \x20 --dp-overlap                              Overlap the DP gradient reduction with the backward pass\n\
 \x20 --forward-only                            The step's forward pass alone (Calculon's inference step, training = false)\n\
+\x20 --weight-offload --activations-offload --optimizer-offload  Offload to the second memory tier (Calculon's)\n\
 \x20 --format blueprint|calculon               Blueprint's report (default) or every statistic of `calculon llm`, its JSON\n\
 \x20 --tp-overlap none|ring|pipe               The TP overlap the plan is expected to tile (checked against its strategy)\n\
 \x20 --allow-over-capacity                     Print the estimate even when a stage does not fit\n\

@@ -27,10 +27,9 @@ pub type Statistic = (&'static str, Value);
 
 /// Calculon's statistics of one step of `spec` (its `calculon llm` JSON,
 /// in its order), from the block's tasks and facts as [`estimate`] takes
-/// them. `inference_storage` is Calculon's `block_act_storage_space` of an
-/// inference step (every layer's activation, nothing released: the
-/// derivation's [`crate::analysis::workload::BlockMemory::act_all`]);
-/// training reads the facts'.
+/// them. An inference step's `block_act_storage_space` is every op's
+/// activation ([`BlockFacts::block_act_all_space`], which the facts must
+/// then state; else their training storage is printed).
 ///
 /// # Errors
 /// As [`estimate`] in Calculon-compatible DP-overlap mode.
@@ -41,7 +40,6 @@ pub fn calculon_stats(
     system: &SystemProfile,
     binding: &NetworkBinding,
     options: &EstimateOptions,
-    inference_storage: u64,
 ) -> Result<Vec<Statistic>, EstimateError> {
     let options = EstimateOptions { calculon_compat_dp_overlap: true, ..*options };
     let est = estimate(tasks, block, spec, system, binding, &options)?;
@@ -69,7 +67,7 @@ pub fn calculon_stats(
     let m = spec.microbatch_count();
     let full = map.recompute == Recompute::Full;
 
-    let storage = if training { block.block_act_storage_space } else { inference_storage };
+    let storage = if training { block.block_act_storage_space } else { block.block_act_all_space.unwrap_or(block.block_act_storage_space) };
     let checkpoint = if training { block.block_act_checkpoint_size } else { 0 };
     let (wg, wg_ns, act_grad, optim) = if training {
         (block.block_weight_grad_space, block.block_weight_grad_space_no_sharding, block.block_act_grad_space, block.block_optimizer_space)
@@ -94,7 +92,8 @@ pub fn calculon_stats(
     let bw_window = (bbw - bw_mem).min(ebw - bw_mem);
     let act_offload = if full { checkpoint } else { storage } as f64;
     let optim_offload_bw_req = if training { (wg + optim) / bw_window } else { 0.0 };
-    let offload_mem_bw_req = if training { (0.0 / fw_window).max(0.0 / bw_window) } else { 0.0 / fw_window };
+    let (fw_size, bw_size) = (x.fw_offload_size, x.bw_offload_size);
+    let offload_mem_bw_req = if training { (fw_size / fw_window).max(bw_size / bw_window) } else { fw_size / fw_window };
 
     let useful_flops = if training {
         block.block_fw_flops as f64 + (block.block_agrad_flops as f64 + block.block_wgrad_flops as f64 + block.block_optim_flops)
@@ -210,7 +209,7 @@ pub fn calculon_stats(
         ("optim_offload_bw_req", num(optim_offload_bw_req)),
         ("offload_mem_bw_req", num(offload_mem_bw_req)),
         ("proc_mem_tier1_cap_req", num(mem.proc_mem_tier1_cap_req)),
-        ("proc_mem_tier2_cap_req", Value::from(0)),
+        ("proc_mem_tier2_cap_req", num(est.memory.proc_mem_tier2_cap_req)),
         ("useful_flops", num(useful_flops)),
         ("compute_efficiency", num(perfect_time / compute_time)),
         ("system_efficiency", num(compute_time / ts.total_time)),

@@ -222,6 +222,32 @@ pub struct EstimateOptions {
     /// the pipeline shape are the plan's, so it is an estimate of part of
     /// the planned program, not a different plan.
     pub forward_only: bool,
+    /// Calculon's offload to the system's second memory tier (`mem2`).
+    pub offload: Offload,
+}
+
+/// What is offloaded to the second memory tier between uses (Calculon's
+/// `weight_offload`, `activations_offload`, `optimizer_offload`): the
+/// block's weights, its stored activations (its checkpoint under full
+/// recompute), its weight gradients and optimizer state. The first tier
+/// keeps two blocks' worth (the one in use and the one in flight); each
+/// block's transfers overlap its forward (weights, activations) and
+/// backward (all three) work, and what they take beyond it is exposed.
+/// The work, collectives and schedule are the plan's, so it is an estimate
+/// option (as DP overlap is), not a strategy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Offload {
+    pub weights: bool,
+    pub activations: bool,
+    pub optimizer: bool,
+}
+
+impl Offload {
+    /// Whether anything is offloaded.
+    #[must_use]
+    pub const fn any(self) -> bool {
+        self.weights || self.activations || self.optimizer
+    }
 }
 
 /// Calculon's ten time fields of one step, in seconds.
@@ -287,6 +313,10 @@ pub struct MemoryCheck {
     pub fits: bool,
     /// How far the requirement exceeds the capacity (0 when it fits).
     pub over_by_bytes: f64,
+    /// What is offloaded to the second tier (0 without offload), and that
+    /// tier's capacity.
+    pub proc_mem_tier2_cap_req: f64,
+    pub tier2_capacity_bytes: f64,
 }
 
 /// The estimate of one training step.
@@ -337,6 +367,9 @@ pub enum EstimateError {
     /// sense in training (Calculon asserts the same).
     #[error("a forward-only (inference) step {0}")]
     ForwardOnly(&'static str),
+    /// Offload the strategy cannot have.
+    #[error("offload {0}")]
+    Offload(&'static str),
     /// A derived time, rate or capacity that is not a finite number (or a
     /// step of no time): never reported, since it would print as `null`
     /// or compare as fitting.
@@ -380,8 +413,15 @@ pub fn estimate(
 /// # Errors
 /// [`EstimateError::ForwardOnly`] naming the training-only choice.
 pub fn check_forward_only(spec: &TrainingSpec, options: &EstimateOptions) -> Result<(), EstimateError> {
+    if options.offload.any() && spec.blocks_per_rank() < 3 {
+        // Calculon: "Offloading requires each processor to handle at least 3 blocks".
+        return Err(EstimateError::Offload("needs at least 3 blocks per processor (one in use, one in flight each way)"));
+    }
     if !options.forward_only {
         return Ok(());
+    }
+    if options.offload.optimizer {
+        return Err(EstimateError::ForwardOnly("has no optimizer state to offload: drop the optimizer offload"));
     }
     if spec.mapping.recompute != crate::analysis::workload::Recompute::None {
         return Err(EstimateError::ForwardOnly("recomputes nothing: mapping.recompute must be none"));
@@ -492,19 +532,28 @@ pub fn compose_estimate(
     let map = &spec.mapping;
     let tier =
         |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
-    let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)? };
+    let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)?, mem2: system.mem2() };
     let outcome = step::compose(times, block, spec, &tiers, binding, options);
 
-    let per_processor = if options.forward_only {
+    let plain = if options.forward_only {
         ProcessorMemory::forward_only(block, spec.blocks_per_rank())
     } else {
         ProcessorMemory::calculon(block, spec)
     };
+    let (per_processor, tier2) = plain.offloaded(block, spec, options.offload, !options.forward_only);
     let capacity_bytes = system.mem1().capacity_bytes();
+    let tier2_capacity_bytes = system.mem2().capacity_bytes();
     let required = per_processor.proc_mem_tier1_cap_req;
-    // Calculon rejects a requirement above the capacity.
-    let fits = required <= capacity_bytes;
-    let memory = MemoryCheck { per_processor, capacity_bytes, fits, over_by_bytes: if fits { 0.0 } else { required - capacity_bytes } };
+    // Calculon rejects a requirement above either tier's capacity.
+    let fits = required <= capacity_bytes && tier2 <= tier2_capacity_bytes;
+    let memory = MemoryCheck {
+        per_processor,
+        capacity_bytes,
+        fits,
+        over_by_bytes: if required <= capacity_bytes { 0.0 } else { required - capacity_bytes },
+        proc_mem_tier2_cap_req: tier2,
+        tier2_capacity_bytes,
+    };
 
     let estimate = Estimate {
         sample_rate: spec.workload.global_batch as f64 / outcome.timing.total_time,

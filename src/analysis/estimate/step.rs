@@ -9,8 +9,8 @@
 use serde::Serialize;
 
 use super::{BlockTimes, DpOverlapFigures, EstimateOptions, StageTime, TimingSeconds};
-use crate::analysis::system::{NetworkBinding, NetworkOp, NetworkTier};
-use crate::analysis::workload::{BlockFacts, TrainingSpec};
+use crate::analysis::system::{MemoryTier, NetworkBinding, NetworkOp, NetworkTier};
+use crate::analysis::workload::{BlockFacts, Recompute, TrainingSpec};
 
 pub(super) struct Outcome {
     pub timing: TimingSeconds,
@@ -39,6 +39,9 @@ pub struct StepExtras {
     pub dp_bw_overlap_req_tail: f64,
     /// The slots without offload (Calculon's `*_time_no_offload`).
     pub slots_no_offload: [f64; 4],
+    /// One block's offload transfer forward and backward, bytes.
+    pub fw_offload_size: f64,
+    pub bw_offload_size: f64,
 }
 
 /// An exact integer product as Python would hold it, then as `f64`.
@@ -170,6 +173,8 @@ impl DpOverlapInputs<'_> {
 pub(super) struct Tiers<'a> {
     pub pp: &'a NetworkTier,
     pub dp: &'a NetworkTier,
+    /// The second memory tier (offload).
+    pub mem2: &'a MemoryTier,
 }
 
 pub(super) fn compose(
@@ -214,7 +219,41 @@ pub(super) fn compose(
         (false, _) => 0.0,
     };
 
-    let BlockSlots { bfw, efw, bbw, ebw, bfw_over, efw_over, bbw_over, ebw_over } = BlockSlots::of(&t);
+    // Offload: one block's transfers to and from the second tier, forward
+    // (weights or activations, the larger) and backward (all it offloads).
+    let off = options.offload;
+    let full = map.recompute == Recompute::Full;
+    let storage = if training { block.block_act_storage_space } else { block.block_act_all_space.unwrap_or(block.block_act_storage_space) };
+    let act_offload = if off.activations {
+        if full {
+            block.block_act_checkpoint_size
+        } else {
+            storage
+        }
+    } else {
+        0
+    } as f64;
+    let weight_offload = if off.weights { block.block_weight_space as f64 } else { 0.0 };
+    let fw_offload_size = if weight_offload > act_offload { weight_offload } else { act_offload };
+    let bw_offload_size = if training {
+        let mut size = 0.0;
+        if off.weights {
+            size += block.block_weight_space as f64;
+        }
+        if off.activations {
+            size += act_offload;
+        }
+        if off.optimizer {
+            size += block.block_optimizer_space;
+        }
+        size
+    } else {
+        0.0
+    };
+    let fw_offload_time = tiers.mem2.time(fw_offload_size);
+    let bw_offload_time = if training { tiers.mem2.time(bw_offload_size) } else { 0.0 };
+    let BlockSlots { bfw, efw, bbw, ebw, bfw_over, efw_over, bbw_over, ebw_over } =
+        BlockSlots::offloaded(&t, fw_offload_time, bw_offload_time);
     let fw_offload_overhead = mv * (base * bfw_over + efw_over);
     let bw_offload_overhead = mv * (base * bbw_over + ebw_over);
 
@@ -309,6 +348,8 @@ pub(super) fn compose(
         dp_bw_overlap_req_chunk: dp_req.0,
         dp_bw_overlap_req_tail: dp_req.1,
         slots_no_offload: [bfw - bfw_over, efw - efw_over, bbw - bbw_over, ebw - ebw_over],
+        fw_offload_size,
+        bw_offload_size,
     };
     Outcome {
         extras,
@@ -349,12 +390,20 @@ impl BlockSlots {
     /// From the block times (with the pipeline transfer times set).
     #[must_use]
     pub fn of(t: &BlockTimes) -> Self {
+        Self::offloaded(t, 0.0, 0.0)
+    }
+
+    /// With one block's offload transfers taking `fw_offload` and
+    /// `bw_offload` seconds: what they and the block's memory traffic take
+    /// beyond the block's time is exposed (Calculon's offload overheads).
+    #[must_use]
+    pub fn offloaded(t: &BlockTimes, fw_offload: f64, bw_offload: f64) -> Self {
         // Nothing is offloaded, so the offload overheads are
         // max(0, memory time − block time) = 0 in practice.
         let bfw_plain = t.block_fw_time + t.baseblock_fw_tp_time_exposed;
         let efw_plain = t.block_fw_time + t.edgeblock_fw_tp_time_exposed + t.block_fw_pp_time;
-        let bfw_over = positive_part(t.block_fw_mem_time - bfw_plain);
-        let efw_over = positive_part(t.block_fw_mem_time - efw_plain);
+        let bfw_over = positive_part(fw_offload + t.block_fw_mem_time - bfw_plain);
+        let efw_over = positive_part(fw_offload + t.block_fw_mem_time - efw_plain);
         let bbw_plain =
             t.block_re_time + t.baseblock_recomm_time_exposed + t.block_agrad_time + t.block_wgrad_time + t.baseblock_agrad_tp_time_exposed;
         let ebw_plain = t.block_re_time
@@ -363,9 +412,8 @@ impl BlockSlots {
             + t.block_wgrad_time
             + t.edgeblock_agrad_tp_time_exposed
             + t.block_bw_pp_time;
-        let bw_mem = t.block_agrad_mem_time + t.block_wgrad_mem_time;
-        let bbw_over = positive_part(bw_mem - bbw_plain);
-        let ebw_over = positive_part(bw_mem - ebw_plain);
+        let bbw_over = positive_part(bw_offload + t.block_agrad_mem_time + t.block_wgrad_mem_time - bbw_plain);
+        let ebw_over = positive_part(bw_offload + t.block_agrad_mem_time + t.block_wgrad_mem_time - ebw_plain);
         Self {
             bfw: bfw_plain + bfw_over,
             efw: efw_plain + efw_over,

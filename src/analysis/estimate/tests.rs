@@ -21,6 +21,8 @@ pub(crate) struct Case {
     pub dp_overlap: bool,
     /// Calculon's `training = false` (its inference step).
     pub forward_only: bool,
+    /// Calculon's `*_offload`.
+    pub offload: Offload,
     pub timing: Value,
     pub sample_rate: Option<f64>,
     /// Calculon's composition with the recompute defect fixed (DP overlap).
@@ -54,6 +56,11 @@ pub(crate) fn cases_of(path: &str) -> Vec<Case> {
                 binding,
                 dp_overlap: case["overlap"]["dp"].as_bool().unwrap_or(false),
                 forward_only: case["training"].as_bool() == Some(false),
+                offload: Offload {
+                    weights: case["offload"]["weight"].as_bool().unwrap_or(false),
+                    activations: case["offload"]["activations"].as_bool().unwrap_or(false),
+                    optimizer: case["offload"]["optimizer"].as_bool().unwrap_or(false),
+                },
                 timing: case["timing_seconds"].clone(),
                 sample_rate: case.get("sample_rate").and_then(Value::as_f64),
                 fixed: case.get("dp_overlap_fixed").cloned(),
@@ -245,6 +252,68 @@ fn inference_steps_match_calculon() {
         assert!(infer.timing_seconds.total_time < train.timing_seconds.total_time, "{}", case.name);
         assert!(infer.memory.per_processor.proc_mem_tier1_cap_req < train.memory.per_processor.proc_mem_tier1_cap_req, "{}", case.name);
     }
+}
+
+/// Calculon's offload to the second memory tier (see the oracle README).
+const OFFLOAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/offload-cases.json");
+
+#[test]
+fn offload_cases_match_calculon() {
+    // Weights, activations and optimizer state, alone and together, in
+    // training (every recompute mode, tiled TP, DP overlap) and in
+    // inference: the ten times (offload overheads in the slots), the
+    // first tier's requirement (two blocks of what is offloaded) and the
+    // second tier's.
+    let cases = cases_of(OFFLOAD);
+    assert_eq!(cases.len(), 27);
+    assert!(cases.iter().all(|c| c.offload.any()));
+    assert!(cases.iter().any(|c| c.offload.weights && c.offload.activations && c.offload.optimizer));
+    assert!(cases.iter().any(|c| c.forward_only));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(OFFLOAD).expect("recorded")).expect("JSON");
+    let mut failures = Vec::new();
+    let mut exposed = 0;
+    for (case, recorded) in cases.iter().zip(doc["cases"].as_array().expect("cases")) {
+        let options = EstimateOptions {
+            data_par_overlap: case.dp_overlap,
+            calculon_compat_dp_overlap: true,
+            forward_only: case.forward_only,
+            offload: case.offload,
+        };
+        let got = run(case, &options);
+        failures.extend(mismatches(case, &got));
+        let per = &recorded["per_processor"];
+        for (field, value) in got.memory.per_processor.fields() {
+            let want = per[field].as_f64().unwrap_or(f64::NAN);
+            if !close(value, want) {
+                failures.push(format!("{}: per_processor.{field} = {value}, Calculon {want}", case.name));
+            }
+        }
+        let want = per["proc_mem_tier2_cap_req"].as_f64().unwrap_or(f64::NAN);
+        if !close(got.memory.proc_mem_tier2_cap_req, want) {
+            failures.push(format!("{}: proc_mem_tier2_cap_req = {}, Calculon {want}", case.name, got.memory.proc_mem_tier2_cap_req));
+        }
+        let plain = run(case, &EstimateOptions { offload: Offload::default(), ..options });
+        // (In inference, Calculon's first tier with activation offload
+        // keeps every activation of two blocks: more than without.)
+        if !case.forward_only {
+            assert!(got.memory.per_processor.proc_mem_tier1_cap_req <= plain.memory.per_processor.proc_mem_tier1_cap_req, "{}", case.name);
+        }
+        assert!(got.timing_seconds.total_time >= plain.timing_seconds.total_time, "{}", case.name);
+        exposed += usize::from(got.timing_seconds.total_time > plain.timing_seconds.total_time);
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    // Some cases expose offload time (the transfer outlasts the block).
+    assert!(exposed > 0);
+    // Calculon's rule: offload needs 3 blocks per processor.
+    let mut case = cases_of(OFFLOAD).swap_remove(0);
+    case.spec.mapping.pp = case.spec.model.blocks / 2;
+    case.spec.mapping.pipeline_interleaving = 1;
+    let derivation = derive_training_block(&case.spec).expect("derives");
+    let block = BlockFacts::from_derivation(&derivation, &case.spec);
+    let options = EstimateOptions { offload: case.offload, ..EstimateOptions::default() };
+    let binding = NetworkBinding { tp: 0, pp: 1, dp: 1 };
+    let err = estimate(&block_tasks(&derivation), &block, &case.spec, &system("a100_80e"), &binding, &options).expect_err("2 blocks");
+    assert!(matches!(err, EstimateError::Offload(_)), "{err}");
 }
 
 #[test]
@@ -708,7 +777,7 @@ fn every_calculon_statistic_matches_calculon_llm() {
     let root = env!("CARGO_MANIFEST_DIR");
     let index: Value = serde_json::from_str(&std::fs::read_to_string(format!("{ORACLES}/llm/index.json")).expect("index")).expect("JSON");
     let runs = index["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 25);
+    assert_eq!(runs.len(), 52);
     let mut failures = Vec::new();
     let mut fields = 0;
     for run in runs {
@@ -723,8 +792,12 @@ fn every_calculon_statistic_matches_calculon_llm() {
         let derivation = derive_training_block(&spec).expect("derives");
         let block = BlockFacts::from_derivation(&derivation, &spec);
         let binding = NetworkBinding { tp: calc.tp_net, pp: calc.pp_net, dp: calc.dp_net };
-        let options =
-            EstimateOptions { data_par_overlap: calc.data_par_overlap, forward_only: !calc.training, ..EstimateOptions::default() };
+        let options = EstimateOptions {
+            data_par_overlap: calc.data_par_overlap,
+            forward_only: !calc.training,
+            offload: Offload { weights: calc.weight_offload, activations: calc.activations_offload, optimizer: calc.optimizer_offload },
+            ..EstimateOptions::default()
+        };
         let stats = calculon_stats::calculon_stats(
             &block_tasks(&derivation),
             &block,
@@ -732,7 +805,6 @@ fn every_calculon_statistic_matches_calculon_llm() {
             &system(run["system"].as_str().expect("system")),
             &binding,
             &options,
-            derivation.memory.act_all,
         )
         .unwrap_or_else(|e| panic!("{name}: {e}"));
         let got_keys: Vec<&str> = stats.iter().map(|(k, _)| *k).collect();
@@ -749,6 +821,6 @@ fn every_calculon_statistic_matches_calculon_llm() {
             }
         }
     }
-    assert_eq!(fields, 25 * 96);
+    assert_eq!(fields, 52 * 96);
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
 }

@@ -233,8 +233,11 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
     let per_tier = count / space.tp_nets.len() as u64;
     let mut index = offset;
     for &tp_net in &space.tp_nets {
-        let price_options =
-            EstimateOptions { data_par_overlap: overlap_any, calculon_compat_dp_overlap: cx.calculon_dp_overlap, forward_only: false };
+        let price_options = EstimateOptions {
+            data_par_overlap: overlap_any,
+            calculon_compat_dp_overlap: cx.calculon_dp_overlap,
+            ..EstimateOptions::default()
+        };
         let with_prefix = match price_block(&tasks, &spec, cx.system, tp_net, &price_options) {
             Ok(t) => t,
             Err(error) => {

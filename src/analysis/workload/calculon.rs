@@ -13,8 +13,8 @@
 //! `datatype` is `workload.datatype`; `attention_type = multiquery` is one
 //! KV head (`model.kv_heads = 1`); `*_par_net` bind the axes to network
 //! tiers; `data_par_overlap` and `training = false` are estimate options
-//! (they price the same program differently). Offload is not modelled: an
-//! execution asking for it is an error.
+//! (they price the same program differently), and so are the three
+//! `*_offload` flags.
 
 use serde::Deserialize;
 use thiserror::Error;
@@ -62,6 +62,10 @@ pub struct CalculonRun {
     pub data_par_overlap: bool,
     /// `training` (false: the forward-only inference step).
     pub training: bool,
+    /// `weight_offload`, `activations_offload`, `optimizer_offload`.
+    pub weight_offload: bool,
+    pub activations_offload: bool,
+    pub optimizer_offload: bool,
 }
 
 /// Why Calculon's files do not make a spec.
@@ -75,8 +79,6 @@ pub enum CalculonError {
     NumProcs { num_procs: u64, product: u128 },
     #[error("attention_type '{0}' is neither multihead nor multiquery")]
     AttentionType(String),
-    #[error("{0} is not modelled by Blueprint yet (offload to a second memory tier); set it to false")]
-    Offload(&'static str),
     #[error("the execution makes no valid spec: {0}")]
     Spec(SpecError),
 }
@@ -86,7 +88,7 @@ pub enum CalculonError {
 ///
 /// # Errors
 /// A file that is not what it should be (unknown or missing fields name
-/// themselves), offload asked for, `num_procs` not the product of the
+/// themselves), `num_procs` not the product of the
 /// parallelisms, or a strategy the spec rules reject (naming the spec
 /// field).
 pub fn spec_from_calculon(
@@ -99,15 +101,6 @@ pub fn spec_from_calculon(
     let product = u128::from(exe.tensor_par) * u128::from(exe.pipeline_par) * u128::from(exe.data_par);
     if u128::from(exe.num_procs) != product {
         return Err(CalculonError::NumProcs { num_procs: exe.num_procs, product });
-    }
-    for (asked, field) in [
-        (exe.weight_offload, "weight_offload"),
-        (exe.activations_offload, "activations_offload"),
-        (exe.optimizer_offload, "optimizer_offload"),
-    ] {
-        if asked {
-            return Err(CalculonError::Offload(field));
-        }
     }
     match exe.attention_type.as_str() {
         "multihead" => {}
@@ -132,6 +125,9 @@ pub fn spec_from_calculon(
         dp_net: exe.data_par_net,
         data_par_overlap: exe.data_par_overlap,
         training: exe.training,
+        weight_offload: exe.weight_offload,
+        activations_offload: exe.activations_offload,
+        optimizer_offload: exe.optimizer_offload,
     };
     Ok((spec, run))
 }

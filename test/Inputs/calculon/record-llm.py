@@ -24,6 +24,7 @@ SELECTION = [
     (os.path.join(HERE, 'tp-overlap-cases.json'), 2),
     (os.path.join(ORACLES, 'multiquery-cases.json'), 6),
     (os.path.join(ORACLES, 'inference-cases.json'), 8),
+    (os.path.join(ORACLES, 'offload-cases.json'), 27),
 ]
 
 
@@ -41,8 +42,10 @@ def execution(case):
                 activation_recompute=mp['recompute'], pipeline_interleaving=mp['pipeline_interleaving'],
                 optimizer_sharding=mp['optimizer_sharding'], tensor_par_comm_type=mp['tp_comm'],
                 tensor_par_overlap=mp.get('tp_overlap', 'none'), seq_par_ag_redo=mp['seq_par_ag_redo'],
-                data_par_overlap=case.get('overlap', {}).get('dp', False), weight_offload=False,
-                activations_offload=False, optimizer_offload=False, training=case.get('training', True))
+                data_par_overlap=case.get('overlap', {}).get('dp', False),
+                weight_offload=case.get('offload', {}).get('weight', False),
+                activations_offload=case.get('offload', {}).get('activations', False),
+                optimizer_offload=case.get('offload', {}).get('optimizer', False), training=case.get('training', True))
 
 
 def main(calculon):

@@ -64,7 +64,8 @@ def run_pipeline(path, extra="", only=""):
             estimate = subprocess.run(["blueprint-translate", "--estimate", "--system", os.path.join(systems, c["system"] + ".json"),
                                        "--tp-net", str(net["tp"]), "--pp-net", str(net["pp"]), "--dp-net", str(net["dp"]),
                                        "--allow-over-capacity", *(["--dp-overlap"] if c.get("overlap", {}).get("dp") else []),
-                                       *(["--forward-only"] if c.get("training") is False else [])],
+                                       *(["--forward-only"] if c.get("training") is False else []),
+                                       *[f"--{k}-offload" for k, v in c.get("offload", {}).items() if v]],
                                       input=planned.stdout, capture_output=True, text=True)
             if estimate.returncode != 0:
                 print(f"{c['name']}: estimate failed: {estimate.stderr.strip()}")
@@ -77,6 +78,10 @@ def run_pipeline(path, extra="", only=""):
                 # facts only the forward ones are the training block's.
                 got_all["per_processor"] = report["per_processor"]
                 c = dict(c, block={k: v for k, v in c["block"].items() if k in FORWARD_BLOCK})
+            if "offload" in c:
+                # The first tier's requirement with offload, and the second's.
+                got_all["per_processor"] = dict(report["per_processor"],
+                                                proc_mem_tier2_cap_req=report["offload"]["proc_mem_tier2_cap_req"])
         bad, fields = [], 0
         # Under DP overlap the estimate's figure is the correct one: compare
         # with Calculon's composition with its recompute defect fixed.
