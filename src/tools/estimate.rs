@@ -341,6 +341,9 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
             asked.name()
         ));
     }
+    if args.offload.any() && args.memory.is_some() {
+        return Err("blueprint-translate: --memory draws the first memory tier alone; with offload (which splits memory over two tiers) it is not drawn yet: drop --memory, the report gives both tiers".into());
+    }
     if args.forward_only {
         for (given, name) in [(args.timeline.is_some(), "--timeline"), (args.trace.is_some(), "--trace")] {
             if given {
