@@ -529,6 +529,7 @@ pub fn compose_estimate(
     binding: &NetworkBinding,
     options: &EstimateOptions,
 ) -> Result<Estimate, EstimateError> {
+    check_forward_only(spec, options)?;
     let map = &spec.mapping;
     let tier =
         |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
