@@ -213,6 +213,49 @@ impl ProcessorMemory {
         (Self { proc_mem_tier1_cap_req: tier1, ..*self }, tier2)
     }
 
+    /// The split of this memory over the two tiers under `offload`, field
+    /// by field (see [`Self::offloaded`]): what the first tier keeps and
+    /// what the second holds, each with its total in
+    /// `proc_mem_tier1_cap_req` (for drawing).
+    #[must_use]
+    pub fn tiers(
+        &self,
+        block: &BlockFacts,
+        spec: &TrainingSpec,
+        offload: crate::analysis::estimate::Offload,
+        training: bool,
+    ) -> (Self, Self) {
+        let full = spec.mapping.recompute == Recompute::Full;
+        let bpp = spec.blocks_per_rank() as f64;
+        let storage =
+            if training { block.block_act_storage_space } else { block.block_act_all_space.unwrap_or(block.block_act_storage_space) };
+        let (mut one, mut two) = (*self, Self::default());
+        if offload.weights {
+            one.weight_space = (block.block_weight_space * 2) as f64;
+            two.weight_space = self.weight_space;
+        }
+        if offload.activations {
+            if full {
+                one.act_space = block.block_act_working_space as f64;
+                one.act_checkpoint_size = (block.block_act_checkpoint_size * 2) as f64;
+                two.act_checkpoint_size = self.act_checkpoint_size;
+            } else {
+                one.act_space = (block.block_act_working_space + storage) as f64;
+                two.act_space = self.act_space;
+            }
+        }
+        if offload.optimizer && training {
+            one.weight_grad_space = block.block_weight_grad_space_no_sharding as f64 + block.block_weight_grad_space;
+            one.optimizer_space = block.block_optimizer_space * 2.0;
+            two.weight_grad_space = block.block_weight_grad_space * bpp;
+            two.optimizer_space = self.optimizer_space;
+        }
+        let (first, second) = self.offloaded(block, spec, offload, training);
+        one.proc_mem_tier1_cap_req = first.proc_mem_tier1_cap_req;
+        two.proc_mem_tier1_cap_req = second;
+        (one, two)
+    }
+
     /// Calculon's per-processor memory of its inference step (`training =
     /// false`: the forward pass alone): the stage's weights and one block's
     /// working activations; nothing is kept for a backward pass.

@@ -16,7 +16,7 @@ use crate::{
                 TpOverlap,
             },
             pictures::{
-                memory::memory_svg,
+                memory::{memory_svg, memory_svg_two_tiers},
                 timeline::{self, timeline_svg, TimelineLabels, TimelineView},
                 trace::{trace_json, TraceLabels},
             },
@@ -341,9 +341,6 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
             asked.name()
         ));
     }
-    if args.offload.any() && args.memory.is_some() {
-        return Err("blueprint-translate: --memory draws the first memory tier alone; with offload (which splits memory over two tiers) it is not drawn yet: drop --memory, the report gives both tiers".into());
-    }
     if args.forward_only {
         for (given, name) in [(args.timeline.is_some(), "--timeline"), (args.trace.is_some(), "--trace")] {
             if given {
@@ -499,7 +496,20 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     }
     if let Some(path) = &args.memory {
         let memory: Vec<ProcessorMemory> = report.stages.iter().map(|s| s.memory).collect();
-        pictures.push((path.clone(), memory_svg(&memory, capacity, &format!("Memory per stage: {strategy}"))));
+        let title = format!("Memory per stage: {strategy}");
+        let svg = if args.offload.any() {
+            // Each stage's memory as the plan states it, split over the tiers.
+            let tiers: Vec<_> = work
+                .stages()
+                .into_iter()
+                .map(|m| if args.forward_only { ProcessorMemory::forward_only_of(m.weight_space, &block) } else { m })
+                .map(|m| m.tiers(&block, spec, args.offload, !args.forward_only))
+                .collect();
+            memory_svg_two_tiers(&tiers, (capacity, estimate.memory.tier2_capacity_bytes), &title)
+        } else {
+            memory_svg(&memory, capacity, &title)
+        };
+        pictures.push((path.clone(), svg));
     }
     Ok(EstimateOutput { json, refusal, pictures })
 }
