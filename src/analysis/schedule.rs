@@ -108,6 +108,30 @@ impl Schedule {
     }
 }
 
+/// What is offloaded to the second memory tier between uses (Calculon's
+/// `weight_offload`, `activations_offload`, `optimizer_offload`): the
+/// block's weights, its stored activations (its checkpoint under full
+/// recompute), its weight gradients and optimizer state. The first tier
+/// keeps two blocks' worth (the one in use and the one in flight); each
+/// block's transfers overlap its forward (weights, activations) and
+/// backward (all three) work, and what they take beyond it is exposed.
+/// The work, collectives and schedule are the plan's, so it is an estimate
+/// option (as DP overlap is), not a strategy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Offload {
+    pub weights: bool,
+    pub activations: bool,
+    pub optimizer: bool,
+}
+
+impl Offload {
+    /// Whether anything is offloaded.
+    #[must_use]
+    pub const fn any(self) -> bool {
+        self.weights || self.activations || self.optimizer
+    }
+}
+
 /// Memory one processor needs, in bytes: Calculon's seven fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ProcessorMemory {
@@ -167,13 +191,7 @@ impl ProcessorMemory {
     /// requirement replaced (the other fields are what the stage holds in
     /// all), and the second-tier requirement. Without offload, itself and 0.
     #[must_use]
-    pub fn offloaded(
-        &self,
-        block: &BlockFacts,
-        spec: &TrainingSpec,
-        offload: crate::analysis::estimate::Offload,
-        training: bool,
-    ) -> (Self, f64) {
+    pub fn offloaded(&self, block: &BlockFacts, spec: &TrainingSpec, offload: Offload, training: bool) -> (Self, f64) {
         if !offload.any() {
             return (*self, 0.0);
         }
@@ -218,13 +236,7 @@ impl ProcessorMemory {
     /// what the second holds, each with its total in
     /// `proc_mem_tier1_cap_req` (for drawing).
     #[must_use]
-    pub fn tiers(
-        &self,
-        block: &BlockFacts,
-        spec: &TrainingSpec,
-        offload: crate::analysis::estimate::Offload,
-        training: bool,
-    ) -> (Self, Self) {
+    pub fn tiers(&self, block: &BlockFacts, spec: &TrainingSpec, offload: Offload, training: bool) -> (Self, Self) {
         let full = spec.mapping.recompute == Recompute::Full;
         let bpp = spec.blocks_per_rank() as f64;
         let storage =

@@ -41,6 +41,7 @@ use crate::analysis::system::{datatype_name, NetworkBinding, NetworkBindingError
 pub use crate::analysis::workload::TpOverlap;
 use crate::analysis::workload::{BlockDerivation, BlockFacts, CollectiveKind, Engine, Phase, PrimitiveInvocation, SpecError, TrainingSpec};
 
+pub use crate::analysis::schedule::Offload;
 pub use layer_time::BlockTimes;
 
 /// What a task needs of the machine.
@@ -224,30 +225,6 @@ pub struct EstimateOptions {
     pub forward_only: bool,
     /// Calculon's offload to the system's second memory tier (`mem2`).
     pub offload: Offload,
-}
-
-/// What is offloaded to the second memory tier between uses (Calculon's
-/// `weight_offload`, `activations_offload`, `optimizer_offload`): the
-/// block's weights, its stored activations (its checkpoint under full
-/// recompute), its weight gradients and optimizer state. The first tier
-/// keeps two blocks' worth (the one in use and the one in flight); each
-/// block's transfers overlap its forward (weights, activations) and
-/// backward (all three) work, and what they take beyond it is exposed.
-/// The work, collectives and schedule are the plan's, so it is an estimate
-/// option (as DP overlap is), not a strategy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct Offload {
-    pub weights: bool,
-    pub activations: bool,
-    pub optimizer: bool,
-}
-
-impl Offload {
-    /// Whether anything is offloaded.
-    #[must_use]
-    pub const fn any(self) -> bool {
-        self.weights || self.activations || self.optimizer
-    }
 }
 
 /// Calculon's ten time fields of one step, in seconds.
