@@ -108,6 +108,30 @@ impl Schedule {
     }
 }
 
+/// What is offloaded to the second memory tier between uses (Calculon's
+/// `weight_offload`, `activations_offload`, `optimizer_offload`): the
+/// block's weights, its stored activations (its checkpoint under full
+/// recompute), its weight gradients and optimizer state. The first tier
+/// keeps two blocks' worth (the one in use and the one in flight); each
+/// block's transfers overlap its forward (weights, activations) and
+/// backward (all three) work, and what they take beyond it is exposed.
+/// The work, collectives and schedule are the plan's, so it is an estimate
+/// option (as DP overlap is), not a strategy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Offload {
+    pub weights: bool,
+    pub activations: bool,
+    pub optimizer: bool,
+}
+
+impl Offload {
+    /// Whether anything is offloaded.
+    #[must_use]
+    pub const fn any(self) -> bool {
+        self.weights || self.activations || self.optimizer
+    }
+}
+
 /// Memory one processor needs, in bytes: Calculon's seven fields.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct ProcessorMemory {
@@ -156,6 +180,117 @@ impl ProcessorMemory {
         let proc_mem_tier1_cap_req =
             weight_space + act_space + act_checkpoint_size + (weight_grad_space + optimizer_space) + act_grad_space;
         Self { weight_space, act_space, act_checkpoint_size, act_grad_space, weight_grad_space, optimizer_space, proc_mem_tier1_cap_req }
+    }
+
+    /// This memory with `offload` to the second tier (Calculon's
+    /// `_get_mem_cap_reqs`): the first tier keeps two blocks of what is
+    /// offloaded (weights; stored activations, or the checkpoint under
+    /// full recompute, beside the working space; the unsharded and one
+    /// sharded set of weight gradients and two blocks of optimizer state),
+    /// the second holds the stage's. Returns the memory with its first-tier
+    /// requirement replaced (the other fields are what the stage holds in
+    /// all), and the second-tier requirement. Without offload, itself and 0.
+    #[must_use]
+    pub fn offloaded(&self, block: &BlockFacts, spec: &TrainingSpec, offload: Offload, training: bool) -> (Self, f64) {
+        if !offload.any() {
+            return (*self, 0.0);
+        }
+        let full = spec.mapping.recompute == Recompute::Full;
+        let bpp = spec.blocks_per_rank() as f64;
+        let storage =
+            if training { block.block_act_storage_space } else { block.block_act_all_space.unwrap_or(block.block_act_storage_space) };
+        let (mut tier1, mut tier2) = (0.0, 0.0);
+        if offload.weights {
+            tier1 += (block.block_weight_space * 2) as f64;
+            tier2 += self.weight_space;
+        } else {
+            tier1 += self.weight_space;
+        }
+        if offload.activations {
+            if full {
+                tier1 += block.block_act_working_space as f64;
+                tier1 += (block.block_act_checkpoint_size * 2) as f64;
+                tier2 += self.act_checkpoint_size;
+            } else {
+                tier1 += (block.block_act_working_space + storage) as f64;
+                tier2 += self.act_space;
+            }
+        } else {
+            tier1 += self.act_space;
+            tier1 += self.act_checkpoint_size;
+        }
+        if offload.optimizer && training {
+            tier1 += block.block_weight_grad_space_no_sharding as f64 + block.block_weight_grad_space;
+            tier1 += block.block_optimizer_space * 2.0;
+            tier2 += block.block_weight_grad_space * bpp;
+            tier2 += self.optimizer_space;
+        } else {
+            tier1 += self.weight_grad_space + self.optimizer_space;
+        }
+        tier1 += self.act_grad_space;
+        (Self { proc_mem_tier1_cap_req: tier1, ..*self }, tier2)
+    }
+
+    /// The split of this memory over the two tiers under `offload`, field
+    /// by field (see [`Self::offloaded`]): what the first tier keeps and
+    /// what the second holds, each with its total in
+    /// `proc_mem_tier1_cap_req` (for drawing).
+    #[must_use]
+    pub fn tiers(&self, block: &BlockFacts, spec: &TrainingSpec, offload: Offload, training: bool) -> (Self, Self) {
+        let full = spec.mapping.recompute == Recompute::Full;
+        let bpp = spec.blocks_per_rank() as f64;
+        let storage =
+            if training { block.block_act_storage_space } else { block.block_act_all_space.unwrap_or(block.block_act_storage_space) };
+        let (mut one, mut two) = (*self, Self::default());
+        if offload.weights {
+            one.weight_space = (block.block_weight_space * 2) as f64;
+            two.weight_space = self.weight_space;
+        }
+        if offload.activations {
+            if full {
+                one.act_space = block.block_act_working_space as f64;
+                one.act_checkpoint_size = (block.block_act_checkpoint_size * 2) as f64;
+                two.act_checkpoint_size = self.act_checkpoint_size;
+            } else {
+                one.act_space = (block.block_act_working_space + storage) as f64;
+                two.act_space = self.act_space;
+            }
+        }
+        if offload.optimizer && training {
+            one.weight_grad_space = block.block_weight_grad_space_no_sharding as f64 + block.block_weight_grad_space;
+            one.optimizer_space = block.block_optimizer_space * 2.0;
+            two.weight_grad_space = block.block_weight_grad_space * bpp;
+            two.optimizer_space = self.optimizer_space;
+        }
+        let (first, second) = self.offloaded(block, spec, offload, training);
+        one.proc_mem_tier1_cap_req = first.proc_mem_tier1_cap_req;
+        two.proc_mem_tier1_cap_req = second;
+        (one, two)
+    }
+
+    /// Calculon's per-processor memory of its inference step (`training =
+    /// false`: the forward pass alone): the stage's weights and one block's
+    /// working activations; nothing is kept for a backward pass.
+    #[must_use]
+    pub fn forward_only(block: &BlockFacts, blocks_per_stage: u64) -> Self {
+        Self::forward_only_of(block.block_weight_space as f64 * blocks_per_stage as f64, block)
+    }
+
+    /// [`Self::forward_only`] for a stage holding `weight_space` bytes of
+    /// weights.
+    #[must_use]
+    pub fn forward_only_of(weight_space: f64, block: &BlockFacts) -> Self {
+        let act_space = block.block_act_working_space as f64;
+        Self {
+            weight_space,
+            act_space,
+            act_checkpoint_size: 0.0,
+            act_grad_space: 0.0,
+            weight_grad_space: 0.0,
+            optimizer_space: 0.0,
+            // Calculon's sum, in its order (the zero terms change nothing).
+            proc_mem_tier1_cap_req: weight_space + act_space + 0.0 + (0.0 + 0.0) + 0.0,
+        }
     }
 
     /// Calculon's per-processor memory: stage 0, with its in-flight factor

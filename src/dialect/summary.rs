@@ -827,6 +827,7 @@ impl LayerWork<'_, '_> {
             block_weight_grad_space_no_sharding: memory("weight_gradient_unsharded"),
             block_act_grad_space: memory("activation_gradient"),
             block_optimizer_space: memory_per_rank("optimizer_state"),
+            block_act_all_space: None,
         }
     }
 

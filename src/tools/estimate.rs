@@ -11,9 +11,12 @@ use crate::{
     analysis::estimate::TaskClass as EstimateClass,
     {
         analysis::{
-            estimate::{estimate, Capability, EstimateOptions, TaskFacts, TaskTiling, TimingSeconds, TpOverlap},
+            estimate::{
+                calculon_stats::calculon_stats, estimate, Capability, EstimateOptions, Offload, TaskFacts, TaskTiling, TimingSeconds,
+                TpOverlap,
+            },
             pictures::{
-                memory::memory_svg,
+                memory::{memory_svg, memory_svg_two_tiers},
                 timeline::{self, timeline_svg, TimelineLabels, TimelineView},
                 trace::{trace_json, TraceLabels},
             },
@@ -35,6 +38,17 @@ pub struct EstimateArgs {
     pub pp_net: Option<usize>,
     pub dp_net: Option<usize>,
     pub dp_overlap: bool,
+    /// `--forward-only`: Calculon's inference step (`training = false`),
+    /// the forward pass of the planned step alone.
+    pub forward_only: bool,
+    /// `--weight-offload`, `--activations-offload`, `--optimizer-offload`.
+    pub offload: Offload,
+    /// `--calculon MODEL EXECUTION SYSTEM`: Calculon's three files as they
+    /// are, instead of a plan.
+    pub calculon: Option<[PathBuf; 3]>,
+    /// `--format calculon`: print `calculon llm`'s statistics (its JSON
+    /// shape and names) instead of Blueprint's report.
+    pub format_calculon: bool,
     /// What the user expects the plan to tile (`--tp-overlap`): checked
     /// against the plan's strategy, since tiling is part of the program.
     pub tp_overlap: Option<TpOverlap>,
@@ -82,6 +96,25 @@ impl EstimateArgs {
             "--pp-net" => self.pp_net = Some(index("--pp-net", value("--pp-net")?)?),
             "--dp-net" => self.dp_net = Some(index("--dp-net", value("--dp-net")?)?),
             "--dp-overlap" => self.dp_overlap = true,
+            "--forward-only" => self.forward_only = true,
+            "--weight-offload" => self.offload.weights = true,
+            "--activations-offload" => self.offload.activations = true,
+            "--optimizer-offload" => self.offload.optimizer = true,
+            "--format" => {
+                self.format_calculon = match value("--format")?.as_str() {
+                    "calculon" => true,
+                    "blueprint" => false,
+                    other => return Err(format!("blueprint-translate: --format takes blueprint or calculon, got '{other}'")),
+                }
+            }
+            "--calculon" => {
+                let mut file = |what: &str| {
+                    next.next().filter(|p| p.to_str().is_none_or(|s| !s.starts_with("--"))).map(PathBuf::from).ok_or_else(|| {
+                        format!("blueprint-translate: --calculon needs three files, MODEL.json EXECUTION.json SYSTEM.json (no {what})")
+                    })
+                };
+                self.calculon = Some([file("MODEL.json")?, file("EXECUTION.json")?, file("SYSTEM.json")?]);
+            }
             "--allow-over-capacity" => self.allow_over_capacity = true,
             "--timeline" => self.timeline = Some(path("--timeline")?),
             "--memory" => self.memory = Some(path("--memory")?),
@@ -164,6 +197,17 @@ impl EstimateArgs {
     }
 }
 
+#[derive(Debug, Serialize)]
+struct OffloadReport {
+    weights: bool,
+    activations: bool,
+    optimizer: bool,
+    /// Per processor (stage 0), bytes; `per_processor.proc_mem_tier1_cap_req`
+    /// is what the first tier keeps.
+    proc_mem_tier2_cap_req: f64,
+    tier2_capacity_bytes: f64,
+}
+
 /// One stage's time and memory.
 #[derive(Debug, Serialize)]
 struct StageReport {
@@ -178,6 +222,11 @@ struct StageReport {
 struct Report<'a> {
     system: &'a str,
     networks: Networks,
+    /// Calculon's `training`: false for the forward-only (inference) step.
+    training: bool,
+    /// What is offloaded to the second memory tier, and what that needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    offload: Option<OffloadReport>,
     timing_seconds: TimingSeconds,
     sample_rate: f64,
     /// Calculon's stage-0 convention.
@@ -187,7 +236,10 @@ struct Report<'a> {
     stages: Vec<StageReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     dp_overlap_calculon_total_time: Option<f64>,
-    simulation: SimulationReport,
+    /// The simulated training step (absent for a forward-only step: the
+    /// simulation runs the plan's training schedule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    simulation: Option<SimulationReport>,
     notes: Vec<String>,
 }
 
@@ -289,14 +341,38 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
             asked.name()
         ));
     }
-    let options = EstimateOptions { data_par_overlap: args.dp_overlap, calculon_compat_dp_overlap: false };
+    if args.forward_only {
+        for (given, name) in [(args.timeline.is_some(), "--timeline"), (args.trace.is_some(), "--trace")] {
+            if given {
+                return Err(format!(
+                    "blueprint-translate: {name} draws the simulated training schedule; a forward-only (inference) step has no simulation"
+                ));
+            }
+        }
+    }
+    let options = EstimateOptions {
+        data_par_overlap: args.dp_overlap,
+        calculon_compat_dp_overlap: false,
+        forward_only: args.forward_only,
+        offload: args.offload,
+    };
     let tasks = estimate_tasks(work);
-    let block = work.block_facts();
+    let mut block = work.block_facts();
+    if args.forward_only || args.format_calculon {
+        // Calculon's inference activation storage counts every op's
+        // activation, which the plan's memory facts do not state: the
+        // algebra's block of the plan's strategy gives it (equal to the
+        // plan's by the derivation-equals-algebra test).
+        let derived = crate::analysis::workload::derive_training_block(spec).map_err(|e| format!("blueprint-translate: error: {e}"))?;
+        block.block_act_all_space = Some(derived.memory.act_all);
+    }
     let estimate = estimate(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
     let capacity = estimate.memory.capacity_bytes;
     let stages: Vec<StageReport> = work
         .stages()
         .into_iter()
+        .map(|memory| if args.forward_only { ProcessorMemory::forward_only_of(memory.weight_space, &block) } else { memory })
+        .map(|memory| memory.offloaded(&block, spec, args.offload, !args.forward_only).0)
         .enumerate()
         .map(|(stage, memory)| {
             let time = estimate.stage_time(stage as u64).unwrap_or(estimate.stage);
@@ -320,10 +396,15 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         durations: ChunkDurations::of(&estimate.block, spec.blocks_per_virtual_chunk()),
     };
     let simulated = |mode| simulate(&input, mode).map_err(|e| format!("blueprint-translate: error: cannot simulate the step: {e}"));
-    let simulation = SimulationReport {
-        schedule_source,
-        serialized: simulated(Communication::Serialized)?,
-        overlapped: simulated(Communication::Overlapped)?,
+    let simulation = if args.forward_only {
+        notes.push("forward only (Calculon's training = false): the step's forward pass alone, no gradients, optimizer, recompute or DP synchronisation; memory is the weights and one block's working activations".into());
+        None
+    } else {
+        Some(SimulationReport {
+            schedule_source,
+            serialized: simulated(Communication::Serialized)?,
+            overlapped: simulated(Communication::Overlapped)?,
+        })
     };
     let dp_overlap_calculon_total_time = estimate.dp_overlap.as_ref().and_then(|f| {
         let calculon = f.calculon?;
@@ -355,6 +436,14 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     let report = Report {
         system: path,
         networks: Networks { tp: binding.tp, pp: binding.pp, dp: binding.dp },
+        training: !args.forward_only,
+        offload: args.offload.any().then_some(OffloadReport {
+            weights: args.offload.weights,
+            activations: args.offload.activations,
+            optimizer: args.offload.optimizer,
+            proc_mem_tier2_cap_req: estimate.memory.proc_mem_tier2_cap_req,
+            tier2_capacity_bytes: estimate.memory.tier2_capacity_bytes,
+        }),
         timing_seconds: estimate.timing_seconds,
         sample_rate: estimate.sample_rate,
         per_processor: estimate.memory.per_processor,
@@ -365,7 +454,13 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         simulation,
         notes,
     };
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
+    let json = if args.format_calculon {
+        let stats =
+            calculon_stats(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
+        crate::analysis::estimate::calculon_stats::to_json(&stats)
+    } else {
+        serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n"
+    };
     let mut pictures = Vec::new();
     let count = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let strategy = format!(
@@ -378,11 +473,11 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         count(schedule.microbatches, "microbatch", "microbatches"),
         step_name(work)
     );
-    let drawn = match args.simulate.unwrap_or(Communication::Overlapped) {
-        Communication::Serialized => &report.simulation.serialized,
-        Communication::Overlapped => &report.simulation.overlapped,
-    };
-    if let Some(path) = &args.timeline {
+    let drawn = report.simulation.as_ref().map(|simulation| match args.simulate.unwrap_or(Communication::Overlapped) {
+        Communication::Serialized => &simulation.serialized,
+        Communication::Overlapped => &simulation.overlapped,
+    });
+    if let (Some(path), Some(drawn)) = (&args.timeline, drawn) {
         let labels =
             TimelineLabels { title: strategy.clone(), closed_form_seconds: report.timing_seconds.total_time, chunks: schedule.chunks };
         let view = TimelineView {
@@ -393,7 +488,7 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
         let svg = timeline_svg(drawn, &labels, &view).map_err(|e| format!("blueprint-translate: error: {e}"))?;
         pictures.push((path.clone(), svg));
     }
-    if let Some(path) = &args.trace {
+    if let (Some(path), Some(drawn)) = (&args.trace, drawn) {
         let labels = TraceLabels { title: strategy.clone(), closed_form_seconds: report.timing_seconds.total_time };
         let value = trace_json(drawn, &labels).map_err(|e| format!("blueprint-translate: error: --trace: {e}"))?;
         let trace = serde_json::to_string(&value).map_err(|e| e.to_string())? + "\n";
@@ -401,7 +496,20 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     }
     if let Some(path) = &args.memory {
         let memory: Vec<ProcessorMemory> = report.stages.iter().map(|s| s.memory).collect();
-        pictures.push((path.clone(), memory_svg(&memory, capacity, &format!("Memory per stage: {strategy}"))));
+        let title = format!("Memory per stage: {strategy}");
+        let svg = if args.offload.any() {
+            // Each stage's memory as the plan states it, split over the tiers.
+            let tiers: Vec<_> = work
+                .stages()
+                .into_iter()
+                .map(|m| if args.forward_only { ProcessorMemory::forward_only_of(m.weight_space, &block) } else { m })
+                .map(|m| m.tiers(&block, spec, args.offload, !args.forward_only))
+                .collect();
+            memory_svg_two_tiers(&tiers, (capacity, estimate.memory.tier2_capacity_bytes), &title)
+        } else {
+            memory_svg(&memory, capacity, &title)
+        };
+        pictures.push((path.clone(), svg));
     }
     Ok(EstimateOutput { json, refusal, pictures })
 }
@@ -432,4 +540,64 @@ fn stage_slots(work: &LayerWork, schedule: &Schedule) -> Result<(Vec<Vec<Slot>>,
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok((slots, "schedule ops"))
+}
+
+/// `--estimate --calculon MODEL.json EXECUTION.json SYSTEM.json`:
+/// Calculon's three files as they are. The execution becomes a spec (see
+/// [`crate::analysis::workload::calculon`]), which is imported, distributed
+/// and planned in process; the plan is estimated on the system with the
+/// execution's network tiers, DP overlap and `training`, exactly as a plan
+/// given on the command line would be.
+///
+/// # Errors
+/// An unreadable or invalid file (named), an option the files already
+/// state, and as [`estimate_module`].
+pub fn estimate_calculon(args: &EstimateArgs) -> Result<EstimateOutput, String> {
+    use crate::analysis::workload::{spec_from_calculon, CalculonError};
+    let [model_path, execution_path, system_path] = args.calculon.as_ref().ok_or("blueprint-translate: --calculon needs three files")?;
+    for (given, name) in [
+        (args.system.is_some(), "--system"),
+        (args.tp_net.is_some(), "--tp-net"),
+        (args.pp_net.is_some(), "--pp-net"),
+        (args.dp_net.is_some(), "--dp-net"),
+        (args.dp_overlap, "--dp-overlap"),
+        (args.forward_only, "--forward-only"),
+        (args.offload.any(), "--*-offload"),
+    ] {
+        if given {
+            return Err(format!(
+                "blueprint-translate: {name} is stated by Calculon's files under --calculon (the system file, the execution's *_par_net, data_par_overlap, training and *_offload): drop it"
+            ));
+        }
+    }
+    let read = |path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|e| format!("blueprint-translate: cannot read '{}': {e}", path.to_string_lossy()))
+    };
+    let (model, execution) = (read(model_path)?, read(execution_path)?);
+    let model_name = model_path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let (spec, run) = spec_from_calculon(&model, model_name.as_deref(), &execution).map_err(|e| match e {
+        CalculonError::Model(e) => format!("{}: error: {e}", model_path.to_string_lossy()),
+        other => format!("{}: error: {other}", execution_path.to_string_lossy()),
+    })?;
+    let args = EstimateArgs {
+        system: Some(system_path.clone()),
+        tp_net: Some(run.tp_net),
+        pp_net: Some(run.pp_net),
+        dp_net: Some(run.dp_net),
+        dp_overlap: run.data_par_overlap,
+        forward_only: !run.training,
+        offload: Offload { weights: run.weight_offload, activations: run.activations_offload, optimizer: run.optimizer_offload },
+        calculon: None,
+        ..args.clone()
+    };
+    let name = execution_path.to_string_lossy().into_owned();
+    let context = crate::ir::context::create_context();
+    let sink = crate::ir::diagnostics::DiagnosticSink::attach(&context);
+    let render = |sink: &crate::ir::diagnostics::DiagnosticSink| sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    let location = melior::ir::Location::new(&context, &name, 1, 1);
+    let mut module =
+        crate::transforms::transformer::import::import_training(&context, &spec, location).map_err(|e| format!("{name}: error: {e}"))?;
+    crate::tools::pipeline::run_pipeline(&context, &mut module, crate::tools::search::PLAN_PIPELINE)
+        .map_err(|e| format!("{name}: error: {e}\n{}", render(&sink)))?;
+    estimate_module(module.as_operation(), &name, &args)
 }

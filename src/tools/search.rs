@@ -45,6 +45,7 @@ OPTIONS:\n\
 \x20 --top K                 Configurations to report (default 10)\n\
 \x20 --no-dp-overlap         Do not explore DP overlap\n\
 \x20 --no-tp-overlap         Do not explore TP overlap (ring / pipe tiling of the TP collectives)\n\
+\x20 --no-offload            Do not explore offload to the second memory tier (explored when the system has one)\n\
 \x20 --fused-activation F    true (default, as Calculon), false or all\n\
 \x20 --calculon-dp-overlap   Rank by Calculon's DP-overlap figure (with its recompute defect)\n\
 \x20 --threads T             Worker threads (default: every core)\n\
@@ -73,6 +74,7 @@ struct Args {
     top: Option<usize>,
     no_dp_overlap: bool,
     no_tp_overlap: bool,
+    no_offload: bool,
     fused: Option<Vec<bool>>,
     calculon_dp_overlap: bool,
     threads: Option<usize>,
@@ -176,6 +178,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             "--headroom" => a.headroom = Some(parse_headroom(&value("--headroom")?)?),
             "--no-dp-overlap" => a.no_dp_overlap = true,
             "--no-tp-overlap" => a.no_tp_overlap = true,
+            "--no-offload" => a.no_offload = true,
             "--calculon-dp-overlap" => a.calculon_dp_overlap = true,
             "--system" => a.system = Some(path("--system")?),
             "-o" => a.output = Some(path("-o")?),
@@ -270,6 +273,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         top: a.top.unwrap_or(10),
         dp_overlap: !a.no_dp_overlap,
         tp_overlap: !a.no_tp_overlap,
+        offload: !a.no_offload,
         fused_activation: a.fused.unwrap_or_else(|| vec![true]),
         calculon_dp_overlap: a.calculon_dp_overlap,
         samples: a.samples,
@@ -338,10 +342,15 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         for (reason, pruned) in &result.outcome.pruned {
             match &pruned.nearest {
                 Some(near) => message.push_str(&format!(
-                    "\n  {reason}: {} configurations; the nearest miss (index {}) needs {} bytes per processor, {} more than the {} it may use",
+                    "\n  {reason}: {} configurations; the nearest miss (index {}) needs {} bytes per processor{}, {} more than the {} it may use",
                     pruned.count,
                     near.index,
-                    near.estimate.memory.per_processor.proc_mem_tier1_cap_req,
+                    if *reason == "memory_tier2" {
+                        near.estimate.memory.proc_mem_tier2_cap_req
+                    } else {
+                        near.estimate.memory.per_processor.proc_mem_tier1_cap_req
+                    },
+                    if *reason == "memory_tier2" { " in the second memory tier" } else { "" },
                     near.over_by_bytes,
                     near.limit_bytes
                 )),

@@ -23,6 +23,8 @@ fn all_oracle_cases() -> Vec<Json> {
     let mut cases = oracle_cases();
     cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/fullmodel-random.json")));
     cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/recorded-cases.json")));
+    // Multi-query attention: one KV head, replicated over TP.
+    cases.extend(cases_of(concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/multiquery-cases.json")));
     cases
 }
 
@@ -286,10 +288,16 @@ fn strategy_sweep() -> Vec<TrainingSpec> {
                     specs.push(spec.clone());
                     // The Llama family on the same strategy: RMS norms, a
                     // SwiGLU MLP, RoPE, grouped-query attention (as few KV
-                    // heads as TP allows, or half the heads), no dropout; and
+                    // heads as TP splits, or half the heads, or one
+                    // replicated over TP), no dropout; and
                     // mixes of the two families' choices.
                     let mut llama = json.clone();
-                    let kv = if pick(2, &mut next) == 0 { tp } else { (heads / 2).max(tp) };
+                    // (or one, replicated over TP: multi-query).
+                    let kv = match pick(3, &mut next) {
+                        0 => tp,
+                        1 => 1,
+                        _ => (heads / 2).max(tp),
+                    };
                     llama["model"]["norm"] = "rms_norm".into();
                     llama["model"]["gated_mlp"] = true.into();
                     llama["model"]["kv_heads"] = kv.into();

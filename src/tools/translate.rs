@@ -52,6 +52,7 @@ MODES:\n\
 \x20 --transformer-inference-facts SPEC.json   Prefill and decode facts as JSON (Calculon and GenZ names)\n\
 \x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\
 \x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\
+\x20 --estimate --calculon M.json E.json S.json  The same for Calculon's model, execution and system files as they are\n\
 \x20 --spec-schema training|inference         The JSON Schema of a spec (docs/spec/*.schema.json)\n\
 \x20 --spec-reference                          The spec field tables of docs/SPEC.md, as Markdown\n\n\
 OPTIONS:\n\
@@ -63,6 +64,9 @@ ESTIMATE OPTIONS:\n\
 \x20 --system S.json                           A Calculon system file (required)\n\
 \x20 --tp-net N --pp-net N --dp-net N          Network tier (index into the system's networks) per parallel axis\n\
 \x20 --dp-overlap                              Overlap the DP gradient reduction with the backward pass\n\
+\x20 --forward-only                            The step's forward pass alone (Calculon's inference step, training = false)\n\
+\x20 --weight-offload --activations-offload --optimizer-offload  Offload to the second memory tier (Calculon's)\n\
+\x20 --format blueprint|calculon               Blueprint's report (default) or every statistic of `calculon llm`, its JSON\n\
 \x20 --tp-overlap none|ring|pipe               The TP overlap the plan is expected to tile (checked against its strategy)\n\
 \x20 --allow-over-capacity                     Print the estimate even when a stage does not fit\n\
 \x20 --timeline OUT.svg                        Draw the simulated step (compute, TP, PP and DP tracks per stage)\n\
@@ -162,6 +166,16 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
         };
         return write_output(output.as_deref(), &text).map(|()| Printed::Done);
     }
+    if estimate.calculon.is_some() {
+        if !matches!(mode, Mode::Estimate) {
+            return Err("blueprint-translate: --calculon is an input of --estimate".into());
+        }
+        if input.is_some() {
+            return Err("blueprint-translate: --estimate --calculon reads Calculon's three files, not a plan: drop the input".into());
+        }
+        let result = crate::tools::estimate::estimate_calculon(&estimate)?;
+        return finish_estimate(result, output.as_deref());
+    }
     let (name, bytes) = read_input(input.as_deref())?;
     let text = match mode {
         Mode::ImportTraining => {
@@ -185,32 +199,35 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
         }
         Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
         Mode::SpecSchema(_) | Mode::SpecReference => unreachable!("handled before reading input"),
-        Mode::Estimate => {
-            let result = estimate_plan(&name, &bytes, &estimate)?;
-            if let Some(message) = result.refusal {
-                return Err(message);
-            }
-            // Every picture's folder first, so that a bad path leaves none
-            // of them written; then the pictures, before the report.
-            for (path, _) in &result.pictures {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    if !dir.is_dir() {
-                        return Err(format!(
-                            "blueprint-translate: cannot write '{}': no directory '{}'",
-                            path.to_string_lossy(),
-                            dir.to_string_lossy()
-                        ));
-                    }
-                }
-            }
-            for (path, svg) in &result.pictures {
-                crate::tools::cli::write_file_atomically(path, svg.as_bytes())
-                    .map_err(|e| format!("blueprint-translate: cannot write '{}': {e}", path.to_string_lossy()))?;
-            }
-            result.json
-        }
+        Mode::Estimate => return finish_estimate(estimate_plan(&name, &bytes, &estimate)?, output.as_deref()),
     };
     write_output(output.as_deref(), &text).map(|()| Printed::Done)
+}
+
+/// Writes an estimate: its refusal as the error, else the pictures and
+/// then the report.
+fn finish_estimate(result: crate::tools::estimate::EstimateOutput, output: Option<&OsStr>) -> Result<Printed, String> {
+    if let Some(message) = result.refusal {
+        return Err(message);
+    }
+    // Every picture's folder first, so that a bad path leaves none
+    // of them written; then the pictures, before the report.
+    for (path, _) in &result.pictures {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            if !dir.is_dir() {
+                return Err(format!(
+                    "blueprint-translate: cannot write '{}': no directory '{}'",
+                    path.to_string_lossy(),
+                    dir.to_string_lossy()
+                ));
+            }
+        }
+    }
+    for (path, svg) in &result.pictures {
+        crate::tools::cli::write_file_atomically(path, svg.as_bytes())
+            .map_err(|e| format!("blueprint-translate: cannot write '{}': {e}", path.to_string_lossy()))?;
+    }
+    write_output(output, &result.json).map(|()| Printed::Done)
 }
 
 fn read_input(path: Option<&OsStr>) -> Result<(String, Vec<u8>), String> {

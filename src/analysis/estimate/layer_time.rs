@@ -389,29 +389,48 @@ pub(super) fn block_times(tasks: &[TaskFacts], edge: Option<&[TaskFacts]>, rates
 /// instead of its own times. The forks, which have no tasks, carry flags
 /// too: the attention and MLP forks under full recompute, the Q/K/V fork
 /// whenever the attention input is re-gathered (`attn_only`, `full`,
-/// `seq_par_ag_redo`) and the block is not tiled; a fork adds the sums up
+/// `seq_par_ag_redo`) and the block is not tiled (tiled, the K/V fork of
+/// multi-query attention, after the tiled queries); a fork adds the sums up
 /// to the layer before it.
 pub(super) fn calculon_recompute_prefix(tasks: &[TaskFacts], rates: &Rates, spec: &TrainingSpec) -> Result<(f64, f64), EstimateError> {
+    calculon_recompute_sums(tasks, rates, spec).map(|r| (r.flops_time, r.mem_time))
+}
+
+/// Calculon's four recompute prefix sums (`block_re_flops`,
+/// `block_re_mem_accessed`, `block_re_flops_time`, `block_re_mem_time`),
+/// all with its defect (see [`calculon_recompute_prefix`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct RecomputeSums {
+    pub flops: f64,
+    pub mem_accessed: f64,
+    pub flops_time: f64,
+    pub mem_time: f64,
+}
+
+pub(super) fn calculon_recompute_sums(tasks: &[TaskFacts], rates: &Rates, spec: &TrainingSpec) -> Result<RecomputeSums, EstimateError> {
     let map = &spec.mapping;
     let full = map.recompute == Recompute::Full;
-    // Tiled, Calculon fuses Q, K and V into one linear: there is no fork.
+    // Tiled, Calculon fuses Q, K and V into one linear: there is no fork,
+    // but under multi-query attention (replicated, untiled K and V) the
+    // queries alone are tiled and K and V read a fork after them.
     let tiled = tasks.iter().any(|t| t.tiling.is_some());
-    let qkv_fork = !tiled && (full || map.recompute == Recompute::AttnOnly || map.seq_par_ag_redo);
+    let replicated_kv = tiled && tasks.iter().any(|t| t.id == "attn.k.fwd");
+    let fork_before = if tiled { "attn.k.fwd" } else { "attn.q.fwd" };
+    let qkv_fork = (!tiled || replicated_kv) && (full || map.recompute == Recompute::AttnOnly || map.seq_par_ag_redo);
     let recomputed: HashSet<&str> = tasks.iter().filter(|t| t.phase == Phase::Recompute).map(TaskFacts::source).collect();
     let (mut prefix_flops, mut prefix_mem) = (0.0, 0.0);
     let (mut re_flops, mut re_mem) = (0.0, 0.0);
+    // The same sums of the work itself (operations and bytes).
+    let (mut prefix_ops, mut prefix_bytes) = (0.0, 0.0);
+    let (mut re_ops, mut re_bytes) = (0.0, 0.0);
     let (mut saw_qkv, mut saw_mlp) = (false, false);
-    // The attention fork comes first: it adds the empty prefix.
-    if full {
-        add(&mut re_flops, prefix_flops);
-        add(&mut re_mem, prefix_mem);
-    }
+    // The attention fork comes first: it adds the empty prefix (0).
     // A tiled collective is part of its linear, not a layer of its own.
     for task in tasks.iter().filter(|t| t.phase == Phase::Forward && t.tiling.is_none()) {
         if matches!(kind(task, rates)?, Kind::Skip) {
             continue;
         }
-        let fork = if task.id == "attn.q.fwd" && !saw_qkv {
+        let fork = if task.id == fork_before && !saw_qkv {
             saw_qkv = true;
             qkv_fork
         } else if task.id.starts_with("mlp.") && !saw_mlp {
@@ -423,20 +442,47 @@ pub(super) fn calculon_recompute_prefix(tasks: &[TaskFacts], rates: &Rates, spec
         if fork {
             add(&mut re_flops, prefix_flops);
             add(&mut re_mem, prefix_mem);
+            add(&mut re_ops, prefix_ops);
+            add(&mut re_bytes, prefix_bytes);
         }
         let priced = price(task, rates);
         add(&mut prefix_flops, priced.flops);
         add(&mut prefix_mem, priced.mem);
+        add(&mut prefix_ops, share(task.ops, task.shared_by));
+        add(&mut prefix_bytes, share(task.read_bytes.saturating_add(task.write_bytes), task.shared_by));
         if recomputed.contains(task.source()) {
             add(&mut re_flops, prefix_flops);
             add(&mut re_mem, prefix_mem);
+            add(&mut re_ops, prefix_ops);
+            add(&mut re_bytes, prefix_bytes);
         }
     }
     if qkv_fork && !saw_qkv {
-        return Err(EstimateError::CompatLayout("attn.q.fwd"));
+        return Err(EstimateError::CompatLayout(fork_before));
     }
     if full && !saw_mlp {
         return Err(EstimateError::CompatLayout("mlp.*.fwd"));
     }
-    Ok((re_flops, re_mem))
+    Ok(RecomputeSums { flops: re_ops, mem_accessed: re_bytes, flops_time: re_flops, mem_time: re_mem })
+}
+
+/// Calculon's `tp_bw_overlap_req`: the largest TP bandwidth a tiled linear
+/// needs to hide one tile's transfer behind one (slowed) tile of its
+/// compute, over the forward and activation-gradient collectives of the
+/// base block (`tasks`) and the edge block (`edge`); 0 without tiling.
+pub(super) fn tp_bw_overlap_req(tasks: &[TaskFacts], edge: Option<&[TaskFacts]>, rates: &Rates) -> f64 {
+    let by_id: HashMap<&str, &TaskFacts> = tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+    let usage = rates.tp_net.processor_usage();
+    let mut req: f64 = 0.0;
+    for task in tasks.iter().chain(edge.unwrap_or(&[])) {
+        let Some(tiling) = &task.tiling else { continue };
+        if !matches!(task.phase, Phase::Forward | Phase::ActivationGradient) {
+            continue;
+        }
+        let Some(linear) = by_id.get(tiling.with.as_str()) else { continue };
+        let tiles = tiling.tiles as f64;
+        let flop_tile_slowed = price(linear, rates).flops / (1.0 - usage) / tiles;
+        req = req.max(task.message_bytes as f64 / tiles / flop_tile_slowed);
+    }
+    req
 }

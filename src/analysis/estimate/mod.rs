@@ -26,6 +26,7 @@
 //! DP-overlap path reads) the estimate is correct and reports Calculon's
 //! figure beside it ([`DpOverlapFigures`]).
 
+pub mod calculon_stats;
 pub mod edge;
 mod layer_time;
 pub mod step;
@@ -40,6 +41,7 @@ use crate::analysis::system::{datatype_name, NetworkBinding, NetworkBindingError
 pub use crate::analysis::workload::TpOverlap;
 use crate::analysis::workload::{BlockDerivation, BlockFacts, CollectiveKind, Engine, Phase, PrimitiveInvocation, SpecError, TrainingSpec};
 
+pub use crate::analysis::schedule::Offload;
 pub use layer_time::BlockTimes;
 
 /// What a task needs of the machine.
@@ -214,6 +216,15 @@ pub struct EstimateOptions {
     /// defect) in `timing_seconds` instead of the correct one. Both are in
     /// [`Estimate::dp_overlap`] either way.
     pub calculon_compat_dp_overlap: bool,
+    /// Calculon's inference step (`training = false`): the step's forward
+    /// pass alone, every microbatch through every stage, with no gradients,
+    /// optimizer step, recompute or DP synchronisation; memory is the
+    /// weights and one block's working activations. The forward tasks and
+    /// the pipeline shape are the plan's, so it is an estimate of part of
+    /// the planned program, not a different plan.
+    pub forward_only: bool,
+    /// Calculon's offload to the system's second memory tier (`mem2`).
+    pub offload: Offload,
 }
 
 /// Calculon's ten time fields of one step, in seconds.
@@ -279,6 +290,10 @@ pub struct MemoryCheck {
     pub fits: bool,
     /// How far the requirement exceeds the capacity (0 when it fits).
     pub over_by_bytes: f64,
+    /// What is offloaded to the second tier (0 without offload), and that
+    /// tier's capacity.
+    pub proc_mem_tier2_cap_req: f64,
+    pub tier2_capacity_bytes: f64,
 }
 
 /// The estimate of one training step.
@@ -296,6 +311,10 @@ pub struct Estimate {
     /// Present under DP overlap with DP > 1.
     pub dp_overlap: Option<DpOverlapFigures>,
     pub memory: MemoryCheck,
+    /// Calculon's other step statistics (link times, offload overheads,
+    /// overlap bandwidths).
+    #[serde(skip)]
+    pub extras: step::StepExtras,
 }
 
 impl Estimate {
@@ -321,6 +340,13 @@ pub enum EstimateError {
         "calculon_compat_dp_overlap: Calculon's DP-overlap figure follows its layer order, which needs the forward task '{0}'; the block has none"
     )]
     CompatLayout(&'static str),
+    /// A forward-only (inference) estimate of a strategy that only makes
+    /// sense in training (Calculon asserts the same).
+    #[error("a forward-only (inference) step {0}")]
+    ForwardOnly(&'static str),
+    /// Offload the strategy cannot have.
+    #[error("offload {0}")]
+    Offload(&'static str),
     /// A derived time, rate or capacity that is not a finite number (or a
     /// step of no time): never reported, since it would print as `null`
     /// or compare as fitting.
@@ -353,8 +379,34 @@ pub fn estimate(
     spec.validate()?;
     let map = &spec.mapping;
     binding.validate(system, map.tp, map.pp, map.dp)?;
+    check_forward_only(spec, options)?;
     let times = price_block(tasks, spec, system, binding.tp, options)?;
     compose_estimate(&times, block, spec, system, binding, options)
+}
+
+/// A forward-only step recomputes nothing and has no DP gradients to
+/// overlap (Calculon asserts both for `training = false`).
+///
+/// # Errors
+/// [`EstimateError::ForwardOnly`] naming the training-only choice.
+pub fn check_forward_only(spec: &TrainingSpec, options: &EstimateOptions) -> Result<(), EstimateError> {
+    if options.offload.any() && spec.blocks_per_rank() < 3 {
+        // Calculon: "Offloading requires each processor to handle at least 3 blocks".
+        return Err(EstimateError::Offload("needs at least 3 blocks per processor (one in use, one in flight each way)"));
+    }
+    if !options.forward_only {
+        return Ok(());
+    }
+    if options.offload.optimizer {
+        return Err(EstimateError::ForwardOnly("has no optimizer state to offload: drop the optimizer offload"));
+    }
+    if spec.mapping.recompute != crate::analysis::workload::Recompute::None {
+        return Err(EstimateError::ForwardOnly("recomputes nothing: mapping.recompute must be none"));
+    }
+    if options.data_par_overlap {
+        return Err(EstimateError::ForwardOnly("has no DP gradients to overlap: drop the DP overlap"));
+    }
+    Ok(())
 }
 
 /// The block's per-block times: every task of `tasks` priced on `system`
@@ -380,27 +432,13 @@ pub fn price_block(
     options: &EstimateOptions,
 ) -> Result<BlockTimes, EstimateError> {
     let map = &spec.mapping;
-    let datatype = spec.workload.datatype;
-    let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
-    let tp_tier =
-        system.network(tp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "tp", tier: tp_net, tiers: system.networks().len() })?;
-    let rates = layer_time::Rates {
-        matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
-        vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,
-        memory: system.mem1(),
-        mode: system.processing_mode(),
-        tp_net: tp_tier,
-        tp: map.tp,
-    };
-    let edge = if map.tp_comm == crate::analysis::workload::TpComm::P2pRsAg && map.tp > 1 {
-        Some(edge::edge_tp_tasks(tasks, spec)?)
-    } else {
-        None
-    };
+    let rates = rates_of(spec, system, tp_net)?;
+    let (tasks, edge) = step_tasks(tasks, spec, options)?;
+    let tasks = &tasks[..];
     let mut times = layer_time::block_times(tasks, edge.as_deref(), &rates)?;
     // Calculon's defective recompute times matter only under DP overlap;
     // they need its layer layout, required only for the compatible figure.
-    if options.data_par_overlap && map.dp > 1 {
+    if options.data_par_overlap && map.dp > 1 && !options.forward_only {
         match layer_time::calculon_recompute_prefix(tasks, &rates, spec) {
             Ok((flops, mem)) => (times.calculon_re_flops_time, times.calculon_re_mem_time) = (Some(flops), Some(mem)),
             Err(error) if options.calculon_compat_dp_overlap => return Err(error),
@@ -408,6 +446,46 @@ pub fn price_block(
         }
     }
     Ok(times)
+}
+
+/// The rates of `spec`'s datatype on `system`, TP on tier `tp_net`.
+fn rates_of<'s>(spec: &TrainingSpec, system: &'s SystemProfile, tp_net: usize) -> Result<layer_time::Rates<'s>, EstimateError> {
+    let datatype = spec.workload.datatype;
+    let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
+    let tp_tier =
+        system.network(tp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "tp", tier: tp_net, tiers: system.networks().len() })?;
+    Ok(layer_time::Rates {
+        matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
+        vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,
+        memory: system.mem1(),
+        mode: system.processing_mode(),
+        tp_net: tp_tier,
+        tp: spec.mapping.tp,
+    })
+}
+
+/// The tasks the step prices and the edge block's TP tasks (under
+/// `p2p_rs_ag` with TP > 1): all of them, or, forward only, the forward
+/// ones (the edge block's derived from the whole block's first, since its
+/// forward all-gather comes from an entry's backward all-reduce).
+/// The step's tasks (borrowed when all of them) and the edge block's TP
+/// tasks, if it has its own.
+type StepTasks<'t> = (std::borrow::Cow<'t, [TaskFacts]>, Option<Vec<TaskFacts>>);
+
+fn step_tasks<'t>(tasks: &'t [TaskFacts], spec: &TrainingSpec, options: &EstimateOptions) -> Result<StepTasks<'t>, EstimateError> {
+    let map = &spec.mapping;
+    let mut edge = if map.tp_comm == crate::analysis::workload::TpComm::P2pRsAg && map.tp > 1 {
+        Some(edge::edge_tp_tasks(tasks, spec)?)
+    } else {
+        None
+    };
+    if !options.forward_only {
+        return Ok((std::borrow::Cow::Borrowed(tasks), edge));
+    }
+    if let Some(edge) = edge.as_mut() {
+        edge.retain(|t| t.phase == Phase::Forward);
+    }
+    Ok((std::borrow::Cow::Owned(tasks.iter().filter(|t| t.phase == Phase::Forward).cloned().collect()), edge))
 }
 
 /// One step of `spec` from its priced block ([`price_block`] with the same
@@ -428,18 +506,32 @@ pub fn compose_estimate(
     binding: &NetworkBinding,
     options: &EstimateOptions,
 ) -> Result<Estimate, EstimateError> {
+    check_forward_only(spec, options)?;
     let map = &spec.mapping;
     let tier =
         |axis, tier: usize| system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() });
-    let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)? };
+    let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)?, mem2: system.mem2() };
     let outcome = step::compose(times, block, spec, &tiers, binding, options);
 
-    let per_processor = ProcessorMemory::calculon(block, spec);
+    let plain = if options.forward_only {
+        ProcessorMemory::forward_only(block, spec.blocks_per_rank())
+    } else {
+        ProcessorMemory::calculon(block, spec)
+    };
+    let (per_processor, tier2) = plain.offloaded(block, spec, options.offload, !options.forward_only);
     let capacity_bytes = system.mem1().capacity_bytes();
+    let tier2_capacity_bytes = system.mem2().capacity_bytes();
     let required = per_processor.proc_mem_tier1_cap_req;
-    // Calculon rejects a requirement above the capacity.
-    let fits = required <= capacity_bytes;
-    let memory = MemoryCheck { per_processor, capacity_bytes, fits, over_by_bytes: if fits { 0.0 } else { required - capacity_bytes } };
+    // Calculon rejects a requirement above either tier's capacity.
+    let fits = required <= capacity_bytes && tier2 <= tier2_capacity_bytes;
+    let memory = MemoryCheck {
+        per_processor,
+        capacity_bytes,
+        fits,
+        over_by_bytes: if required <= capacity_bytes { 0.0 } else { required - capacity_bytes },
+        proc_mem_tier2_cap_req: tier2,
+        tier2_capacity_bytes,
+    };
 
     let estimate = Estimate {
         sample_rate: spec.workload.global_batch as f64 / outcome.timing.total_time,
@@ -449,6 +541,7 @@ pub fn compose_estimate(
         stages: map.pp,
         dp_overlap: outcome.dp_overlap,
         memory,
+        extras: outcome.extras,
     };
     check_finite(&estimate, spec, binding)?;
     Ok(estimate)

@@ -19,6 +19,10 @@ pub(crate) struct Case {
     pub system: String,
     pub binding: NetworkBinding,
     pub dp_overlap: bool,
+    /// Calculon's `training = false` (its inference step).
+    pub forward_only: bool,
+    /// Calculon's `*_offload`.
+    pub offload: Offload,
     pub timing: Value,
     pub sample_rate: Option<f64>,
     /// Calculon's composition with the recompute defect fixed (DP overlap).
@@ -51,6 +55,12 @@ pub(crate) fn cases_of(path: &str) -> Vec<Case> {
                 system: case["system"].as_str().expect("system").to_owned(),
                 binding,
                 dp_overlap: case["overlap"]["dp"].as_bool().unwrap_or(false),
+                forward_only: case["training"].as_bool() == Some(false),
+                offload: Offload {
+                    weights: case["offload"]["weight"].as_bool().unwrap_or(false),
+                    activations: case["offload"]["activations"].as_bool().unwrap_or(false),
+                    optimizer: case["offload"]["optimizer"].as_bool().unwrap_or(false),
+                },
                 timing: case["timing_seconds"].clone(),
                 sample_rate: case.get("sample_rate").and_then(Value::as_f64),
                 fixed: case.get("dp_overlap_fixed").cloned(),
@@ -136,10 +146,221 @@ fn tp_overlap_cases_match_calculon() {
                 failures.push(format!("{}: per_processor.{field} = {got}, Calculon {want}", case.name));
             }
         }
-        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true };
+        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true, ..EstimateOptions::default() };
         failures.extend(mismatches(case, &run(case, &options)));
     }
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Calculon's multi-query attention (`attention_type = multiquery`,
+/// `kv_heads = 1` in the spec) recorded from Calculon (see the oracle README).
+const MULTIQUERY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/multiquery-cases.json");
+
+/// Block facts, memory per processor and step time of `file`'s cases
+/// against Calculon's; the mismatches.
+fn whole_step_mismatches(file: &str) -> Vec<String> {
+    let cases = cases_of(file);
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(file).expect("recorded")).expect("JSON");
+    let mut failures = Vec::new();
+    for (case, recorded) in cases.iter().zip(doc["cases"].as_array().expect("cases")) {
+        let derivation = derive_training_block(&case.spec).expect("derives");
+        let facts = BlockFacts::from_derivation(&derivation, &case.spec);
+        let want: BlockFacts = serde_json::from_value(recorded["block"].clone()).expect("block facts");
+        for (field, got, want) in facts.mismatches(&want) {
+            failures.push(format!("{}: {field} = {got}, Calculon {want}", case.name));
+        }
+        let memory = crate::analysis::schedule::ProcessorMemory::calculon(&facts, &case.spec);
+        for (field, got) in memory.fields() {
+            let want = recorded["per_processor"][field].as_f64().unwrap_or(f64::NAN);
+            if !close(got, want) {
+                failures.push(format!("{}: per_processor.{field} = {got}, Calculon {want}", case.name));
+            }
+        }
+        let options = EstimateOptions { data_par_overlap: case.dp_overlap, calculon_compat_dp_overlap: true, ..EstimateOptions::default() };
+        failures.extend(mismatches(case, &run(case, &options)));
+    }
+    failures
+}
+
+#[test]
+fn multiquery_cases_match_calculon() {
+    // One KV head replicated over TP (1 to 8), untiled and tiled (ring,
+    // pipe), every recompute mode and TP communication, DP overlap with
+    // Calculon's composition, roofline processing, float8, interleaving.
+    let cases = cases_of(MULTIQUERY);
+    assert_eq!(cases.len(), 36);
+    assert!(cases.iter().all(|c| c.spec.model.kv_heads == Some(1)));
+    for tp in [1, 2, 4, 8] {
+        assert!(cases.iter().any(|c| c.spec.mapping.tp == tp), "TP {tp}");
+    }
+    for overlap in [TpOverlap::None, TpOverlap::Ring, TpOverlap::Pipe] {
+        assert!(cases.iter().any(|c| c.spec.mapping.tp > 1 && c.spec.mapping.tp_overlap == overlap), "{overlap:?}");
+    }
+    assert!(cases.iter().any(|c| c.dp_overlap && c.spec.mapping.recompute != Recompute::None && c.spec.mapping.tp_overlap.is_overlapped()));
+    let failures = whole_step_mismatches(MULTIQUERY);
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Calculon's inference step (`training = false`), recorded from Calculon
+/// (see the oracle README).
+const INFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/inference-cases.json");
+
+#[test]
+fn inference_steps_match_calculon() {
+    // The forward pass of the step alone: forward times and TP exposure,
+    // forward pipeline transfers, the bubble (with Calculon's 0-byte
+    // backward transfer), no DP; weights and one block's working space.
+    let cases = cases_of(INFERENCE);
+    assert_eq!(cases.len(), 32);
+    assert!(cases.iter().all(|c| c.forward_only));
+    assert!(cases.iter().any(|c| c.spec.mapping.pp > 1 && c.spec.mapping.pipeline_interleaving > 1));
+    assert!(cases.iter().any(|c| c.spec.mapping.tp_comm == TpComm::P2pRsAg && c.spec.mapping.tp > 1));
+    assert!(cases.iter().any(|c| c.spec.mapping.tp_overlap.is_overlapped()));
+    assert!(cases.iter().any(|c| c.spec.model.kv_heads == Some(1) && c.spec.mapping.tp > 1));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(INFERENCE).expect("recorded")).expect("JSON");
+    let mut failures = Vec::new();
+    for (case, recorded) in cases.iter().zip(doc["cases"].as_array().expect("cases")) {
+        let got = run(case, &EstimateOptions { forward_only: true, ..EstimateOptions::default() });
+        failures.extend(mismatches(case, &got));
+        for (field, value) in got.memory.per_processor.fields() {
+            let want = recorded["per_processor"][field].as_f64().unwrap_or(f64::NAN);
+            if !close(value, want) {
+                failures.push(format!("{}: per_processor.{field} = {value}, Calculon {want}", case.name));
+            }
+        }
+        // The forward block facts are the training block's.
+        let derivation = derive_training_block(&case.spec).expect("derives");
+        let facts = serde_json::to_value(BlockFacts::from_derivation(&derivation, &case.spec)).expect("facts");
+        for field in [
+            "block_fw_flops",
+            "block_fw_mem_accessed",
+            "baseblock_fw_tp_size",
+            "block_fw_pp_size",
+            "block_weight_space",
+            "block_act_working_space",
+        ] {
+            if facts[field].as_f64() != recorded["block"][field].as_f64() {
+                failures.push(format!("{}: {field} = {}, Calculon {}", case.name, facts[field], recorded["block"][field]));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    // The same cases as training steps are slower and need more memory.
+    for case in &cases {
+        let (train, infer) =
+            (run(case, &EstimateOptions::default()), run(case, &EstimateOptions { forward_only: true, ..EstimateOptions::default() }));
+        assert!(infer.timing_seconds.total_time < train.timing_seconds.total_time, "{}", case.name);
+        assert!(infer.memory.per_processor.proc_mem_tier1_cap_req < train.memory.per_processor.proc_mem_tier1_cap_req, "{}", case.name);
+    }
+}
+
+/// Calculon's offload to the second memory tier (see the oracle README).
+const OFFLOAD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon/offload-cases.json");
+
+#[test]
+fn offload_cases_match_calculon() {
+    // Weights, activations and optimizer state, alone and together, in
+    // training (every recompute mode, tiled TP, DP overlap) and in
+    // inference: the ten times (offload overheads in the slots), the
+    // first tier's requirement (two blocks of what is offloaded) and the
+    // second tier's.
+    let cases = cases_of(OFFLOAD);
+    assert_eq!(cases.len(), 27);
+    assert!(cases.iter().all(|c| c.offload.any()));
+    assert!(cases.iter().any(|c| c.offload.weights && c.offload.activations && c.offload.optimizer));
+    assert!(cases.iter().any(|c| c.forward_only));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(OFFLOAD).expect("recorded")).expect("JSON");
+    let mut failures = Vec::new();
+    let mut exposed = 0;
+    for (case, recorded) in cases.iter().zip(doc["cases"].as_array().expect("cases")) {
+        let options = EstimateOptions {
+            data_par_overlap: case.dp_overlap,
+            calculon_compat_dp_overlap: true,
+            forward_only: case.forward_only,
+            offload: case.offload,
+        };
+        let got = run(case, &options);
+        failures.extend(mismatches(case, &got));
+        let per = &recorded["per_processor"];
+        for (field, value) in got.memory.per_processor.fields() {
+            let want = per[field].as_f64().unwrap_or(f64::NAN);
+            if !close(value, want) {
+                failures.push(format!("{}: per_processor.{field} = {value}, Calculon {want}", case.name));
+            }
+        }
+        let want = per["proc_mem_tier2_cap_req"].as_f64().unwrap_or(f64::NAN);
+        if !close(got.memory.proc_mem_tier2_cap_req, want) {
+            failures.push(format!("{}: proc_mem_tier2_cap_req = {}, Calculon {want}", case.name, got.memory.proc_mem_tier2_cap_req));
+        }
+        let plain = run(case, &EstimateOptions { offload: Offload::default(), ..options });
+        // (In inference, Calculon's first tier with activation offload
+        // keeps every activation of two blocks: more than without.)
+        if !case.forward_only {
+            assert!(got.memory.per_processor.proc_mem_tier1_cap_req <= plain.memory.per_processor.proc_mem_tier1_cap_req, "{}", case.name);
+        }
+        assert!(got.timing_seconds.total_time >= plain.timing_seconds.total_time, "{}", case.name);
+        exposed += usize::from(got.timing_seconds.total_time > plain.timing_seconds.total_time);
+    }
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    // Some cases expose offload time (the transfer outlasts the block).
+    assert!(exposed > 0);
+    // Calculon's rule: offload needs 3 blocks per processor.
+    let mut case = cases_of(OFFLOAD).swap_remove(0);
+    case.spec.mapping.pp = case.spec.model.blocks / 2;
+    case.spec.mapping.pipeline_interleaving = 1;
+    let derivation = derive_training_block(&case.spec).expect("derives");
+    let block = BlockFacts::from_derivation(&derivation, &case.spec);
+    let options = EstimateOptions { offload: case.offload, ..EstimateOptions::default() };
+    let binding = NetworkBinding { tp: 0, pp: 1, dp: 1 };
+    let err = estimate(&block_tasks(&derivation), &block, &case.spec, &system("a100_80e"), &binding, &options).expect_err("2 blocks");
+    assert!(matches!(err, EstimateError::Offload(_)), "{err}");
+}
+
+#[test]
+fn inference_steps_refuse_training_choices() {
+    let mut case = cases_of(INFERENCE).swap_remove(0);
+    let forward = EstimateOptions { forward_only: true, ..EstimateOptions::default() };
+    case.spec.mapping.recompute = Recompute::Full;
+    let derivation = derive_training_block(&case.spec).expect("derives");
+    let block = BlockFacts::from_derivation(&derivation, &case.spec);
+    let err =
+        estimate(&block_tasks(&derivation), &block, &case.spec, &system(&case.system), &case.binding, &forward).expect_err("recompute");
+    assert!(matches!(err, EstimateError::ForwardOnly(_)), "{err}");
+    assert!(err.to_string().contains("mapping.recompute must be none"), "{err}");
+    case.spec.mapping.recompute = Recompute::None;
+    let overlapped = EstimateOptions { data_par_overlap: true, ..forward };
+    let err =
+        estimate(&block_tasks(&derivation), &block, &case.spec, &system(&case.system), &case.binding, &overlapped).expect_err("DP overlap");
+    assert!(err.to_string().contains("no DP gradients"), "{err}");
+}
+
+#[test]
+fn multiquery_replicates_the_kv_head_over_tp() {
+    // The same strategy at TP 4 with 4, 2 and 1 KV heads: K and V split
+    // over the ranks (one head each), then replicated (one head each, on 2
+    // and 4 ranks): every rank's K/V projections and weights stay one
+    // head wide, so the block's work and weights are the same.
+    let mut case = cases_of(MULTIQUERY)
+        .into_iter()
+        .find(|c| c.spec.mapping.tp == 4 && !c.spec.mapping.tp_overlap.is_overlapped())
+        .expect("a TP 4 case");
+    let mut facts = Vec::new();
+    for kv in [4, 2, 1] {
+        case.spec.model.kv_heads = Some(kv);
+        let derivation = derive_training_block(&case.spec).expect("derives");
+        let k = derivation.invocations.iter().find(|v| v.name == "attn.k.fwd").expect("the K projection");
+        facts.push((k.ops, BlockFacts::from_derivation(&derivation, &case.spec)));
+    }
+    assert!(facts.windows(2).all(|w| w[0] == w[1]), "{facts:?}");
+    // With 8 KV heads at TP 4 each rank holds two: twice the K work.
+    case.spec.model.kv_heads = Some(8);
+    let derivation = derive_training_block(&case.spec).expect("derives");
+    let k = derivation.invocations.iter().find(|v| v.name == "attn.k.fwd").expect("the K projection");
+    assert_eq!(k.ops, 2 * facts[0].0);
+    // Neither a divisor nor a multiple of TP: an error naming both.
+    (case.spec.model.heads, case.spec.model.kv_heads) = (12, Some(6));
+    let err = derive_training_block(&case.spec).expect_err("6 KV heads at TP 4");
+    assert_eq!(err, crate::analysis::workload::SpecError::KvHeadsTpMismatch { kv_heads: 6, tp: 4 });
 }
 
 #[test]
@@ -504,7 +725,7 @@ fn figures_stay_finite_at_the_physical_bounds() {
         let system = system_at_bounds(slowest);
         for case in cases_of(&format!("{ORACLES}/seqsel-table5.json")) {
             for dp_overlap in [false, true] {
-                let options = EstimateOptions { data_par_overlap: dp_overlap, calculon_compat_dp_overlap: false };
+                let options = EstimateOptions { data_par_overlap: dp_overlap, ..EstimateOptions::default() };
                 let derivation = derive_training_block(&case.spec).expect("derives");
                 let block = BlockFacts::from_derivation(&derivation, &case.spec);
                 let got = estimate(&block_tasks(&derivation), &block, &case.spec, &system, &case.binding, &options)
@@ -546,4 +767,60 @@ fn non_finite_figures_name_the_system_fields() {
     });
     assert!(message.starts_with("sample_rate is inf"), "{message}");
     assert_eq!(check_finite(&good, &case.spec, &case.binding), Ok(()));
+}
+
+/// Every statistic of `calculon llm` (the 25 runs of Calculon's own
+/// command in `test/oracles/calculon/llm/`), from the algebra's block.
+#[test]
+fn every_calculon_statistic_matches_calculon_llm() {
+    use crate::analysis::workload::spec_from_calculon;
+    let root = env!("CARGO_MANIFEST_DIR");
+    let index: Value = serde_json::from_str(&std::fs::read_to_string(format!("{ORACLES}/llm/index.json")).expect("index")).expect("JSON");
+    let runs = index["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 52);
+    let mut failures = Vec::new();
+    let mut fields = 0;
+    for run in runs {
+        let name = run["name"].as_str().expect("name");
+        let model = std::fs::read_to_string(format!("{ORACLES}/models/{}.json", run["model"].as_str().expect("model"))).expect("model");
+        let exe = std::fs::read_to_string(format!("{root}/test/Inputs/calculon/executions/{name}.json")).expect("execution");
+        let text = std::fs::read_to_string(format!("{ORACLES}/llm/{name}.json")).expect("llm");
+        let want: Value = serde_json::from_str(&text).expect("JSON");
+        // The keys in the file's order (serde_json's map sorts them).
+        let keys: Vec<&str> = text.lines().filter_map(|l| l.trim_start().strip_prefix('"')?.split_once('"').map(|(k, _)| k)).collect();
+        let (spec, calc) = spec_from_calculon(&model, None, &exe).expect("spec");
+        let derivation = derive_training_block(&spec).expect("derives");
+        let block = BlockFacts::from_derivation(&derivation, &spec);
+        let binding = NetworkBinding { tp: calc.tp_net, pp: calc.pp_net, dp: calc.dp_net };
+        let options = EstimateOptions {
+            data_par_overlap: calc.data_par_overlap,
+            forward_only: !calc.training,
+            offload: Offload { weights: calc.weight_offload, activations: calc.activations_offload, optimizer: calc.optimizer_offload },
+            ..EstimateOptions::default()
+        };
+        let stats = calculon_stats::calculon_stats(
+            &block_tasks(&derivation),
+            &block,
+            &spec,
+            &system(run["system"].as_str().expect("system")),
+            &binding,
+            &options,
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let got_keys: Vec<&str> = stats.iter().map(|(k, _)| *k).collect();
+        assert_eq!(got_keys, keys, "{name}: Calculon's fields in its order");
+        for (field, got) in &stats {
+            fields += 1;
+            let ok = match (got.as_f64(), want[field].as_f64()) {
+                (Some(g), Some(w)) => close(g, w),
+                (None, None) => got.is_null() && want[field].is_null(),
+                _ => false,
+            };
+            if !ok {
+                failures.push(format!("{name}: {field} = {got}, Calculon {}", want[field]));
+            }
+        }
+    }
+    assert_eq!(fields, 52 * 96);
+    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
 }

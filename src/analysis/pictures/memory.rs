@@ -52,6 +52,26 @@ fn gib_text(bytes: f64) -> String {
 /// The SVG of `stages` (stage order) against `capacity_bytes`.
 #[must_use]
 pub fn memory_svg(stages: &[ProcessorMemory], capacity_bytes: f64, title: &str) -> String {
+    memory_svg_of_tier(stages, capacity_bytes, title, "first memory tier")
+}
+
+/// With offload: the first tier's panel (what it keeps of each field) above
+/// the second tier's (what is offloaded), each against its own capacity.
+/// `tiers[s]` is stage `s`'s (first-tier, second-tier) split, each a
+/// [`ProcessorMemory`] whose `proc_mem_tier1_cap_req` holds the tier's total.
+#[must_use]
+pub fn memory_svg_two_tiers(tiers: &[(ProcessorMemory, ProcessorMemory)], capacities: (f64, f64), title: &str) -> String {
+    let first: Vec<ProcessorMemory> = tiers.iter().map(|t| t.0).collect();
+    let second: Vec<ProcessorMemory> = tiers.iter().map(|t| t.1).collect();
+    let panels = [
+        memory_svg_of_tier(&first, capacities.0, &format!("{title} (first tier)"), "first memory tier"),
+        memory_svg_of_tier(&second, capacities.1, &format!("{title} (offloaded to the second tier)"), "second memory tier"),
+    ];
+    super::stack_vertically(&panels, title)
+}
+
+/// [`memory_svg`] against the capacity of `tier` (named in the texts).
+fn memory_svg_of_tier(stages: &[ProcessorMemory], capacity_bytes: f64, title: &str, tier: &str) -> String {
     let (left, top, plot_h) = (80.0, 76.0, 360.0);
     let n = stages.len().max(1) as f64;
     let bar = 56.0f64.min(1100.0 / n * 0.7).max(3.0);
@@ -70,7 +90,7 @@ pub fn memory_svg(stages: &[ProcessorMemory], capacity_bytes: f64, title: &str) 
 
     let mut out = String::new();
     let subtitle = format!(
-        "per processor, GiB · first memory tier {} GiB · the largest stage needs {} GiB ({}% of it) · {}",
+        "per processor, GiB · {tier} {} GiB · the largest stage needs {} GiB ({}% of it) · {}",
         gib_text(capacity_bytes),
         gib_text(peak),
         percent(peak, capacity_bytes),
@@ -134,7 +154,7 @@ pub fn memory_svg(stages: &[ProcessorMemory], capacity_bytes: f64, title: &str) 
         let rotate = if turned { format!(r#" transform="rotate(-90 {} {})""#, short(cx + 3.5, 2), short(ty, 2)) } else { String::new() };
         let _ = writeln!(
             out,
-            r#"<text class="total" x="{}" y="{}" text-anchor="{}" font-size="11"{rotate}>{}<title>stage {stage}: {} GiB in all ({total} bytes, {}% of the first memory tier; {fits})</title></text>"#,
+            r#"<text class="total" x="{}" y="{}" text-anchor="{}" font-size="11"{rotate}>{}<title>stage {stage}: {} GiB in all ({total} bytes, {}% of the {tier}; {fits})</title></text>"#,
             short(if turned { cx + 3.5 } else { cx }, 2),
             short(ty, 2),
             if turned { "start" } else { "middle" },
@@ -232,6 +252,19 @@ mod tests {
         assert!(svg.contains(r#"data-on-scale="true""#));
         assert!(svg.contains(">72<title>"), "the stack's total above it");
         assert!(!svg.contains("activation checkpoints"), "no legend entry for a part no stage has");
+    }
+
+    #[test]
+    fn offload_draws_both_tiers() {
+        // Two panels in one picture, each against its own tier.
+        let tiers = [(stage(60.0), stage(300.0)), (stage(40.0), stage(100.0))];
+        let svg = memory_svg_two_tiers(&tiers, (80.0 * GIB, 512.0 * GIB), "offload");
+        assert_eq!(svg.matches("<svg ").count(), 3, "an outer picture and two nested panels");
+        assert!(svg.contains(r#"<svg x="0" y="0" "#) && svg.contains(r#"<svg x="0" y="5"#), "the second panel below the first");
+        assert!(svg.contains("first memory tier 80 GiB") && svg.contains("second memory tier 512 GiB"));
+        assert!(svg.contains("(offloaded to the second tier)"));
+        assert!(svg.contains(">300<title>") && svg.contains(">60<title>"), "each panel's totals");
+        assert!(svg.trim_end().ends_with("</svg>\n</svg>") || svg.trim_end().ends_with("</svg>"));
     }
 
     #[test]

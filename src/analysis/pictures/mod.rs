@@ -61,6 +61,28 @@ pub fn short(value: f64, digits: usize) -> String {
 }
 
 /// The document head shared by the pictures.
+/// SVG pictures (as [`open`] starts them) one above the other in one
+/// picture titled `title`, each nested at its own size.
+pub(crate) fn stack_vertically(parts: &[String], title: &str) -> String {
+    let size = |svg: &str, attribute: &str| -> f64 {
+        let key = format!(" {attribute}=\"");
+        svg.find(&key).and_then(|at| svg[at + key.len()..].split('"').next()).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    };
+    let width = parts.iter().map(|p| size(p, "width")).fold(0.0, f64::max);
+    let height: f64 = parts.iter().map(|p| size(p, "height")).sum();
+    let mut out = String::new();
+    open(&mut out, width, height, title);
+    let mut y = 0.0;
+    for part in parts {
+        // A nested <svg> at its offset (the same element, placed).
+        let placed = part.replacen("<svg ", &format!(r#"<svg x="0" y="{}" "#, short(y, 1)), 1);
+        out.push_str(&placed);
+        y += size(part, "height");
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
 pub(crate) fn open(out: &mut String, width: f64, height: f64, title: &str) {
     let _ = writeln!(
         out,

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::rank::{Candidate, TopK};
 use super::space::{Config, KeySpace};
-use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateError, EstimateOptions};
+use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateError, EstimateOptions, Offload};
 use crate::analysis::system::{NetworkBinding, NetworkBindingError, SystemProfile};
 use crate::analysis::workload::{derive_training_block, BlockFacts, Datatype, ModelSpec, SpecError};
 
@@ -72,6 +72,10 @@ fn nearer(a: Option<NearMiss>, b: Option<NearMiss>) -> Option<NearMiss> {
 pub const MEMORY_TIER1: &str = "memory_tier1";
 /// The prune reason of one within the tier but not its headroom.
 pub const MEMORY_HEADROOM: &str = "memory_headroom";
+/// Offloaded state above the second memory tier.
+pub const MEMORY_TIER2: &str = "memory_tier2";
+/// Offload with fewer than 3 blocks per processor (Calculon's rule).
+pub const OFFLOAD_BLOCKS: &str = "offload_blocks";
 
 /// A sampled configuration: its estimate, or why it has none.
 #[derive(Debug, Clone, PartialEq)]
@@ -216,6 +220,7 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
         pipeline_interleaving: space.interleavings[0],
         networks: NetworkBinding { tp: 0, pp: 0, dp: 0 },
         data_par_overlap: false,
+        offload: Offload::default(),
     };
     let mut spec = first.spec(cx.model, cx.datatype);
     let count = space.count();
@@ -233,7 +238,11 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
     let per_tier = count / space.tp_nets.len() as u64;
     let mut index = offset;
     for &tp_net in &space.tp_nets {
-        let price_options = EstimateOptions { data_par_overlap: overlap_any, calculon_compat_dp_overlap: cx.calculon_dp_overlap };
+        let price_options = EstimateOptions {
+            data_par_overlap: overlap_any,
+            calculon_compat_dp_overlap: cx.calculon_dp_overlap,
+            ..EstimateOptions::default()
+        };
         let with_prefix = match price_block(&tasks, &spec, cx.system, tp_net, &price_options) {
             Ok(t) => t,
             Err(error) => {
@@ -254,14 +263,14 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
             for &pp_net in &space.pp_nets {
                 for &dp_net in &space.dp_nets {
                     let networks = NetworkBinding { tp: tp_net, pp: pp_net, dp: dp_net };
-                    let config = |data_par_overlap| Config { key, pipeline_interleaving: v, networks, data_par_overlap };
+                    let config = |data_par_overlap, offload| Config { key, pipeline_interleaving: v, networks, data_par_overlap, offload };
                     let n = space.per_binding();
                     if let Err(error) = networks.validate(cx.system, key.tp, key.pp, key.dp) {
                         out.prune(binding_reason(&error), index, n, || error.to_string());
-                        for (i, &ov) in space.overlaps.iter().enumerate() {
+                        for (i, (ov, off)) in space.binding_choices().enumerate() {
                             if cx.sampled(index + i as u64) {
                                 let outcome = Err((binding_reason(&error), error.to_string()));
-                                out.samples.push(Sample { index: index + i as u64, config: config(ov), outcome });
+                                out.samples.push(Sample { index: index + i as u64, config: config(ov, off), outcome });
                             }
                         }
                         index += n;
@@ -269,28 +278,37 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                     }
                     if let Err(error) = &rule {
                         out.prune(spec_reason(error), index, n, || error.to_string());
-                        for (i, &ov) in space.overlaps.iter().enumerate() {
+                        for (i, (ov, off)) in space.binding_choices().enumerate() {
                             if cx.sampled(index + i as u64) {
                                 let outcome = Err((spec_reason(error), error.to_string()));
-                                out.samples.push(Sample { index: index + i as u64, config: config(ov), outcome });
+                                out.samples.push(Sample { index: index + i as u64, config: config(ov, off), outcome });
                             }
                         }
                         index += n;
                         continue;
                     }
-                    for &data_par_overlap in &space.overlaps {
-                        let options = EstimateOptions { data_par_overlap, ..price_options };
+                    for (data_par_overlap, offload) in space.binding_choices() {
+                        let options = EstimateOptions { data_par_overlap, offload, ..price_options };
                         let times = if data_par_overlap { &with_prefix } else { &plain };
                         match compose_estimate(times, &block, &spec, cx.system, &networks, &options) {
                             Err(error @ EstimateError::NotFinite { .. }) => out.prune(NOT_FINITE, index, 1, || error.to_string()),
+                            Err(error @ EstimateError::Offload(_)) => {
+                                if cx.sampled(index) {
+                                    let outcome = Err((OFFLOAD_BLOCKS, error.to_string()));
+                                    out.samples.push(Sample { index, config: config(data_par_overlap, offload), outcome });
+                                }
+                                out.prune(OFFLOAD_BLOCKS, index, 1, || error.to_string());
+                            }
                             Err(error) => out.prune("estimate_error", index, 1, || error.to_string()),
                             Ok(estimate) => {
                                 if cx.sampled(index) {
-                                    out.samples.push(Sample { index, config: config(data_par_overlap), outcome: Ok(estimate.clone()) });
+                                    let config = config(data_par_overlap, offload);
+                                    out.samples.push(Sample { index, config, outcome: Ok(estimate.clone()) });
                                 }
                                 let m = &estimate.memory;
                                 let (need, fits, capacity, over) =
                                     (m.per_processor.proc_mem_tier1_cap_req, m.fits, m.capacity_bytes, m.over_by_bytes);
+                                let (tier2, tier2_capacity) = (m.proc_mem_tier2_cap_req, m.tier2_capacity_bytes);
                                 let limit = cx.memory_limit;
                                 if fits && need <= limit {
                                     out.evaluated += 1;
@@ -299,12 +317,26 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                                         out.dp_overlap_differs += 1;
                                     }
                                     if out.top.admits(estimate.sample_rate, index) {
-                                        out.top.insert(Candidate { index, config: config(data_par_overlap), estimate });
+                                        out.top.insert(Candidate { index, config: config(data_par_overlap, offload), estimate });
                                     }
+                                } else if need <= capacity && tier2 > tier2_capacity {
+                                    let miss = NearMiss {
+                                        index,
+                                        config: config(data_par_overlap, offload),
+                                        estimate,
+                                        over_by_bytes: tier2 - tier2_capacity,
+                                        limit_bytes: tier2_capacity,
+                                    };
+                                    out.prune_memory(MEMORY_TIER2, miss, move || {
+                                        format!(
+                                            "offloads {tier2} bytes per processor, {} more than the second memory tier's {tier2_capacity}",
+                                            tier2 - tier2_capacity
+                                        )
+                                    });
                                 } else if !fits {
                                     let miss = NearMiss {
                                         index,
-                                        config: config(data_par_overlap),
+                                        config: config(data_par_overlap, offload),
                                         estimate,
                                         over_by_bytes: over,
                                         limit_bytes: capacity,
@@ -317,7 +349,7 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                                 } else {
                                     let miss = NearMiss {
                                         index,
-                                        config: config(data_par_overlap),
+                                        config: config(data_par_overlap, offload),
                                         estimate,
                                         over_by_bytes: need - limit,
                                         limit_bytes: limit,

@@ -59,6 +59,9 @@ pub struct SearchOptions {
     pub threads: Option<usize>,
     /// Memory per processor kept free of the first tier (`--headroom`).
     pub headroom: Option<Headroom>,
+    /// Explore offload on a system with a second memory tier (on unless
+    /// `--no-offload`).
+    pub offload: bool,
 }
 
 /// Memory kept free: a size, or a share of the first memory tier.
@@ -232,6 +235,7 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
         dp_overlap: options.dp_overlap,
         fused_activation: options.fused_activation.clone(),
         tp_overlap: options.tp_overlap,
+        offload: options.offload && system.mem2().capacity_bytes() > 0.0,
     };
     let keys = space.keys();
     let mut offsets = Vec::with_capacity(keys.len());

@@ -82,6 +82,9 @@ impl ModelFlops {
 #[derive(Debug, Clone, Serialize)]
 pub struct EstimateOptionsOut {
     pub data_par_overlap: bool,
+    pub weight_offload: bool,
+    pub activations_offload: bool,
+    pub optimizer_offload: bool,
 }
 
 /// One reported configuration.
@@ -131,12 +134,26 @@ impl Entry {
         if config.data_par_overlap {
             args.push_str(" --dp-overlap");
         }
+        for (on, flag) in [
+            (config.offload.weights, " --weight-offload"),
+            (config.offload.activations, " --activations-offload"),
+            (config.offload.optimizer, " --optimizer-offload"),
+        ] {
+            if on {
+                args.push_str(flag);
+            }
+        }
         Self {
             index,
             workload: spec.workload,
             mapping: spec.mapping,
             networks: n,
-            estimate_options: EstimateOptionsOut { data_par_overlap: config.data_par_overlap },
+            estimate_options: EstimateOptionsOut {
+                data_par_overlap: config.data_par_overlap,
+                weight_offload: config.offload.weights,
+                activations_offload: config.offload.activations,
+                optimizer_offload: config.offload.optimizer,
+            },
             sample_rate: estimate.map(|e| e.sample_rate),
             total_time: estimate.map(|e| e.timing_seconds.total_time),
             timing_seconds: estimate.map(|e| e.timing_seconds),
@@ -190,7 +207,8 @@ pub struct Totals {
     /// Block keys: one block derivation each.
     pub block_keys: u64,
     /// What Calculon would count for the same model, system and options
-    /// (offload included, which this space leaves out).
+    /// (with offload on a system with a second memory tier, which
+    /// `--no-offload` leaves out of this space).
     pub calculon_configurations: u64,
     /// Fitting DP-overlap configurations whose Calculon figure differs.
     pub dp_overlap_differs_from_calculon: u64,
@@ -241,11 +259,13 @@ pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bo
         ),
         "Memory per processor is Calculon's stage-0 convention (every stage taken as equal); a configuration that exceeds the first memory tier is pruned (memory_tier1), one within it but above what --headroom leaves is pruned too (memory_headroom); each memory reason names its nearest miss: least excess, then fastest, then first".to_string(),
         "Blueprint's schedule rule prunes interleaved 1F1B configurations whose microbatch count PP does not divide (interleaved_microbatches, Megatron's rule); Calculon evaluates them".to_string(),
-        "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP overlap (none, ring, pipe), TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), each ascending".to_string(),
+        "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP overlap (none, ring, pipe), TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), weight / activation / optimizer offload (off, on), each ascending".to_string(),
     ];
-    if system_has_mem2 {
+    if system_has_mem2 && options.offload {
+        notes.push("The system has a second memory tier: weight, activation (not under full recompute) and optimizer offload are explored as Calculon does (estimate options: --weight-offload, --activations-offload, --optimizer-offload); offload needs 3 blocks per processor (offload_blocks) and the second tier's capacity (memory_tier2)".to_string());
+    } else if system_has_mem2 {
         notes.push(format!(
-            "The system has a second memory tier: Calculon would also explore weight, activation and optimizer offload ({} configurations, see totals.calculon_configurations); Blueprint's estimate models no offload, so those configurations are not in this space",
+            "The system has a second memory tier, but offload is not explored (--no-offload): Calculon would count {} configurations (totals.calculon_configurations)",
             result.calculon_configurations
         ));
     }
@@ -308,7 +328,7 @@ pub fn report(model: &ModelSpec, system_path: &str, system: &SystemProfile, opti
             dp_overlap: options.dp_overlap,
             tp_overlap: options.tp_overlap,
             fused_activation: options.fused_activation.clone(),
-            offload: false,
+            offload: options.offload && system.mem2().capacity_bytes() > 0.0,
             ranking: "sample_rate descending, then index ascending",
             headroom_bytes,
             memory_limit_bytes: capacity - headroom_bytes,

@@ -19,15 +19,17 @@
 //!   turned off).
 //!
 //! - per TP > 1, TP overlap none / ring / pipe (unless turned off).
-//!
-//! Not enumerated: weight / activation / optimizer offload (Calculon explores them only on systems
-//! with a second memory tier; the estimate models no offload).
+//! - innermost, on a system with a second memory tier (unless turned
+//!   off): weight offload off / on, activation offload off / on (off only
+//!   under full recompute), optimizer offload off / on, as Calculon does.
+
 //!
 //! The canonical order — the order of the loops above, outermost first, with
 //! the choices in the order listed (`false` before `true` for flags, tiers
 //! ascending) — numbers every configuration; the number breaks ties in the
 //! ranking, so the output never depends on the thread count.
 
+use crate::analysis::estimate::Offload;
 use crate::analysis::system::NetworkBinding;
 use crate::analysis::workload::{
     Datatype, ModelSpec, Recompute, TpComm, TpOverlap, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec,
@@ -116,6 +118,8 @@ pub struct Config {
     pub pipeline_interleaving: u64,
     pub networks: NetworkBinding,
     pub data_par_overlap: bool,
+    /// What is offloaded to the second memory tier (an estimate option).
+    pub offload: Offload,
 }
 
 impl Config {
@@ -159,10 +163,13 @@ pub struct Space {
     /// Explore TP overlap ring / pipe with TP > 1 (Calculon's default;
     /// `--no-tp-overlap` turns it off).
     pub tp_overlap: bool,
+    /// Explore offload (a system with a second memory tier, unless
+    /// `--no-offload`).
+    pub offload: bool,
 }
 
 /// The configurations of one block key, in the canonical inner order:
-/// TP tier, interleaving, PP tier, DP tier, DP overlap.
+/// TP tier, interleaving, PP tier, DP tier, DP overlap, offload.
 #[derive(Debug, Clone)]
 pub struct KeySpace {
     pub key: BlockKey,
@@ -172,12 +179,19 @@ pub struct KeySpace {
     pub pp_nets: Vec<usize>,
     pub dp_nets: Vec<usize>,
     pub overlaps: Vec<bool>,
+    /// Offload choices, in the canonical order (none alone when offload is
+    /// not explored).
+    pub offloads: Vec<Offload>,
 }
 
 impl KeySpace {
     /// Configurations of the key.
     #[must_use]
     pub fn count(&self) -> u64 {
+        self.count_without_offload() * self.offloads.len() as u64
+    }
+
+    fn count_without_offload(&self) -> u64 {
         [self.tp_nets.len(), self.interleavings.len(), self.pp_nets.len(), self.dp_nets.len(), self.overlaps.len()]
             .iter()
             .map(|n| *n as u64)
@@ -195,13 +209,19 @@ impl KeySpace {
             (true, Recompute::Full) => 4,
             (true, _) => 8,
         };
-        self.count() * offload
+        self.count_without_offload() * offload
     }
 
     /// Configurations per (TP tier, interleaving, PP tier, DP tier).
     #[must_use]
     pub fn per_binding(&self) -> u64 {
-        self.overlaps.len() as u64
+        (self.overlaps.len() * self.offloads.len()) as u64
+    }
+
+    /// The (DP overlap, offload) choices of one binding, in the canonical
+    /// order.
+    pub fn binding_choices(&self) -> impl Iterator<Item = (bool, Offload)> + '_ {
+        self.overlaps.iter().flat_map(|&ov| self.offloads.iter().map(move |&off| (ov, off)))
     }
 }
 
@@ -213,6 +233,24 @@ impl Space {
         } else {
             vec![TpOverlap::None]
         }
+    }
+
+    /// Offload choices under `recompute`: weights, activations (not under
+    /// full recompute, as Calculon) and optimizer state, each off then on.
+    fn offloads(&self, recompute: Recompute) -> Vec<Offload> {
+        if !self.offload {
+            return vec![Offload::default()];
+        }
+        let activations: &[bool] = if recompute == Recompute::Full { &[false] } else { &[false, true] };
+        let mut choices = Vec::with_capacity(8);
+        for weights in [false, true] {
+            for &activations in activations {
+                for optimizer in [false, true] {
+                    choices.push(Offload { weights, activations, optimizer });
+                }
+            }
+        }
+        choices
     }
 
     fn tiers(&self, group: u64) -> Vec<usize> {
@@ -262,6 +300,7 @@ impl Space {
                                             pp_nets: self.tiers(pp),
                                             dp_nets: self.tiers(dp),
                                             overlaps: if dp > 1 && self.dp_overlap { vec![false, true] } else { vec![false] },
+                                            offloads: self.offloads(recompute),
                                         });
                                     }
                                 }
@@ -335,6 +374,7 @@ mod tests {
             dp_overlap: true,
             fused_activation: vec![true],
             tp_overlap: true,
+            offload: false,
         };
         let keys = space.keys();
         // TP 8, PP 1, DP 1: one binding, no overlap, no sharding.

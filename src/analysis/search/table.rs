@@ -17,7 +17,7 @@ const GIB: f64 = 1_073_741_824.0;
 
 /// A configuration field: column header, path in an entry's JSON, value
 /// when the path is absent (fields left out at their default).
-const FIELDS: [(&str, &str, &str); 16] = [
+const FIELDS: [(&str, &str, &str); 19] = [
     ("tp", "mapping.tp", ""),
     ("pp", "mapping.pp", ""),
     ("dp", "mapping.dp", ""),
@@ -34,6 +34,9 @@ const FIELDS: [(&str, &str, &str); 16] = [
     ("pp_net", "networks.pp", ""),
     ("dp_net", "networks.dp", ""),
     ("dp_overlap", "estimate_options.data_par_overlap", ""),
+    ("weight_offload", "estimate_options.weight_offload", ""),
+    ("activations_offload", "estimate_options.activations_offload", ""),
+    ("optimizer_offload", "estimate_options.optimizer_offload", ""),
 ];
 
 fn field(entry: &Value, path: &str, absent: &str) -> String {
@@ -72,6 +75,16 @@ fn trimmed(x: f64, digits: i32) -> String {
 fn values(entry: &Entry) -> Vec<String> {
     let json = serde_json::to_value(entry).unwrap_or(Value::Null);
     FIELDS.iter().map(|(_, path, absent)| field(&json, path, absent)).collect()
+}
+
+/// The fields of a report: the offload ones only when the space explores
+/// offload.
+fn shown(report: &Report) -> usize {
+    if report.space.offload {
+        FIELDS.len()
+    } else {
+        FIELDS.len() - 3
+    }
 }
 
 fn memory_bytes(entry: &Entry) -> f64 {
@@ -117,10 +130,11 @@ pub fn table(report: &Report) -> String {
         if t.interrupted { "; interrupted: the best of those evaluated so far" } else { "" }
     );
 
-    let rows: Vec<Vec<String>> = report.top.iter().map(values).collect();
-    let differs: Vec<bool> = (0..FIELDS.len()).map(|i| rows.iter().any(|r| r[i] != rows[0][i])).collect();
+    let n = shown(report);
+    let rows: Vec<Vec<String>> = report.top.iter().map(|e| values(e).into_iter().take(n).collect()).collect();
+    let differs: Vec<bool> = (0..n).map(|i| rows.iter().any(|r| r[i] != rows[0][i])).collect();
     if let Some(first) = rows.first() {
-        let same = described(first, (0..FIELDS.len()).filter(|&i| !differs[i]));
+        let same = described(first, (0..n).filter(|&i| !differs[i]));
         if !same.is_empty() {
             let _ = writeln!(out, "Same in every row: {same}");
         }
@@ -176,16 +190,22 @@ pub fn table(report: &Report) -> String {
     for (reason, p) in &t.pruned {
         if let Some(near) = &p.nearest {
             let c = &near.configuration;
+            // The second tier's miss: what it would offload there.
+            let (need, tier) = if *reason == "memory_tier2" {
+                (near.limit_bytes + near.over_by_bytes, " in the second tier")
+            } else {
+                (memory_bytes(c), "")
+            };
             let _ = writeln!(
                 out,
-                "\nNearest miss ({reason}): index {} needs {} GiB per processor, {} GiB over the {} GiB limit; it would run at {} samples/s{}: {}",
+                "\nNearest miss ({reason}): index {} needs {} GiB per processor{tier}, {} GiB over the {} GiB limit; it would run at {} samples/s{}: {}",
                 c.index,
-                trimmed(memory_bytes(c) / GIB, 4),
+                trimmed(need / GIB, 4),
                 trimmed(near.over_by_bytes / GIB, 3),
                 trimmed(near.limit_bytes / GIB, 4),
                 c.sample_rate.map_or("-".into(), |r| significant(r, 5)),
                 c.mfu.map_or(String::new(), |m| format!(" (MFU {:.1}%)", m * 100.0)),
-                described(&values(c), 0..FIELDS.len())
+                described(&values(c), 0..n)
             );
         }
     }
@@ -201,15 +221,16 @@ pub fn table(report: &Report) -> String {
 /// The ranked rows as CSV, every field.
 #[must_use]
 pub fn csv(report: &Report) -> String {
+    let n = shown(report);
     let mut out = String::from("rank,index,");
-    for (header, _, _) in FIELDS {
+    for (header, _, _) in FIELDS.iter().take(n) {
         out.push_str(header);
         out.push(',');
     }
     out.push_str("sample_rate,step_seconds,mfu,memory_bytes_per_processor,memory_gib_per_processor\n");
     for (rank, entry) in report.top.iter().enumerate() {
         let _ = write!(out, "{},{},", rank + 1, entry.index);
-        for value in values(entry) {
+        for value in values(entry).into_iter().take(n) {
             out.push_str(&value);
             out.push(',');
         }

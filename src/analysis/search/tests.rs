@@ -33,6 +33,7 @@ fn options(procs: u64, max_batch: u64) -> SearchOptions {
         samples: 0,
         threads: Some(1),
         headroom: None,
+        offload: true,
     }
 }
 
@@ -46,7 +47,8 @@ fn calculon_execution(c: &Config) -> serde_json::Value {
         "fused_activation": k.fused_activation, "activation_recompute": serde_json::to_value(k.recompute).expect("enum"),
         "pipeline_interleaving": c.pipeline_interleaving, "optimizer_sharding": k.optimizer_sharding,
         "tensor_par_comm_type": k.tp_comm.name(), "seq_par_ag_redo": k.seq_par_ag_redo,
-        "data_par_overlap": c.data_par_overlap,
+        "data_par_overlap": c.data_par_overlap, "weight_offload": c.offload.weights,
+        "activations_offload": c.offload.activations, "optimizer_offload": c.offload.optimizer,
     })
 }
 
@@ -108,16 +110,23 @@ fn every_sample_is_the_estimate_of_its_spec() {
     o.samples = 200;
     o.top = 3;
     let result = search(&m, &s, &o, Control::default()).expect("search");
-    let mut compared = 0;
+    let (mut compared, mut offloaded) = (0, 0);
     for sample in &result.outcome.samples {
         let Ok(got) = &sample.outcome else { continue };
         let spec = sample.config.spec(&m, o.datatype);
-        let options = EstimateOptions { data_par_overlap: sample.config.data_par_overlap, ..EstimateOptions::default() };
+        let options = EstimateOptions {
+            data_par_overlap: sample.config.data_par_overlap,
+            offload: sample.config.offload,
+            ..EstimateOptions::default()
+        };
         let want = estimate_spec(&spec, &s, &sample.config.networks, &options).expect("estimates");
         assert_eq!(got, &want, "{:?}", sample.config);
         compared += 1;
+        offloaded += usize::from(sample.config.offload.any());
     }
     assert!(compared > 50, "only {compared} samples had estimates");
+    // The system has a second memory tier: offload is in the space.
+    assert!(s.mem2().capacity_bytes() > 0.0 && offloaded > 10, "{offloaded} offloaded samples");
 }
 
 #[test]
@@ -148,6 +157,39 @@ fn calculon_model_files_read_as_they_are() {
     )
     .expect_err("zero");
     assert!(err.to_string().contains("model.hidden"), "{err}");
+}
+
+/// Offload explored as Calculon does on a system with a second memory tier
+/// (test/Inputs/calculon/search-megatron-126M-4-a100_80g.json, Calculon's
+/// own search): its count and its whole top five, at its rates.
+#[test]
+fn offload_space_agrees_with_calculon() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/calculon/search-megatron-126M-4-a100_80g.json");
+    let oracle: serde_json::Value = serde_json::from_str(&read(path)).expect("oracle");
+    let (m, s) = (model("megatron-126M"), system("a100_80g"));
+    let result = search(&m, &s, &options(4, 4), Control::default()).expect("search");
+    assert_eq!(result.configurations, oracle["configurations_evaluated"].as_u64().expect("count"));
+    assert_eq!(result.configurations, result.calculon_configurations);
+    for (i, t) in oracle["top"].as_array().expect("top").iter().enumerate() {
+        let rate = t["sample_rate"].as_f64().expect("rate");
+        let ours = &result.top()[i];
+        assert!((ours.estimate.sample_rate - rate).abs() <= 1e-9 * rate, "rank {i}: {} vs Calculon {rate}", ours.estimate.sample_rate);
+        assert!(
+            result.top().iter().any(|c| matches_execution(&calculon_execution(&c.config), &t["execution"])
+                && (c.estimate.sample_rate - rate).abs() <= 1e-9 * rate),
+            "Calculon's {} at {rate} not found",
+            t["execution"]
+        );
+    }
+    // Without offload the space is Calculon's without its offload choices.
+    let plain = search(&m, &s, &SearchOptions { offload: false, ..options(4, 4) }, Control::default()).expect("search");
+    assert!(plain.configurations * 4 < result.configurations);
+    assert!(plain.top().iter().all(|c| !c.config.offload.any()));
+    assert!(result.outcome.fit > plain.outcome.fit);
+    // Calculon's rule: offload needs 3 blocks per processor (12 blocks on
+    // 12 processors: PP 6 and 12 leave fewer).
+    let wide = search(&m, &s, &options(12, 12), Control::default()).expect("search");
+    assert!(wide.outcome.pruned.contains_key("offload_blocks"));
 }
 
 /// The recorded case (test/Inputs/calculon/search-gpt3-13B-4.json, from
@@ -209,12 +251,18 @@ fn calculons_good_count_is_fit_plus_the_schedule_rule() {
         dp_overlap: true,
         fused_activation: vec![true],
         tp_overlap: false,
+        offload: false,
     };
     let mut good = 0u64;
     for k in space.keys() {
-        let mut spec =
-            Config { key: k.key, pipeline_interleaving: 1, networks: NetworkBinding { tp: 0, pp: 0, dp: 0 }, data_par_overlap: false }
-                .spec(&m, o.datatype);
+        let mut spec = Config {
+            key: k.key,
+            pipeline_interleaving: 1,
+            networks: NetworkBinding { tp: 0, pp: 0, dp: 0 },
+            data_par_overlap: false,
+            offload: crate::analysis::estimate::Offload::default(),
+        }
+        .spec(&m, o.datatype);
         let block = BlockFacts::from_derivation(&derive_training_block(&spec).expect("derives"), &spec);
         for &tn in &k.tp_nets {
             for &v in k.interleavings.iter() {

@@ -48,6 +48,11 @@ pub struct BlockFacts {
     pub block_weight_grad_space_no_sharding: u64,
     pub block_act_grad_space: u64,
     pub block_optimizer_space: f64,
+    /// Every op's input activations (Calculon's activation storage of an
+    /// inference step, which subtracts nothing); not one of the oracle's
+    /// fields, and `None` where the source states none (a plan's facts).
+    #[serde(skip)]
+    pub block_act_all_space: Option<u64>,
 }
 
 /// One fact: an exact count, or a share that may be fractional.
@@ -281,5 +286,6 @@ pub fn facts_from_work(items: impl IntoIterator<Item = WorkItem>, memory: &Block
         block_weight_grad_space_no_sharding: memory.weight_grads_unsharded,
         block_act_grad_space: memory.act_grads,
         block_optimizer_space: memory.optimizer_per_rank(),
+        block_act_all_space: Some(memory.act_all),
     }
 }

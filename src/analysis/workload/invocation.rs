@@ -267,6 +267,11 @@ pub struct BlockMemory {
     /// Ranks the weight gradients and optimizer state are sharded over
     /// (DP under optimizer sharding, else 1).
     pub shards: u64,
+    /// Every op's input activations, whether another op's tensor, kept for
+    /// the backward pass or not: Calculon's activation storage of an
+    /// inference step (`training = false`, where it subtracts nothing).
+    #[serde(default)]
+    pub act_all: u64,
 }
 
 impl BlockMemory {

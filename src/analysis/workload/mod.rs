@@ -20,6 +20,7 @@
 //! primitive vocabulary and the invocation record; its passes carry the
 //! phases [`Phase::Prefill`] and [`Phase::Decode`].
 
+pub mod calculon;
 pub mod facts;
 pub mod graph;
 pub mod graph_derivation;
@@ -36,6 +37,7 @@ mod inference_tests;
 #[cfg(test)]
 mod tests;
 
+pub use calculon::{spec_from_calculon, CalculonError, CalculonRun};
 pub use facts::{facts_from_work, pipeline_message_bytes, BlockFacts, FactValue, PhaseSum, WorkItem, WorkTotals, SHARE_TOLERANCE};
 pub use graph::{BlockGraph, GraphOp, GraphOpKind, GraphValue, ValueRole};
 pub use graph_derivation::{derive_from_graph, GraphDerivation, GraphError};

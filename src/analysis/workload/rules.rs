@@ -106,10 +106,13 @@ struct MemoryLedger {
     /// from storage (`output_stored=False`).
     act_released: u64,
     act_grads: u64,
+    /// Every activation, shared or stored or not.
+    act_all: u64,
 }
 
 impl MemoryLedger {
     fn activation(&mut self, bytes: u64, residency: Residency) {
+        self.act_all += bytes;
         if !residency.shared {
             self.act_working += bytes;
         }
@@ -638,6 +641,7 @@ impl RuleBuilder {
             act_grads: ledger.act_grads,
             optimizer: ledger.optimizer,
             shards: s.optim_shards,
+            act_all: ledger.act_all,
         };
         let mut invocations = self.forward;
         invocations.extend(self.recompute);

@@ -63,10 +63,11 @@ pub struct ModelSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub vocab: Option<u64>,
-    /// Key/value heads for grouped-query attention (1 is multi-query); it
-    /// divides `heads` (and training's `mapping.tp` divides it; inference
-    /// replicates KV heads when there are fewer than TP ranks). Absent:
-    /// `heads`.
+    /// Key/value heads for grouped-query attention (1: multi-query); it
+    /// divides `heads`. Training splits them over the TP ranks when TP
+    /// divides them and replicates them (one head per rank) when TP is a
+    /// multiple of them; inference replicates KV heads when there are fewer
+    /// than TP ranks. Absent: `heads`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub kv_heads: Option<u64>,
@@ -918,12 +919,16 @@ impl TrainingSpec {
             optimizer.validate()?;
         }
 
-        // Calculon asserts hidden, ffn and heads divisible by TP; Megatron-LM
-        // the key/value heads (`num_query_groups`) too.
+        // Calculon asserts hidden, ffn and heads divisible by TP. Key/value
+        // heads split over TP as Megatron-LM's query groups do, or, when
+        // there are fewer of them than ranks, each rank holds one whole,
+        // replicated on tp / kv_heads ranks (Calculon's multi-query
+        // attention keeps its single KV head on every TP rank).
         tp_divides("model.hidden", model.hidden, map.tp)?;
         tp_divides("model.heads", model.heads, map.tp)?;
-        if model.kv_heads.is_some() {
-            tp_divides("model.kv_heads", model.kv_heads(), map.tp)?;
+        let kv_heads = model.kv_heads();
+        if !(kv_heads.is_multiple_of(map.tp) || map.tp.is_multiple_of(kv_heads)) {
+            return Err(SpecError::KvHeadsTpMismatch { kv_heads, tp: map.tp });
         }
         tp_divides("model.ffn_hidden", model.ffn_hidden, map.tp)?;
         let tokens = u128::from(work.microbatch) * u128::from(model.seq_len);

@@ -883,3 +883,40 @@ fn matmul_flops_equal_megatrons() {
         assert_eq!(matmul_flops(spec), want, "{name}");
     }
 }
+
+/// Calculon's execution files read as they are (`calculon.rs`).
+#[test]
+fn calculon_execution_files_make_specs() {
+    use super::{spec_from_calculon, CalculonError};
+    let root = env!("CARGO_MANIFEST_DIR");
+    let model = std::fs::read_to_string(format!("{root}/test/oracles/calculon/models/megatron-1T.json")).expect("model");
+    let example =
+        std::fs::read_to_string(format!("{root}/test/Inputs/calculon/executions/3072_t4_p64_d12_mbs4_full.json")).expect("example");
+    let (spec, run) = spec_from_calculon(&model, Some("megatron-1T"), &example).expect("Calculon's example");
+    let map = &spec.mapping;
+    assert_eq!((map.tp, map.pp, map.dp, map.pipeline_interleaving), (4, 64, 12, 1));
+    assert_eq!((map.recompute, map.tp_comm, map.optimizer_sharding, map.fused_activation), (Recompute::Full, TpComm::RsAg, true, true));
+    assert_eq!((spec.workload.global_batch, spec.workload.microbatch), (3072, 4));
+    assert_eq!(spec.model.name.as_deref(), Some("megatron-1T"));
+    assert_eq!(spec.model.kv_heads, None);
+    assert_eq!((run.tp_net, run.pp_net, run.dp_net, run.data_par_overlap, run.training), (0, 1, 1, false, true));
+    let edit = |field: &str, value: serde_json::Value| {
+        let mut exe: serde_json::Value = serde_json::from_str(&example).expect("JSON");
+        exe[field] = value;
+        spec_from_calculon(&model, None, &exe.to_string())
+    };
+    let (mqa, _) = edit("attention_type", "multiquery".into()).expect("multi-query");
+    assert_eq!(mqa.model.kv_heads, Some(1));
+    let (_, inference) = edit("training", false.into()).expect("inference");
+    assert!(!inference.training);
+    let (_, offloaded) = edit("optimizer_offload", true.into()).expect("offload");
+    assert!(offloaded.optimizer_offload && !offloaded.weight_offload && !offloaded.activations_offload);
+    assert_eq!(edit("num_procs", 3000.into()), Err(CalculonError::NumProcs { num_procs: 3000, product: 3072 }));
+    assert!(matches!(edit("attention_type", "grouped".into()), Err(CalculonError::AttentionType(_))));
+    assert!(matches!(edit("tensor_par_comm_type", "ring".into()), Err(CalculonError::Spec(_))));
+    assert!(matches!(edit("pipeline_par", 3.into()), Err(CalculonError::NumProcs { .. })));
+    let mut missing: serde_json::Value = serde_json::from_str(&example).expect("JSON");
+    missing.as_object_mut().expect("object").remove("training");
+    let err = spec_from_calculon(&model, None, &missing.to_string()).expect_err("missing field");
+    assert!(err.to_string().contains("missing field `training`"), "{err}");
+}

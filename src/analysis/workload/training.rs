@@ -95,6 +95,22 @@ impl Dims {
     fn kv_width(&self) -> u64 {
         self.kv_heads * self.head_dim
     }
+
+    /// Whether the KV heads are replicated over TP (fewer of them than
+    /// ranks) rather than split.
+    fn kv_replicated(&self) -> bool {
+        !self.kv_heads.is_multiple_of(self.tp)
+    }
+
+    /// Key and value width on one rank: `kv/t` heads, or one whole head
+    /// when they are replicated.
+    fn kv_local_width(&self) -> u64 {
+        if self.kv_replicated() {
+            self.head_dim
+        } else {
+            self.kv_width() / self.tp
+        }
+    }
 }
 
 /// Derivation proper; `spec` must have passed [`TrainingSpec::validate`].
@@ -136,19 +152,29 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
     // Attention half.
     b.fork("attn.fork", boundary, 2, true);
     norm(&mut b, attn_norm);
-    if tiled {
+    let kv_local = dims.kv_local_width();
+    if tiled && dims.kv_replicated() {
+        // Calculon's tiled multi-query attention: the queries are one tiled
+        // linear; the replicated keys and values read its gathered input
+        // through a fork of their own and are not tiled (no TP split).
+        b.fork("attn.qkv_fork", activation, 2, !drop_attn_input);
+        b.tiled_linear("attn.q", "attn.tp_entry", (tokens, hidden, q_width), false, full, drop_attn_input);
+        for source in ["attn.k", "attn.v"] {
+            b.linear(source, (tokens, hidden, kv_local), runs, SHARED_UNSTORED);
+        }
+    } else if tiled {
         // Calculon fuses Q, K and V into one tiled linear.
         b.tiled_linear("attn.qkv", "attn.tp_entry", (tokens, hidden, q_width + 2 * kv_width), false, full, drop_attn_input);
     } else {
         b.tp_entry("attn.tp_entry", activation, drop_attn_input);
         b.fork("attn.qkv_fork", activation, 3, !drop_attn_input);
-        for (source, width) in [("attn.q", q_width), ("attn.k", kv_width), ("attn.v", kv_width)] {
-            b.linear(source, (tokens, hidden, width / t), runs, SHARED_UNSTORED);
+        for (source, width) in [("attn.q", q_width / t), ("attn.k", kv_local), ("attn.v", kv_local)] {
+            b.linear(source, (tokens, hidden, width), runs, SHARED_UNSTORED);
         }
     }
     if model.rope {
         b.rope("attn.q.rope", tokens * q_width / t, full);
-        b.rope("attn.k.rope", tokens * kv_width / t, full);
+        b.rope("attn.k.rope", tokens * kv_local, full);
     }
     let (head_batch, s, hd) = (dims.local_head_batch(), dims.seq, dims.head_dim);
     b.batch_matmul("attn.scores", (head_batch, s, hd, s), attn_core, !attn_core);

@@ -42,17 +42,19 @@ def main():
     def expect(phrase):
         checks.append(phrase)
 
-    gpt3 = ["--system", SYSTEM("a100_80g"), "--procs", "64", "--max-batch", "64"]
+    gpt3 = ["--system", SYSTEM("a100_80g"), "--procs", "64", "--max-batch", "64", "--no-offload"]
     plain, tp, fused = (search(MODEL("gpt3-175B"), *gpt3, *extra) for extra in
                         (["--no-tp-overlap"], [], ["--fused-activation", "all"]))
-    expect(f"GPT-3 175B / 64 / batch 64 ({plain['totals']['configurations']:,} configurations without TP overlap; "
+    expect(f"GPT-3 175B / 64 / batch 64 with `--no-offload` ({plain['totals']['configurations']:,} configurations without TP overlap; "
            f"{tp['totals']['configurations']:,} with it, {fused['totals']['configurations']:,} with both fused-activation choices too)")
     expect(f"for GPT-3 175B / 64 / batch 64 on a100_80g, {tp['totals']['calculon_configurations']:,} "
            f"({plain['totals']['calculon_configurations']:,} with `--no-tp-overlap`)")
-    big = ["--system", SYSTEM("a100_80g"), "--procs", "12288", "--max-batch", "98304"]
+    big = ["--system", SYSTEM("a100_80g"), "--procs", "12288", "--max-batch", "98304", "--no-offload"]
     big_plain, big_tp = search(MODEL("gpt3-175B"), *big, "--no-tp-overlap"), search(MODEL("gpt3-175B"), *big)
-    expect(f"GPT-3 175B on 12,288 processors, batch 98,304 ({big_plain['totals']['configurations']:,} configurations "
+    expect(f"GPT-3 175B on 12,288 processors, batch 98,304 with `--no-offload` ({big_plain['totals']['configurations']:,} configurations "
            f"without TP overlap, {big_tp['totals']['configurations']:,} with it)")
+    off = search(MODEL("megatron-126M"), "--system", SYSTEM("a100_80g"), "--procs", "4", "--max-batch", "4", "--no-tp-overlap")
+    expect(f"megatron-126M / 4 / batch 4 / a100_80g ({off['totals']['configurations']:,} configurations, recorded from Calculon's own search")
     counts = [search(MODEL("megatron-126M"), "--system", tiers(work, t), "--procs", "16", "--max-batch", "16", "--no-tp-overlap")
               ["totals"]["configurations"] for t in (2, 8, 16)]
     expect(f"{counts[0]:,} on 2 tiers, {counts[1]:,} on 8, {counts[2]:,} on 16 for megatron-126M / 16 / batch 16 without TP overlap")

@@ -9,9 +9,9 @@ test/oracles/calculon/systems. The command run is
   calculon llm-optimal-execution models/MODEL.json PROCS MAX_BATCH float16 systems/SYSTEM.json out.json
       -t TOP --no-tp-overlap -c CPUS
 (without --no-tp-overlap when the last argument is `tp-overlap`) with the executable CALCULON, else
-bin/calculon of the venv CALCULON_VENV (default target/venv); its wall time is recorded. Use a
-system without a second memory tier (a100_nomem2): otherwise Calculon also
-explores offload, which Blueprint's estimate does not model.
+bin/calculon of the venv CALCULON_VENV (default target/venv); its wall time is recorded. On a
+system with a second memory tier (a100_80g) Calculon also explores offload, as
+Blueprint's search does; the recorded executions carry the offload flags.
 """
 import json, os, subprocess, sys, tempfile, time
 

@@ -19,6 +19,10 @@ PIPELINE = ("distribute-transformer-training", "{extra}", "plan-transformer-trai
             "check-collective-groups", "check-conservation", "check-recompute")
 
 
+FORWARD_BLOCK = ("block_fw_flops", "block_fw_mem_accessed", "baseblock_fw_tp_size", "block_fw_pp_size", "block_weight_space",
+                 "block_act_working_space")
+
+
 def agrees(got, want, time=False):
     """Integral oracle values exactly; a non-integral one (a share of state
     sharded over a group: Calculon sums per-layer quotients where Blueprint
@@ -51,18 +55,33 @@ def run_pipeline(path, extra="", only=""):
         got_all = json.loads(summary.stdout)
         if "timing_seconds" in c:
             # The estimate of the same plan on the case's system and tiers.
-            systems = os.path.join(os.path.dirname(path), "systems")
-            if not os.path.exists(os.path.join(systems, c["system"] + ".json")):
-                systems = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "oracles", "calculon", "systems")
+            # Beside the case file, then Calculon's files, then the recorded ones.
+            test = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+            candidates = [os.path.join(os.path.dirname(path), "systems"), os.path.join(test, "oracles", "calculon", "systems"),
+                          os.path.join(test, "Inputs", "calculon", "systems")]
+            systems = next((d for d in candidates if os.path.exists(os.path.join(d, c["system"] + ".json"))), candidates[0])
             net = c.get("networks", {"tp": 0, "pp": 1, "dp": 1})
             estimate = subprocess.run(["blueprint-translate", "--estimate", "--system", os.path.join(systems, c["system"] + ".json"),
                                        "--tp-net", str(net["tp"]), "--pp-net", str(net["pp"]), "--dp-net", str(net["dp"]),
-                                       "--allow-over-capacity", *(["--dp-overlap"] if c.get("overlap", {}).get("dp") else [])],
+                                       "--allow-over-capacity", *(["--dp-overlap"] if c.get("overlap", {}).get("dp") else []),
+                                       *(["--forward-only"] if c.get("training") is False else []),
+                                       *[f"--{k}-offload" for k, v in c.get("offload", {}).items() if v]],
                                       input=planned.stdout, capture_output=True, text=True)
             if estimate.returncode != 0:
                 print(f"{c['name']}: estimate failed: {estimate.stderr.strip()}")
                 continue
-            got_all["timing_seconds"] = json.loads(estimate.stdout)["timing_seconds"]
+            report = json.loads(estimate.stdout)
+            got_all["timing_seconds"] = report["timing_seconds"]
+            if c.get("training") is False:
+                # Calculon's inference step: its memory is the estimate's
+                # (the plan states the training step's), and of the block
+                # facts only the forward ones are the training block's.
+                got_all["per_processor"] = report["per_processor"]
+                c = dict(c, block={k: v for k, v in c["block"].items() if k in FORWARD_BLOCK})
+            if "offload" in c:
+                # The first tier's requirement with offload, and the second's.
+                got_all["per_processor"] = dict(report["per_processor"],
+                                                proc_mem_tier2_cap_req=report["offload"]["proc_mem_tier2_cap_req"])
         bad, fields = [], 0
         # Under DP overlap the estimate's figure is the correct one: compare
         # with Calculon's composition with its recompute defect fixed.

@@ -24,9 +24,9 @@ impl Derivation<'_> {
         let node = &self.g.ops[op];
         match (&node.kind, self.modes.get(&op)) {
             (GraphOpKind::Value(_) | GraphOpKind::Output, _) => None,
-            (GraphOpKind::Fork, _) if self.tiled() && self.entry_forks.contains_key(&op) => None,
+            (GraphOpKind::Fork, _) if self.tiled() && self.entry_forks.get(&op).is_some_and(|&e| self.replicated_linears(e) == 0) => None,
             (GraphOpKind::Matmul, Some(&Mode::Column { entry })) if self.tiled() => {
-                Some(super::fused_name(self.entries[entry].linears.iter().map(|&l| self.id(l))))
+                Some(super::fused_name(self.column_linears(entry).map(|l| self.id(l))))
             }
             _ => Some(node.id.clone()),
         }
@@ -180,13 +180,14 @@ impl Derivation<'_> {
     pub(super) fn local_shape(&self, value: usize) -> Vec<u64> {
         let mut shape = self.g.values[value].shape.clone();
         let split = self.layout[value].map_or(super::Split::Whole, |l| l.split);
-        let dim = match split {
-            super::Split::Whole => None,
-            super::Split::Seq | super::Split::Heads => Some(1),
-            super::Split::Last => shape.len().checked_sub(1),
+        let (dim, parts) = match split {
+            super::Split::Whole => (None, 1),
+            super::Split::Seq | super::Split::Heads => (Some(1), self.s.tp),
+            super::Split::Last => (shape.len().checked_sub(1), self.s.tp),
+            super::Split::KvGroups(groups) => (shape.len().checked_sub(1), groups),
         };
         if let Some(d) = dim.filter(|&d| d < shape.len()) {
-            shape[d] /= self.s.tp;
+            shape[d] /= parts;
         }
         shape
     }
@@ -198,11 +199,14 @@ impl Derivation<'_> {
         let t = self.s.tp;
         match (self.modes.get(&op), &self.g.ops[op].kind) {
             (Some(Mode::Column { .. }), _) if shape.len() == 2 => shape[1] /= t,
+            (Some(&Mode::Replicated { groups, .. }), _) if shape.len() == 2 => shape[1] /= groups,
             (Some(Mode::Row), _) if shape.len() == 2 => shape[0] /= t,
             (_, GraphOpKind::BiasAdd) => {
                 let input = self.g.ops[op].operands[0];
-                if self.layout[input].is_some_and(|l| l.split == super::Split::Last) {
-                    shape[0] /= t;
+                match self.layout[input].map(|l| l.split) {
+                    Some(super::Split::Last) => shape[0] /= t,
+                    Some(super::Split::KvGroups(groups)) => shape[0] /= groups,
+                    _ => {}
                 }
             }
             _ => {}
@@ -239,7 +243,7 @@ impl Derivation<'_> {
                         let of = if node.kind == GraphOpKind::Fork { node.results.first() } else { node.operands.first() };
                         of.map(|&v| {
                             let mut shape = self.local_shape(v);
-                            if matches!(self.modes.get(&op), Some(Mode::Column { .. })) {
+                            if matches!(self.modes.get(&op), Some(Mode::Column { .. } | Mode::Replicated { .. })) {
                                 // A column-parallel linear's input gradient is
                                 // a whole partial sum.
                                 shape = self.g.values[v].shape.clone();

@@ -20,9 +20,17 @@
 //!   weight's rows split, its output a partial sum; the first op that needs
 //!   the sum is preceded by a TP *exit* (Megatron's `g`: all-reduce forward,
 //!   or reduce-scatter / all-gather);
-//! - attention reads queries, keys and values split by heads (`heads` and
-//!   `kv_heads` divisible by `tp`); its scores and probabilities are split
-//!   along their heads dimension; element-wise ops keep their input's split.
+//! - attention reads queries, keys and values split by heads (`heads`
+//!   divisible by `tp`); its scores and probabilities are split along their
+//!   heads dimension; element-wise ops keep their input's split;
+//! - key/value heads split over `tp` when it divides them; when there are
+//!   fewer (`tp` a multiple of `kv_heads`, multi-query attention at
+//!   `kv_heads = 1`), the linears producing keys and values are
+//!   *replicated*: each rank computes the one KV head its query heads read,
+//!   whole, from the gathered input (Calculon's multi-query attention,
+//!   which keeps the single KV head on every TP rank). As in Calculon, the
+//!   replicated weights' gradients are not reduced over `tp` (nor are the
+//!   layer norms').
 //!
 //! Recompute (`mapping.recompute`) clones every forward op (`full`) or the
 //! attention core (`attn_only`: the scores and what runs on them before the
@@ -66,6 +74,10 @@ enum Split {
     Last,
     /// Along dimension 1 of `[b, heads, s, s]` (attention scores).
     Heads,
+    /// Keys or values `[b, s, kv x d]` of `kv` heads, fewer than `tp`: each
+    /// rank holds one head (the last dimension divided by `kv`), replicated
+    /// on `tp / kv` ranks.
+    KvGroups(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +112,16 @@ struct Exit {
 
 #[derive(Clone, Copy)]
 enum Mode {
-    Column { entry: usize },
+    Column {
+        entry: usize,
+    },
     Row,
+    /// A key or value projection of `groups` KV heads, fewer than `tp`:
+    /// not split; each rank computes the one head its queries read.
+    Replicated {
+        entry: usize,
+        groups: u64,
+    },
 }
 
 /// A block's distributed work derived from its ModelIR.
@@ -400,7 +420,10 @@ impl<'g> Derivation<'g> {
             GraphOpKind::Matmul => self.linear(op)?,
             GraphOpKind::AttentionScores { heads, kv_heads, .. } | GraphOpKind::AttentionContext { heads, kv_heads, .. } => {
                 let scores = matches!(node.kind, GraphOpKind::AttentionScores { .. });
-                let want = if scores { [Split::Last, Split::Last] } else { [Split::Heads, Split::Last] };
+                // Keys and values: split by heads, or one replicated head
+                // per rank when there are fewer KV heads than ranks.
+                let kv = if self.kv_replicated(*kv_heads) { Split::KvGroups(*kv_heads) } else { Split::Last };
+                let want = if scores { [Split::Last, kv] } else { [Split::Heads, kv] };
                 for (position, split) in want.into_iter().enumerate() {
                     let layout = self.summed(op, position)?;
                     if layout.split != split && self.s.tp > 1 {
@@ -410,10 +433,17 @@ impl<'g> Derivation<'g> {
                         ));
                     }
                 }
-                for (what, count) in [("heads", *heads), ("kv_heads", *kv_heads)] {
-                    if count % self.s.tp != 0 {
-                        return Err(at(&node.id, format!("cannot split {what} ({count}) over mapping.tp = {}", self.s.tp)));
-                    }
+                if heads % self.s.tp != 0 {
+                    return Err(at(&node.id, format!("cannot split heads ({heads}) over mapping.tp = {}", self.s.tp)));
+                }
+                if !kv_heads.is_multiple_of(self.s.tp) && !self.s.tp.is_multiple_of(*kv_heads) {
+                    return Err(at(
+                        &node.id,
+                        format!(
+                            "cannot split kv_heads ({kv_heads}) over mapping.tp = {} nor replicate them (tp must divide them or be a multiple)",
+                            self.s.tp
+                        ),
+                    ));
                 }
                 set(self, Layout { split: if scores { Split::Heads } else { Split::Last }, partial: false });
             }
@@ -423,7 +453,7 @@ impl<'g> Derivation<'g> {
                 let split_dim = match layout.split {
                     Split::Whole => None,
                     Split::Seq | Split::Heads => Some(1),
-                    Split::Last => Some(rank.saturating_sub(1)),
+                    Split::Last | Split::KvGroups(_) => Some(rank.saturating_sub(1)),
                 };
                 if split_dim == Some(*dim) {
                     return Err(at(&node.id, format!("normalizes over dimension {dim}, which is split over tp")));
@@ -439,12 +469,22 @@ impl<'g> Derivation<'g> {
                 if layout.split == Split::Last && heads % self.s.tp != 0 {
                     return Err(at(&node.id, format!("cannot split its {heads} heads over mapping.tp = {}", self.s.tp)));
                 }
+                if let Split::KvGroups(groups) = layout.split {
+                    if heads % groups != 0 {
+                        return Err(at(&node.id, format!("cannot hold one of {groups} KV heads of its {heads} heads per rank")));
+                    }
+                }
                 set(self, layout);
             }
             GraphOpKind::BiasAdd => {
                 let layout = self.summed(op, 0)?;
                 if matches!(layout.split, Split::Last) {
                     self.divisible(op, node.operands[1], 0, "the bias")?;
+                } else if let Split::KvGroups(groups) = layout.split {
+                    let width = self.shape(node.operands[1]).first().copied().unwrap_or(0);
+                    if width % groups != 0 {
+                        return Err(at(&node.id, format!("cannot hold one of {groups} KV heads of the bias ({width}) per rank")));
+                    }
                 } else if layout.split == Split::Heads {
                     return Err(at(&node.id, "adds a bias to attention scores split by heads"));
                 }
@@ -478,6 +518,37 @@ impl<'g> Derivation<'g> {
         })
     }
 
+    /// Whether `kv_heads` key/value heads are replicated over the TP ranks
+    /// (fewer of them than ranks) rather than split.
+    fn kv_replicated(&self, kv_heads: u64) -> bool {
+        !kv_heads.is_multiple_of(self.s.tp)
+    }
+
+    /// The `kv_heads` of the attention reading `op`'s results as keys or
+    /// values (its second operand), through element-wise ops and forks.
+    fn kv_heads_fed(&self, op: usize) -> Option<u64> {
+        self.g.ops[op].results.iter().find_map(|&r| {
+            self.consumers[r].iter().find_map(|&(user, position)| match &self.g.ops[user].kind {
+                GraphOpKind::AttentionScores { kv_heads, .. } | GraphOpKind::AttentionContext { kv_heads, .. } => {
+                    (position == 1).then_some(*kv_heads)
+                }
+                GraphOpKind::Rope { .. } | GraphOpKind::Fork | GraphOpKind::Dropout | GraphOpKind::BiasAdd => self.kv_heads_fed(user),
+                _ => None,
+            })
+        })
+    }
+
+    /// The column-parallel (split) linears of an entry, in program order:
+    /// the ones a tiled entry fuses.
+    fn column_linears(&self, entry: usize) -> impl Iterator<Item = usize> + '_ {
+        self.entries[entry].linears.iter().copied().filter(|l| matches!(self.modes.get(l), Some(Mode::Column { .. })))
+    }
+
+    /// The replicated key/value linears an entry feeds.
+    fn replicated_linears(&self, entry: usize) -> usize {
+        self.entries[entry].linears.iter().filter(|l| matches!(self.modes.get(l), Some(Mode::Replicated { .. }))).count()
+    }
+
     /// The entry of `value`, first read by `consumer` (made on first use).
     fn entry(&mut self, consumer: usize, value: usize) -> usize {
         if let Some(&entry) = self.entry_of.get(&value) {
@@ -505,20 +576,35 @@ impl<'g> Derivation<'g> {
                 Mode::Row
             }
             Split::Whole | Split::Seq => {
-                self.divisible(op, w, 1, "the weight's columns")?;
+                let groups = self.kv_heads_fed(op).filter(|&kv| self.kv_replicated(kv));
+                if let Some(groups) = groups {
+                    if !weight[1].is_multiple_of(groups) {
+                        return Err(at(
+                            &node.id,
+                            format!("cannot hold one of {groups} KV heads of the weight's columns ({}) per rank", weight[1]),
+                        ));
+                    }
+                } else {
+                    self.divisible(op, w, 1, "the weight's columns")?;
+                }
                 let entry = match self.entry_forks.get(&x_producer) {
                     Some(&entry) => entry,
                     None => self.entry(op, x),
                 };
                 self.entries[entry].linears.push(op);
-                Mode::Column { entry }
+                match groups {
+                    Some(groups) => Mode::Replicated { entry, groups },
+                    None => Mode::Column { entry },
+                }
             }
             Split::Heads => return Err(at(&node.id, "multiplies attention scores split by heads")),
+            Split::KvGroups(_) => return Err(at(&node.id, "multiplies keys or values replicated over tp")),
         };
         self.modes.insert(op, mode);
         let out = match mode {
             Mode::Row => Layout { split: Split::Whole, partial: true },
             Mode::Column { .. } => Layout { split: Split::Last, partial: false },
+            Mode::Replicated { groups, .. } => Layout { split: Split::KvGroups(groups), partial: false },
         };
         for &r in &self.g.ops[op].results {
             self.layout[r] = Some(out);
@@ -723,13 +809,19 @@ impl<'g> Derivation<'g> {
         match &node.kind {
             GraphOpKind::Fork => {
                 let entry = self.entry_forks.get(&op);
-                if self.tiled() && entry.is_some() {
-                    return Ok(());
-                }
                 let stored = entry.is_none_or(|&e| !self.dropped(e));
                 let result = node.results.first().copied().ok_or_else(|| at(id, "has no result"))?;
                 // Its backward sums the gradients of the results in use.
-                let users = node.results.iter().filter(|&&r| !self.consumers[r].is_empty()).count() as u64;
+                let mut users = node.results.iter().filter(|&&r| !self.consumers[r].is_empty()).count() as u64;
+                if let (true, Some(&e)) = (self.tiled(), entry) {
+                    // The tiled linear gathers its own input; only the
+                    // replicated key/value linears read the fork (as in
+                    // Calculon's tiled multi-query attention).
+                    users = self.replicated_linears(e) as u64;
+                    if users == 0 {
+                        return Ok(());
+                    }
+                }
                 b.fork(id, self.local(result), users, stored);
             }
             GraphOpKind::LayerNorm => {
@@ -768,8 +860,12 @@ impl<'g> Derivation<'g> {
             GraphOpKind::Rope { .. } => b.rope(id, self.local(first(0)?), recompute),
             GraphOpKind::BiasAdd => {
                 let (x, bias) = (first(0)?, first(1)?);
-                let split = self.layout[x].is_some_and(|l| l.split == Split::Last);
-                let width = g.values[bias].elems() / if split { self.s.tp } else { 1 };
+                let width = g.values[bias].elems()
+                    / match self.layout[x].map(|l| l.split) {
+                        Some(Split::Last) => self.s.tp,
+                        Some(Split::KvGroups(groups)) => groups,
+                        _ => 1,
+                    };
                 b.bias_add(id, self.local(x), width, runs);
             }
             GraphOpKind::Value(_) => {}
@@ -790,15 +886,19 @@ impl<'g> Derivation<'g> {
             Some(&Mode::Column { entry }) => {
                 let e = &self.entries[entry];
                 if tiled {
-                    if e.linears.first() != Some(&op) {
+                    if self.column_linears(entry).next() != Some(op) {
                         return Ok(());
                     }
-                    let width: u64 = e.linears.iter().map(|&l| self.shape(g.ops[l].operands[1])[1]).sum();
-                    let fused = fused_name(e.linears.iter().map(|&l| self.id(l)));
+                    let width: u64 = self.column_linears(entry).map(|l| self.shape(g.ops[l].operands[1])[1]).sum();
+                    let fused = fused_name(self.column_linears(entry).map(|l| self.id(l)));
                     b.tiled_linear(&fused, &e.name, (m, n, width), false, full, self.dropped(entry));
                 } else {
                     b.linear(&node.id, (m, n, k / t), runs, self.residency(x, !self.dropped(entry)));
                 }
+            }
+            Some(&Mode::Replicated { entry, groups }) => {
+                // Untiled even under TP overlap: nothing to communicate.
+                b.linear(&node.id, (m, n, k / groups), runs, self.residency(x, !self.dropped(entry)));
             }
             Some(Mode::Row) => {
                 if tiled {

@@ -39,6 +39,12 @@ FIELDS = [
     ("tp_net", "networks.tp", None), ("pp_net", "networks.pp", None), ("dp_net", "networks.dp", None),
     ("dp_overlap", "estimate_options.data_par_overlap", None),
 ]
+# Shown when the space explores offload (a second memory tier).
+OFFLOAD_FIELDS = [
+    ("weight_offload", "estimate_options.weight_offload", None),
+    ("activations_offload", "estimate_options.activations_offload", None),
+    ("optimizer_offload", "estimate_options.optimizer_offload", None),
+]
 
 
 def value(entry, path, absent):
@@ -58,8 +64,9 @@ def check_table(search_path, table_path, system_path):
     report = json.load(open(search_path))
     lines = open(table_path).read().splitlines()
     top = report["top"]
-    rows = [{name: value(e, path, absent) for name, path, absent in FIELDS} for e in top]
-    differ = {name for name, _, _ in FIELDS if len({r[name] for r in rows}) > 1}
+    fields = FIELDS + (OFFLOAD_FIELDS if report["space"]["offload"] else [])
+    rows = [{name: value(e, path, absent) for name, path, absent in fields} for e in top]
+    differ = {name for name, _, _ in fields if len({r[name] for r in rows}) > 1}
     header_at = next(i for i, l in enumerate(lines) if l.startswith("rank"))
     headers = re.split(r"\s{2,}", lines[header_at].strip())
     assert headers[:2] == ["rank", "index"] and headers[-4:] == ["samples/s", headers[-3], "MFU", "GiB/proc"], headers
@@ -68,7 +75,7 @@ def check_table(search_path, table_path, system_path):
     assert set(shown) == differ, f"columns {shown}, fields that differ {sorted(differ)}"
     same = next((l for l in lines[:header_at] if l.startswith("Same in every row: ")), "")
     listed = dict(pair.rsplit(" ", 1) for pair in same[len("Same in every row: "):].split(", ") if pair)
-    assert listed == {n: rows[0][n] for n, _, _ in FIELDS if n not in differ}, (listed, rows[0])
+    assert listed == {n: rows[0][n] for n, _, _ in fields if n not in differ}, (listed, rows[0])
     system = json.load(open(system_path))
     peak = system["matrix"][report["space"]["datatype"]]["tflops"] * 1e12
     m = report["model"]
@@ -93,16 +100,19 @@ def check_table(search_path, table_path, system_path):
         assert abs(got / expected - 1) < 0.03, f"MFU {got}, analytical {expected}"
         assert abs(entry["mfu"] - got) <= 0.0005 + 1e-12, (entry["mfu"], got)
     print(f"table: {len(top)} rows in rank order; columns {', '.join(shown)} (the fields that differ); "
-          f"the other {len(FIELDS) - len(shown)} fields once; MFU within 3% of the analytical count")
+          f"the other {len(fields) - len(shown)} fields once; MFU within 3% of the analytical count")
 
 
 def check_csv(search_path, csv_path):
     report = json.load(open(search_path))
     rows = list(csv.DictReader(open(csv_path)))
     assert len(rows) == len(report["top"])
+    fields = FIELDS + (OFFLOAD_FIELDS if report["space"]["offload"] else [])
     for rank, (row, entry) in enumerate(zip(rows, report["top"]), 1):
         assert int(row["rank"]) == rank and int(row["index"]) == entry["index"]
-        for name, path, absent in FIELDS:
+        assert set(row) == {"rank", "index", *(n for n, _, _ in fields), "sample_rate", "step_seconds", "mfu",
+                            "memory_bytes_per_processor", "memory_gib_per_processor"}, sorted(row)
+        for name, path, absent in fields:
             assert row[name] == value(entry, path, absent), (name, row[name])
         assert float(row["sample_rate"]) == entry["sample_rate"]
         assert float(row["step_seconds"]) == entry["total_time"]

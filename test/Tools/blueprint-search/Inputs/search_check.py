@@ -73,6 +73,9 @@ def execution(e):
         "pipeline_interleaving": m["pipeline_interleaving"], "optimizer_sharding": m["optimizer_sharding"],
         "tensor_par_comm_type": m["tp_comm"], "tensor_par_overlap": m.get("tp_overlap", "none"),
         "seq_par_ag_redo": m["seq_par_ag_redo"], "data_par_overlap": e["estimate_options"]["data_par_overlap"],
+        "weight_offload": e["estimate_options"].get("weight_offload", False),
+        "activations_offload": e["estimate_options"].get("activations_offload", False),
+        "optimizer_offload": e["estimate_options"].get("optimizer_offload", False),
     }
 
 
