@@ -282,7 +282,9 @@ fn heads(op: OperationRef, q: Value, kv: Value, probabilities: bool) -> Result<H
     let width = |v: Value| shape_of(v).last().copied().unwrap_or(0);
     let heads = if probabilities { shape_of(q).get(1).copied().unwrap_or(0) } else { width(q) / d };
     let h = Heads { heads, kv: width(kv) / d, d };
-    let share = h.kv > 0 && h.heads > 0 && all % h.heads == 0 && all_kv % h.kv == 0 && h.heads * all_kv == h.kv * all;
+    // A share: some of the query heads, and the key/value heads they read
+    // (a TP rank's part of them, or one replicated head).
+    let share = h.kv > 0 && h.heads > 0 && all % h.heads == 0 && all_kv % h.kv == 0 && h.heads % h.kv == 0;
     if !share {
         return Err(format!(
             "has operands of {} query and {} key/value heads (of head_dim {d}), which are not a share of its {all} and {all_kv} heads",
