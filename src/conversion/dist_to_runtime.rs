@@ -432,14 +432,8 @@ fn prepare_groups(module: OperationRef, lowerings: &[Lowering], names: &mut OpNa
         let first = unsafe { OperationRef::from_raw(first.to_raw()) };
         let Some(at) = Emitter::new(first) else { continue };
         // Announced, so a failure (a world that is not the mesh) names it.
-        let location = function.location().to_string();
-        let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
-        let mut text = format!("'mesh groups of @{}' at {location}", str_attr(function, "sym_name").unwrap_or("?"));
-        text.retain(|c| c.is_ascii() && !c.is_ascii_control());
-        let (symbol, len) = names.symbol(&text);
-        let name = Emitter::value(at.op("memref.get_global", &[], &[&format!("memref<{len}xi8>")], &[("name", &format!("@{symbol}"))]));
-        let name = Emitter::value(at.op("memref.cast", &[name], &["memref<*xi8>"], &[]));
-        at.op("func.call", &[name], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Op.symbol()))]);
+        let what = format!("'mesh groups of @{}'", str_attr(function, "sym_name").unwrap_or("?"));
+        announce(&at, names, &at_location(&what, function.location()));
         for (team, shape, axes) in &groups {
             let size: i64 = axes.iter().map(|&a| shape.get(a as usize).copied().unwrap_or(1)).product();
             let team = at.constant(*team, "i64");
@@ -583,14 +577,8 @@ fn bytes_attribute<'c>(anchor: OperationRef<'c, '_>, bytes: &[u8]) -> melior::ir
 fn lower_assert(op: OperationRef, names: &mut OpNames) {
     let Some(at) = Emitter::new(op) else { return };
     let Ok(condition) = op.operand(0) else { return };
-    let location = op.location().to_string();
-    let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
-    let mut message = format!("{} at {location}", str_attr(op, "msg").unwrap_or("cf.assert"));
-    // Printable ASCII only (the bytes go into an i8 global).
-    message.retain(|c| c.is_ascii() && !c.is_ascii_control());
-    let (symbol, len) = names.symbol(&message);
-    let text = Emitter::value(at.op("memref.get_global", &[], &[&format!("memref<{len}xi8>")], &[("name", &format!("@{symbol}"))]));
-    let text = Emitter::value(at.op("memref.cast", &[text], &["memref<*xi8>"], &[]));
+    let message = at_location(str_attr(op, "msg").unwrap_or("cf.assert"), op.location());
+    let text = global_text(&at, names, &message);
     let flag = Emitter::value(at.op("arith.extui", &[condition], &["i64"], &[]));
     at.op("func.call", &[flag, text], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Assert.symbol()))]);
     erase(op);
@@ -598,18 +586,33 @@ fn lower_assert(op: OperationRef, names: &mut OpNames) {
 
 /// How an error names an op: `'id' at file:line:col`.
 fn op_name(op: OperationRef) -> String {
-    let location = op.location().to_string();
-    let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
     // The two ends of a transfer announce the transfer they make together
     // (convert-dist-step-to-linalg's per-stage steps), each end its own op.
     let id = str_attr(op, crate::conversion::model_to_linalg::distributed::TRANSFER_ATTRIBUTE).or_else(|| str_attr(op, "id"));
-    let mut name = match id {
-        Some(id) => format!("'{id}' at {location}"),
-        None => format!("'{}' at {location}", name_of(op)),
-    };
-    // Printable ASCII only (the bytes go into an i8 global).
-    name.retain(|c| c.is_ascii() && !c.is_ascii_control());
-    name
+    at_location(&format!("'{}'", id.map_or_else(|| name_of(op), str::to_string)), op.location())
+}
+
+/// `what at file:line:col`, printable ASCII only (the bytes go into an
+/// `i8` global).
+fn at_location(what: &str, location: Location) -> String {
+    let location = location.to_string();
+    let location = location.strip_prefix("loc(").and_then(|l| l.strip_suffix(')')).unwrap_or(&location).replace('"', "");
+    let mut text = format!("{what} at {location}");
+    text.retain(|c| c.is_ascii() && !c.is_ascii_control());
+    text
+}
+
+/// `text` as an unranked `i8` memref (its global, made once).
+fn global_text<'c, 'a>(at: &Emitter<'c, 'a>, names: &mut OpNames, text: &str) -> Value<'c, 'a> {
+    let (symbol, len) = names.symbol(text);
+    let global = Emitter::value(at.op("memref.get_global", &[], &[&format!("memref<{len}xi8>")], &[("name", &format!("@{symbol}"))]));
+    Emitter::value(at.op("memref.cast", &[global], &["memref<*xi8>"], &[]))
+}
+
+/// Announces `text` as the op whose runtime calls follow (`_bprt_op`).
+fn announce(at: &Emitter, names: &mut OpNames, text: &str) {
+    let name = global_text(at, names, text);
+    at.op("func.call", &[name], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Op.symbol()))]);
 }
 
 fn lower(l: &Lowering, names: &mut OpNames) {
@@ -635,10 +638,7 @@ fn lower(l: &Lowering, names: &mut OpNames) {
         let (scope, inner) = at.alloca_scope();
         (scope, inner)
     };
-    let (symbol, len) = names.symbol(&op_name(op));
-    let name = Emitter::value(at.op("memref.get_global", &[], &[&format!("memref<{len}xi8>")], &[("name", &format!("@{symbol}"))]));
-    let name = Emitter::value(at.op("memref.cast", &[name], &["memref<*xi8>"], &[]));
-    at.op("func.call", &[name], &["i64"], &[("callee", &format!("@{}", RuntimeFunction::Op.symbol()))]);
+    announce(&at, names, &op_name(op));
     let team = at.constant(l.team, "i64");
     let mut arguments = vec![team];
     match l.function {

@@ -25,7 +25,6 @@
 
 use std::collections::HashMap;
 
-use melior::dialect::DialectHandle;
 use melior::{
     ir::{
         operation::{OperationBuilder, OperationLike},
@@ -52,14 +51,7 @@ crate::ir::pass_macro::external_pass!(
     "convert-dist-step-to-linalg",
     "Lower the training step a derived program describes to one rank's @train_step on linalg and tensor collectives",
     run,
-    &[
-        DialectHandle::linalg(),
-        DialectHandle::tensor(),
-        DialectHandle::arith(),
-        DialectHandle::scf(),
-        // SAFETY: the handle getter has no preconditions.
-        unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__math__()) },
-    ]
+    &super::lowering_dialects()
 );
 
 fn run(module: OperationRef, pass: ExternalPass) {

@@ -54,7 +54,12 @@ crate::ir::pass_macro::external_pass!(
     "convert-model-to-linalg",
     "Lower decomposed float32 ModelIR to linalg on tensors (and, under a training spec, the whole training step as @train_step)",
     run,
-    &[
+    &lowering_dialects()
+);
+
+/// The dialects the ModelIR lowerings emit.
+fn lowering_dialects() -> [DialectHandle; 5] {
+    [
         DialectHandle::linalg(),
         DialectHandle::tensor(),
         DialectHandle::arith(),
@@ -62,7 +67,7 @@ crate::ir::pass_macro::external_pass!(
         // SAFETY: the handle getter has no preconditions.
         unsafe { DialectHandle::from_raw(mlir_sys::mlirGetDialectHandle__math__()) },
     ]
-);
+}
 
 /// The name of the whole-step function.
 pub const TRAIN_STEP: &str = "train_step";
