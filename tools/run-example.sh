@@ -37,3 +37,12 @@ echo "== 3. the fastest way to train megatron-126M on 8 A100s (batch up to 8)" >
   --system "$systems/a100_nomem2.json" --procs 8 --max-batch 8 --top 3 \
   -o "$out/search.json" --emit-plan "$out/best.mlir"
 echo "   report: $out/search.json; best plan: $out/best.mlir" >&2
+
+echo "== 4. a derived training step runs: 2 stages x 2 tensor- x 2 data-parallel ranks (8 in-process ranks)" >&2
+step_spec=test/Execution/Inputs/gpt-4blocks-adam-pp2-tp2-dp2.json
+python3 test/Execution/Inputs/st.py "$step_spec" "$out/params.safetensors" "$out/inputs.safetensors"
+"$bin/blueprint-translate" --import-transformer-training "$step_spec" \
+  | "$bin/blueprint-opt" --model-decompose-transformer --distribute-transformer-training -o "$out/step.mlir"
+"$bin/blueprint-run" "$out/step.mlir" --train-step --params "$out/params.safetensors" --inputs "$out/inputs.safetensors" \
+  -o "$out/step-out.safetensors" --comm-report | grep '^comm-report total'
+echo "   outputs: $out/step-out.safetensors (gradients, updated parameters, Adam state); under mpirun -np 8 each process is one rank" >&2
