@@ -37,6 +37,8 @@ enum Mode {
     InferenceFacts,
     ExportWorkSummary,
     Estimate,
+    /// `--parameters MODEL.json`.
+    Parameters,
     /// `--spec-schema training|inference`.
     SpecSchema(SpecKind),
     /// `--spec-reference`.
@@ -53,6 +55,7 @@ MODES:\n\
 \x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\
 \x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\
 \x20 --estimate --calculon M.json E.json S.json  The same for Calculon's model, execution and system files as they are\n\
+\x20 --parameters MODEL.json                  Parameters of a model (Calculon model file, Hugging Face config or spec) as JSON, also as Calculon counts them\n\
 \x20 --spec-schema training|inference         The JSON Schema of a spec (docs/spec/*.schema.json)\n\
 \x20 --spec-reference                          The spec field tables of docs/SPEC.md, as Markdown\n\n\
 OPTIONS:\n\
@@ -131,6 +134,7 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
             "--transformer-inference-facts" => set(Mode::InferenceFacts, &mut mode)?,
             "--export-work-summary" => set(Mode::ExportWorkSummary, &mut mode)?,
             "--estimate" => set(Mode::Estimate, &mut mode)?,
+            "--parameters" => set(Mode::Parameters, &mut mode)?,
             "--spec-schema" => {
                 let kind = iter
                     .next()
@@ -198,6 +202,14 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
             serde_json::to_string_pretty(&facts).map_err(|e| e.to_string())? + "\n"
         }
         Mode::ExportWorkSummary => export_summary(&name, &bytes)?,
+        Mode::Parameters => {
+            let text = std::str::from_utf8(&bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
+            let stem = std::path::Path::new(&name).file_stem().map(|s| s.to_string_lossy().trim_end_matches(".config").to_string());
+            let model =
+                crate::analysis::workload::ModelSpec::from_any_json(text, stem.as_deref()).map_err(|e| format!("{name}: error: {e}"))?;
+            let counted = crate::analysis::workload::parameters::count(&model).map_err(|e| format!("{name}: error: {e}"))?;
+            serde_json::to_string_pretty(&counted).map_err(|e| e.to_string())? + "\n"
+        }
         Mode::SpecSchema(_) | Mode::SpecReference => unreachable!("handled before reading input"),
         Mode::Estimate => return finish_estimate(estimate_plan(&name, &bytes, &estimate)?, output.as_deref()),
     };

@@ -27,6 +27,7 @@ pub mod graph_derivation;
 pub mod inference;
 pub mod inference_spec;
 pub mod invocation;
+pub mod parameters;
 pub(crate) mod rules;
 pub mod schema;
 pub mod spec;
