@@ -42,7 +42,7 @@ use crate::{
     dialect::{dist::mesh::Mesh, model::binding::read_spec, model::binding::TRAINING_SPEC},
     ir::{
         ods::{OpKind, Phase},
-        read::{defining_op, enum_attr, int_attr, name_of, region_ops, str_attr, tensor_shape, type_string},
+        read::{defining_op, enum_attr, int_attr, name_of, region_ops, str_attr, type_string},
     },
 };
 
@@ -251,7 +251,7 @@ fn read<'c, 'm>(
     if distribution.parameter_gather.is_some() {
         for (p, step) in t.params.iter().filter_map(|p| Some((*p, optimizer_of(t, *p)?))) {
             let Some(local) = p.result(0).ok().and_then(|v| distribution.local.get(&key(v.into())).copied()) else { continue };
-            let shape: Vec<i64> = tensor_shape(local).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect();
+            let shape = super::linalg::type_dims(local);
             let flat = Split { dim: -1, axis: "dp".into(), flat: Some(shape) };
             let id = |op: OperationRef| str_attr(op, "id").unwrap_or_default().to_string();
             for block in 0..spec.model.blocks {
@@ -442,7 +442,7 @@ fn optimizer_of<'c, 'm>(t: &Trained<'c, 'm>, p: OperationRef<'c, 'm>) -> Option<
 /// How a rank's `local` slice of a tensor of type `whole` is split over
 /// the `tp` ranks of tensor parallelism (`None`: whole on every rank).
 fn split_of(whole: Type, local: Type, tp: i64) -> Result<Option<Split>, String> {
-    let dims = |t: Type| tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let dims = super::linalg::type_dims;
     let (w, l) = (dims(whole), dims(local));
     let differ: Vec<usize> = (0..w.len().min(l.len())).filter(|i| w[*i] != l[*i]).collect();
     match differ[..] {
@@ -470,7 +470,7 @@ pub(super) fn collective<'c, 'a>(
     group: i64,
 ) -> Result<Value<'c, 'a>, String> {
     const SEQUENCE: usize = 1;
-    let mut shape: Vec<i64> = tensor_shape(input.r#type()).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect();
+    let mut shape = super::linalg::type_dims(input.r#type());
     let bytes = |shape: &[i64]| Some(shape.iter().product::<i64>() * 4);
     let kind = OpKind::of(template);
     if !matches!(kind, Some(OpKind::DistAllGather | OpKind::DistReduceScatter)) {
@@ -535,7 +535,7 @@ pub(super) fn transfer<'c, 'a>(
     microbatch: u64,
     sends: bool,
 ) -> Result<Value<'c, 'a>, String> {
-    let bytes = Some(tensor_shape(input.r#type()).unwrap_or_default().iter().map(|d| d.unwrap_or(0)).product::<i64>() * 4);
+    let bytes = Some(super::linalg::type_dims(input.r#type()).iter().product::<i64>() * 4);
     check_bytes(template, input, bytes)?;
     let pair = format!("{}@mb{microbatch}", str_attr(template, "id").unwrap_or("p2p"));
     let id = format!("{pair}.{}", if sends { "send" } else { "recv" });
@@ -588,7 +588,7 @@ pub(super) fn optimize_sharded<'c, 'g, 'm>(
     let dps = l.index_constant(entry, dp).map_err(built)?;
     let coordinate = op("arith.divui", &[rank, stride], &[]).map_err(fail)?;
     let coordinate = op("arith.remui", &[coordinate, dps], &[]).map_err(fail)?;
-    let dims = |v: Value| tensor_shape(v.r#type()).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let dims = |v: Value| super::linalg::type_dims(v.r#type());
     let flatten = |v: Value<'c, 'g>| -> Result<Value<'c, 'g>, crate::dialect::builder::BuildError> {
         let d = dims(v);
         if d.len() == 1 {

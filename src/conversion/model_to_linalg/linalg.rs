@@ -103,6 +103,32 @@ impl<'c> Lin<'c> {
         self.push(block, op, name)?.into_iter().next().ok_or(BuildError { op: name })
     }
 
+    /// `func.func private @name(inputs) -> outputs` around `region` (its
+    /// body, written), marked `noinline` when asked.
+    pub fn private_function(
+        &self,
+        name: &str,
+        inputs: &[Type<'c>],
+        outputs: &[Type<'c>],
+        region: Region<'c>,
+        noinline: bool,
+    ) -> R<Operation<'c>> {
+        let b = &self.b;
+        let mut attributes = vec![
+            (self.id("sym_name"), b.string(name)),
+            (self.id("function_type"), b.type_attribute(b.function_type(inputs, outputs))),
+            (self.id("sym_visibility"), b.string("private")),
+        ];
+        if noinline {
+            attributes.push((self.id("passthrough"), b.array(&[b.string("noinline")])));
+        }
+        OperationBuilder::new("func.func", self.loc)
+            .add_attributes(&attributes)
+            .add_regions([region])
+            .build()
+            .map_err(|_| BuildError { op: "func.func" })
+    }
+
     /// `tensor.empty() : tensor<shape x f32>`.
     pub fn empty<'a>(&self, block: &BlockRef<'c, 'a>, shape: &[i64]) -> R<Value<'c, 'a>> {
         self.one(block, OperationBuilder::new("tensor.empty", self.loc).add_results(&[self.tensor(shape)]).build(), "tensor.empty")
@@ -527,6 +553,12 @@ impl<'c, 'b> Scalar<'c, 'b> {
 /// `value.r#type()`'s static shape.
 pub(super) fn shape_of(value: Value) -> Vec<i64> {
     crate::ir::read::tensor_shape(value.r#type()).unwrap_or_default().into_iter().map(|d| d.unwrap_or(-1)).collect()
+}
+
+/// A static tensor type's dimensions (a dynamic one as 0: the lowerings
+/// build static shapes only, and the validation refused the others).
+pub(super) fn type_dims(ty: Type) -> Vec<i64> {
+    crate::ir::read::tensor_shape(ty).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect()
 }
 
 /// `attribute` as an `f64`.

@@ -465,7 +465,6 @@ fn phase_function<'c, 'g, 'm>(
     at: OperationRef<'c, 'm>,
 ) -> Result<Vec<Type<'c>>, Failure<'c, 'm>> {
     let built = |e: BuildError| (at, e.to_string());
-    let b = &lin.b;
     let inputs: Vec<Type<'c>> = args.iter().map(|(_, t)| *t).collect();
     let loc = at.location();
     let region = Region::new();
@@ -484,18 +483,7 @@ fn phase_function<'c, 'g, 'm>(
     }
     let outputs: Vec<Type<'c>> = returned.iter().map(|v| v.r#type()).collect();
     body.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
-    let id = |n: &str| Identifier::new(lin.ctx, n);
-    let op = OperationBuilder::new("func.func", loc)
-        .add_attributes(&[
-            (id("sym_name"), b.string(name)),
-            (id("function_type"), b.type_attribute(b.function_type(&inputs, &outputs))),
-            (id("sym_visibility"), b.string("private")),
-            (id("passthrough"), b.array(&[b.string("noinline")])),
-        ])
-        .add_regions([region])
-        .build()
-        .map_err(|_| built(BuildError { op: "func.func" }))?;
-    generated.body().append_operation(op);
+    generated.body().append_operation(lin.at(loc).private_function(name, &inputs, &outputs, region, true).map_err(built)?);
     Ok(outputs)
 }
 
@@ -723,7 +711,7 @@ fn train_step<'c, 'g, 'm>(
     let dp = i64::try_from(distribution.data_parallel).unwrap_or(1);
     let optimizer_shard = if distribution.parameter_gather.is_some() {
         let part = |(v, ty): &(Value<'c, 'm>, Type<'c>)| -> Result<(Value<'c, 'm>, Type<'c>), Failure<'c, 'm>> {
-            let n: i64 = crate::ir::read::tensor_shape(*ty).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).product();
+            let n: i64 = linalg::type_dims(*ty).iter().product();
             if n % dp != 0 {
                 return Err((
                     function,
@@ -816,8 +804,7 @@ fn train_step<'c, 'g, 'm>(
     let dy_all = arg(&entry, blocks * n_params + 1).map_err(built)?;
 
     // Loop-carried: block.out, block.in.grad, every block's gradients.
-    let shape =
-        |t: Type<'c>| crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let shape = linalg::type_dims;
     let mut inits = vec![l.empty(&entry, &whole).map_err(built)?, l.empty(&entry, &whole).map_err(built)?];
     for _ in 0..blocks {
         for g in grad_types {
@@ -954,8 +941,7 @@ fn optimize<'c, 'g, 'm>(
             }
         }
     }
-    let shape =
-        |t: Type<'c>| crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect::<Vec<i64>>();
+    let shape = linalg::type_dims;
     let zeros: Vec<Value<'c, 'g>> =
         phases.states.iter().map(|ty| l.full(entry, &shape(*ty), 0.0)).collect::<Result<_, _>>().map_err(built)?;
     let mut returned = Vec::new();

@@ -105,7 +105,7 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         let grad_types = &phases.backward.1[1..];
         let mut grads: Vec<Vec<Value<'c, 'g>>> = blocks
             .iter()
-            .map(|_| grad_types.iter().map(|t| l.full(&entry, &dims(*t), 0.0)).collect::<Result<_, _>>())
+            .map(|_| grad_types.iter().map(|t| l.full(&entry, &linalg::type_dims(*t), 0.0)).collect::<Result<_, _>>())
             .collect::<Result<_, _>>()
             .map_err(built)?;
         let (mut out_acc, mut in_grad_acc) =
@@ -304,28 +304,14 @@ fn private_function<'c>(
     outputs: &[Type<'c>],
     build: impl for<'a> FnOnce(&melior::ir::BlockRef<'c, 'a>) -> Result<Vec<Value<'c, 'a>>, BuildError>,
 ) -> Result<(), BuildError> {
-    use melior::ir::{operation::OperationBuilder, Block, Identifier, Region, RegionLike};
+    use melior::ir::{Block, Region, RegionLike};
     let b = &l.b;
     let region = Region::new();
     let body = region.append_block(Block::new(&inputs.iter().map(|t| (*t, l.loc)).collect::<Vec<_>>()));
     let returned = build(&body)?;
     body.append_operation(b.func_return(&returned, l.loc)?);
-    let id = |n: &str| Identifier::new(l.ctx, n);
-    let function = OperationBuilder::new("func.func", l.loc)
-        .add_attributes(&[
-            (id("sym_name"), b.string(name)),
-            (id("function_type"), b.type_attribute(b.function_type(inputs, outputs))),
-            (id("sym_visibility"), b.string("private")),
-        ])
-        .add_regions([region])
-        .build()
-        .map_err(|_| BuildError { op: "func.func" })?;
-    generated.body().append_operation(function);
+    generated.body().append_operation(l.private_function(name, inputs, outputs, region, false)?);
     Ok(())
-}
-
-fn dims(t: Type) -> Vec<i64> {
-    crate::ir::read::tensor_shape(t).unwrap_or_default().into_iter().map(|d| d.unwrap_or(0)).collect()
 }
 
 /// A channel per boundary transfer: a twin of the transfers' mesh (same

@@ -155,7 +155,7 @@ fn outline<'c, 'g, 'm>(
     values: &[Value<'c, 'm>],
     name: &str,
 ) -> Result<Vec<melior::ir::Type<'c>>, String> {
-    use melior::ir::{block::BlockLike, operation::OperationBuilder, Identifier, RegionLike};
+    use melior::ir::{block::BlockLike, RegionLike};
     let lin = cx.lin;
     let b = &lin.b;
     // The lowered types (a rank's shards are not the ModelIR's types).
@@ -174,17 +174,7 @@ fn outline<'c, 'g, 'm>(
     }
     let results: Vec<melior::ir::Type<'c>> = returned.iter().map(|v| v.r#type()).collect();
     body.append_operation(b.func_return(&returned, lin.loc)?);
-    let id = |n: &str| Identifier::new(lin.ctx, n);
-    let function = OperationBuilder::new("func.func", lin.loc)
-        .add_attributes(&[
-            (id("sym_name"), b.string(name)),
-            (id("function_type"), b.type_attribute(b.function_type(&inputs, &results))),
-            (id("sym_visibility"), b.string("private")),
-            (id("passthrough"), b.array(&[b.string("noinline")])),
-        ])
-        .add_regions([region])
-        .build()
-        .map_err(|_| "cannot outline its lowering".to_string())?;
+    let function = lin.private_function(name, &inputs, &results, region, true).map_err(|_| "cannot outline its lowering".to_string())?;
     outliner.module.append_operation(function);
     Ok(results)
 }
