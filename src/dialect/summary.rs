@@ -882,12 +882,14 @@ pub fn model_work_in<'c, 'a>(
     kinds: &[Option<OpKind>],
 ) -> Result<(LayerWork<'c, 'a>, Option<BlockFacts>), SummaryError> {
     use crate::{
-        analysis::workload::{derive_from_graph, derive_training_block, pipeline_message_bytes, Engine, TrainingSpec},
+        analysis::workload::{derive_from_graph, derive_training_block, partial_gradients, pipeline_message_bytes, Engine, TrainingSpec},
         dialect::model::binding::{read_spec, TRAINING_SPEC},
         ir::lineage::{model_op_id, phase_name, primitive_name},
     };
     let served = module.attribute(crate::dialect::model::binding::INFERENCE_SPEC).is_ok();
     let mut lineage = std::collections::HashMap::new();
+    // The weight gradients summed over TP once per step.
+    let mut partial = Vec::new();
     let (invocations, memory, facts, coarse, spec) = if !served {
         let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))?;
         let coarse = kinds.contains(&Some(OpKind::ModelDecoderTraining));
@@ -901,9 +903,13 @@ pub fn model_work_in<'c, 'a>(
                     None => SummaryError::Block(e.message),
                 })?;
                 lineage = derived.lineage;
+                partial = derived.partial_gradients;
                 derived.derivation
             }
-            None => derive_training_block(&spec)?,
+            None => {
+                partial = partial_gradients(&spec)?;
+                derive_training_block(&spec)?
+            }
         };
         let facts = BlockFacts::from_derivation(&derivation, &spec);
         (derivation.invocations, BTreeMap::new(), Some(facts), coarse, Some(spec))
@@ -974,6 +980,12 @@ pub fn model_work_in<'c, 'a>(
         if map.pp > 1 {
             tasks.push(transfer("send_activation", "forward", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
             tasks.push(transfer("send_gradient", "activation_gradient", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
+        }
+        let elem = spec.workload.datatype.bytes();
+        for p in &partial {
+            let mut sum = transfer("", "optimizer", "all_reduce", TaskClass::TensorParallel, p.message_bytes(elem), blocks);
+            sum.id = Cow::Owned(p.name());
+            tasks.push(sum);
         }
         if map.dp > 1 {
             let reduce = if map.optimizer_sharding { "reduce_scatter" } else { "all_reduce" };

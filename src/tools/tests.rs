@@ -322,14 +322,17 @@ fn strategy_sweep() -> Vec<TrainingSpec> {
 /// oracle case and over every strategy choice.
 #[test]
 fn the_derivation_from_modelir_equals_the_algebra() {
-    use crate::analysis::workload::{derive_from_graph, derive_training_block};
+    use crate::analysis::workload::{derive_from_graph, derive_training_block, partial_gradients};
     let mut specs: Vec<TrainingSpec> = all_oracle_cases().iter().map(spec_of).collect();
     let oracle = specs.len();
     specs.extend(strategy_sweep());
     assert_eq!(specs.len(), oracle + 2 * 81, "the sweep covers the strategy space");
     for (i, spec) in specs.iter().enumerate() {
         let want = derive_training_block(spec).expect("the algebra derives");
-        let got = derive_from_graph(&decomposed_graph(spec), spec).unwrap_or_else(|e| panic!("spec {i}: {:?}: {e}", e.op)).derivation;
+        let derived = derive_from_graph(&decomposed_graph(spec), spec).unwrap_or_else(|e| panic!("spec {i}: {:?}: {e}", e.op));
+        let want_partial = partial_gradients(spec).expect("the algebra derives");
+        assert_eq!(derived.partial_gradients, want_partial, "spec {i} ({:?}): the partial gradients", spec.mapping);
+        let got = derived.derivation;
         let names = |d: &crate::analysis::workload::BlockDerivation| d.invocations.iter().map(|v| v.name.clone()).collect::<Vec<_>>();
         assert_eq!(names(&got), names(&want), "spec {i} ({:?}): the tasks", spec.mapping);
         for (g, w) in got.invocations.iter().zip(&want.invocations) {

@@ -50,7 +50,9 @@ fn gather(task: &TaskFacts, phase: Phase) -> TaskFacts {
 pub fn edge_tp_tasks(tasks: &[TaskFacts], spec: &TrainingSpec) -> Result<Vec<TaskFacts>, EstimateError> {
     let recompute = spec.mapping.recompute;
     let mut edge = Vec::new();
-    for task in tasks.iter().filter(|t| t.class == TaskClass::TensorParallel) {
+    // (The once-per-step sums of partial weight gradients are not the
+    // block's TP communication: the estimate leaves them out.)
+    for task in tasks.iter().filter(|t| t.class == TaskClass::TensorParallel && t.phase != Phase::Optimizer) {
         if task.capability != Capability::AllReduce {
             edge.push(task.clone());
             continue;

@@ -130,8 +130,16 @@ fn kind(task: &TaskFacts, rates: &Rates) -> Result<Kind, EstimateError> {
             let Some(op) = op else {
                 return Err(fail("a tensor-parallel task needs capability all_reduce, reduce_scatter or all_gather"));
             };
+            if task.phase == Phase::Optimizer && task.capability == Capability::AllReduce {
+                // The once-per-step sum of the weight gradients that are
+                // partial over TP (norms under sequence parallelism,
+                // replicated key/value heads): Calculon does not count it,
+                // and the estimate follows Calculon (the plan states its
+                // bytes).
+                return Ok(Kind::Skip);
+            }
             if !matches!(task.phase, Phase::Forward | Phase::ActivationGradient | Phase::Recommunication) {
-                return Err(fail("tensor-parallel collectives run in the forward, activation_gradient or recommunication phase"));
+                return Err(fail("tensor-parallel collectives run in the forward, activation_gradient or recommunication phase, or (an all-reduce of partial weight gradients) once per step in the optimizer phase"));
             }
             let group = task.group_size.unwrap_or(rates.tp);
             // Calculon: a TP layer over one peer moves and computes nothing.

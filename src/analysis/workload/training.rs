@@ -26,6 +26,51 @@ pub fn derive_training_block(spec: &TrainingSpec) -> Result<BlockDerivation, Spe
     Ok(derive_validated(spec))
 }
 
+/// The weight gradients of the spec's block that are partial sums over the
+/// TP ranks (see [`super::PartialGradient`]), as the ModelIR derivation
+/// finds them in the decomposed block: both norms' parameters under
+/// sequence parallelism, and the key and value weights when their heads
+/// are replicated over TP. Calculon counts neither reduction.
+///
+/// # Errors
+/// When the spec is not valid.
+pub fn partial_gradients(spec: &TrainingSpec) -> Result<Vec<super::PartialGradient>, SpecError> {
+    spec.validate_counted()?;
+    let dims = Dims::new(spec);
+    let mut out = Vec::new();
+    if dims.tp <= 1 {
+        return Ok(out);
+    }
+    let partial = |source: &str, params: &[&str], elems: u64, groups: u64| super::PartialGradient {
+        source: source.to_string(),
+        params: params.iter().map(|p| format!("{source}.{p}")).collect(),
+        elems,
+        groups,
+    };
+    let layer_norm = spec.model.norm == Norm::LayerNorm;
+    let norm = |source: &str| {
+        if layer_norm {
+            partial(source, &["scale", "bias"], 2 * dims.hidden, 1)
+        } else {
+            partial(source, &["scale"], dims.hidden, 1)
+        }
+    };
+    let [attn_norm, mlp_norm] = if layer_norm { ["attn.ln", "mlp.ln"] } else { ["attn.norm", "mlp.norm"] };
+    if dims.sequence_parallel {
+        out.push(norm(attn_norm));
+    }
+    if dims.kv_replicated() {
+        let groups = dims.kv_heads;
+        for source in ["attn.k", "attn.v"] {
+            out.push(partial(source, &["weight"], dims.hidden * dims.kv_local_width(), groups));
+        }
+    }
+    if dims.sequence_parallel {
+        out.push(norm(mlp_norm));
+    }
+    Ok(out)
+}
+
 /// Sizes shared by the whole block. Products stay below 2^64 because
 /// validation bounds `b·s·h·max(h, f, s)`.
 struct Dims {

@@ -142,6 +142,7 @@ fn read<'c, 'm>(
         gradient_reduction: None,
         pipeline: pipelined,
         parameter_gather: None,
+        partial_sums: Vec::new(),
         mesh: (mesh_name.to_string(), mesh.axes.clone(), mesh.shape.clone()),
     };
     let key = |v: Value| v.to_raw().ptr as usize;
@@ -154,8 +155,8 @@ fn read<'c, 'm>(
     templates.sort_by_key(|(at, _)| *at);
     let mut templates = templates.into_iter();
     let (_, first) = templates.next().ok_or((chunk, format!("{PASS}: the step has no block template")))?;
-    (distribution.forward, distribution.backward, distribution.gradient_reduction, distribution.parameter_gather) =
-        (first.forward, first.backward, first.gradient_reduction, first.parameter_gather);
+    (distribution.forward, distribution.backward, distribution.gradient_reduction, distribution.parameter_gather, distribution.partial_sums) =
+        (first.forward, first.backward, first.gradient_reduction, first.parameter_gather, first.partial_sums);
     if let Some(pipeline) = &mut distribution.pipeline {
         for ((stage, c), template) in templates {
             let place = usize::try_from(stage)
@@ -287,7 +288,8 @@ fn read_template<'c, 'm>(
     let mut tasks: HashMap<(usize, bool), OperationRef<'c, 'm>> = HashMap::new();
     let mut after: HashMap<usize, Vec<OperationRef<'c, 'm>>> = HashMap::new();
     let mut recomputed: Vec<OperationRef<'c, 'm>> = Vec::new();
-    let mut template = Template { forward: Vec::new(), backward: Vec::new(), gradient_reduction: None, parameter_gather: None };
+    let mut template =
+        Template { forward: Vec::new(), backward: Vec::new(), gradient_reduction: None, parameter_gather: None, partial_sums: Vec::new() };
     for task in region_ops(chunk, 0) {
         let kind = OpKind::of(task);
         let phase = enum_attr::<Phase>(task, "phase");
@@ -319,6 +321,29 @@ fn read_template<'c, 'm>(
             Some(OpKind::DistAllReduce | OpKind::DistReduceScatter | OpKind::DistAllGather) => {
                 let axes = crate::ir::read::attr_string_list(task, "mesh_axes").unwrap_or_default();
                 let input = task.operand(0).map_err(|_| (task, "has no input".to_string()))?;
+                if axes != ["dp"] && phase == Some(Phase::Optimizer) {
+                    // A partial weight gradient's sum over its axes, once
+                    // per step: for the steps of its op's parameters.
+                    let op = op_of(task)?;
+                    let params: Vec<usize> =
+                        op.operands().filter(|v| defining_op(*v).is_some_and(|d| t.params.contains(&d))).map(key).collect();
+                    let steps: Vec<OperationRef> =
+                        t.optimizer.iter().copied().filter(|s| s.operand(0).is_ok_and(|p| params.contains(&key(p)))).collect();
+                    if steps.is_empty() {
+                        return Err((
+                            task,
+                            format!(
+                                "{PASS}: '{}' sums the weight gradients of '{}', which has no parameter with an optimizer step",
+                                str_attr(task, "id").unwrap_or("?"),
+                                str_attr(op, "id").unwrap_or("?")
+                            ),
+                        ));
+                    }
+                    for step in steps {
+                        template.partial_sums.push((str_attr(step, "id").unwrap_or_default().to_string(), task));
+                    }
+                    continue;
+                }
                 if axes == ["dp"] {
                     // All-reduce, or (a sharded optimizer) reduce-scatter
                     // of the gradients, then all-gather of the parameters.

@@ -561,6 +561,10 @@ pub(super) struct Distribution<'c, 'm> {
     pub pipeline: Option<Pipeline<'c, 'm>>,
     /// Under a sharded optimizer: the all-gather of the updated parameters.
     pub parameter_gather: Option<OperationRef<'c, 'm>>,
+    /// The weight gradients that are partial sums over the tensor-parallel
+    /// ranks: each one's optimizer step (by id) and the derived program's
+    /// all-reduce summing it, run before the data-parallel reduction.
+    pub partial_sums: Vec<(String, OperationRef<'c, 'm>)>,
     /// The mesh: its symbol, axes and shape.
     pub mesh: (String, Vec<String>, Vec<i64>),
 }
@@ -598,6 +602,8 @@ pub(super) struct Template<'c, 'm> {
     pub gradient_reduction: Option<OperationRef<'c, 'm>>,
     /// Under a sharded optimizer: the all-gather of the updated parameters.
     pub parameter_gather: Option<OperationRef<'c, 'm>>,
+    /// The partial weight gradients' sums (see [`Distribution::partial_sums`]).
+    pub partial_sums: Vec<(String, OperationRef<'c, 'm>)>,
 }
 
 /// A tensor split along `dim` over the mesh axis `axis`; or, with `flat`,
@@ -626,6 +632,7 @@ impl<'c, 'm> Distribution<'c, 'm> {
             gradient_reduction: None,
             pipeline: None,
             parameter_gather: None,
+            partial_sums: Vec::new(),
             mesh: (String::new(), Vec::new(), Vec::new()),
         }
     }
@@ -881,8 +888,11 @@ fn train_step<'c, 'g, 'm>(
         optimize(
             l,
             &entry,
-            distribution.gradient_reduction,
-            distribution.parameter_gather,
+            Reductions {
+                gradient: distribution.gradient_reduction,
+                gather: distribution.parameter_gather,
+                partial_sums: &distribution.partial_sums,
+            },
             distribution,
             &phases,
             &(0..blocks).collect::<Vec<_>>(),
@@ -913,15 +923,27 @@ pub(super) struct Phases<'c> {
     pub step_params: Vec<usize>,
 }
 
-/// The data-parallel reduction of every summed gradient (when the program
-/// has one), then each block's optimizer step on zero state; returns per
+/// A block template's once-per-step reductions of the summed gradients.
+#[derive(Clone, Copy)]
+pub(super) struct Reductions<'r, 'c, 'm> {
+    /// The data-parallel reduction (all-reduce, or reduce-scatter under a
+    /// sharded optimizer).
+    pub gradient: Option<OperationRef<'c, 'm>>,
+    /// Under a sharded optimizer: the parameters' all-gather.
+    pub gather: Option<OperationRef<'c, 'm>>,
+    /// The partial gradients' tensor-parallel sums, by optimizer step.
+    pub partial_sums: &'r [(String, OperationRef<'c, 'm>)],
+}
+
+/// The tensor-parallel sums of the partial gradients, then the data-
+/// parallel reduction of every summed gradient (when the program has
+/// them), then each block's optimizer step on zero state; returns per
 /// block each step's gradient, new parameter and new state.
 #[allow(clippy::too_many_arguments)]
 fn optimize<'c, 'g, 'm>(
     l: Lin<'c>,
     entry: &BlockRef<'c, 'g>,
-    reduction: Option<OperationRef<'c, 'm>>,
-    gather: Option<OperationRef<'c, 'm>>,
+    Reductions { gradient: reduction, gather, partial_sums }: Reductions<'_, 'c, 'm>,
     distribution: &Distribution<'c, 'm>,
     phases: &Phases<'c>,
     blocks: &[usize],
@@ -929,6 +951,15 @@ fn optimize<'c, 'g, 'm>(
     mut grads: Vec<Vec<Value<'c, 'g>>>,
 ) -> Result<Vec<Value<'c, 'g>>, (Option<OperationRef<'c, 'm>>, String)> {
     let built = |e: BuildError| (None, e.to_string());
+    for (block, block_grads) in blocks.iter().zip(grads.iter_mut()) {
+        for (k, g) in block_grads.iter_mut().enumerate() {
+            let step = &phases.steps[k].0;
+            let Some((_, template)) = partial_sums.iter().find(|(s, _)| s == step) else { continue };
+            let bytes = Some(shape_of(*g).iter().product::<i64>() * 4);
+            let suffix = format!("b{block}.{step}");
+            *g = distributed::gradient_reduction(l, entry, *template, *g, bytes, &suffix).map_err(|m| (Some(*template), m))?;
+        }
+    }
     if let (Some(scatter), Some(gather)) = (reduction, gather) {
         return distributed::optimize_sharded(l, entry, (scatter, gather), distribution, phases, blocks, params, grads);
     }

@@ -62,9 +62,23 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         for (c, chunk) in stage.chunks.iter().enumerate() {
             own.push(match &chunk.template {
                 Some(template) => {
-                    (stage_phases(&format!("s{k}.c{c}"), template)?, (template.gradient_reduction, template.parameter_gather))
+                    (
+                        stage_phases(&format!("s{k}.c{c}"), template)?,
+                        super::Reductions {
+                            gradient: template.gradient_reduction,
+                            gather: template.parameter_gather,
+                            partial_sums: &template.partial_sums,
+                        },
+                    )
                 }
-                None => (phases.clone(), (distribution.gradient_reduction, distribution.parameter_gather)),
+                None => (
+                    phases.clone(),
+                    super::Reductions {
+                        gradient: distribution.gradient_reduction,
+                        gather: distribution.parameter_gather,
+                        partial_sums: &distribution.partial_sums,
+                    },
+                ),
             });
         }
         let chunk_blocks: Vec<Vec<usize>> = stage
@@ -205,7 +219,7 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
             let chunk_params: Vec<Vec<Value<'c, 'g>>> = indices.iter().map(|i| params[*i].clone()).collect();
             let chunk_grads: Vec<Vec<Value<'c, 'g>>> = grads.by_ref().take(indices.len()).collect();
             returned.extend(
-                optimize(l, &entry, reduction.0, reduction.1, distribution, chunk_phases, &chunk_blocks[c], &chunk_params, chunk_grads)
+                optimize(l, &entry, *reduction, distribution, chunk_phases, &chunk_blocks[c], &chunk_params, chunk_grads)
                     .map_err(|(op, m)| (op.unwrap_or(function), m))?,
             );
         }

@@ -56,7 +56,7 @@ use crate::{
     analysis::{
         schedule::{Direction, Schedule},
         workload::{
-            derive_from_graph, pipeline_message_bytes, BlockDerivation, BlockFacts, GraphDerivation, Phase, PipelineSchedule,
+            derive_from_graph, pipeline_message_bytes, BlockDerivation, BlockFacts, GraphDerivation, PartialGradient, Phase, PipelineSchedule,
             PrimitiveInvocation, Recompute, TrainingSpec,
         },
     },
@@ -138,9 +138,14 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     // decomposed block), its input gradient backward.
     let boundary_lineage = [owner("mlp.residual".to_string()), owner("attn.fork.agrad".to_string())];
     let digest = layer_digest(module, "model");
+    // The partial gradients' reductions sit next to the op whose weight
+    // gradients they sum.
+    let partial: Vec<(PartialGradient, String)> =
+        derived.partial_gradients.iter().map(|p| (p.clone(), owner(p.source.clone()))).collect();
     let step = Step {
         spec: &spec,
         derivation,
+        partial_gradients: &partial,
         deps: &derived.deps,
         outputs: &derived.outputs,
         lineage: &lineage,
@@ -296,6 +301,9 @@ pub(crate) fn schedule_case(kind: PipelineSchedule) -> ods::PipelineSchedule {
 struct Step<'s> {
     spec: &'s TrainingSpec,
     derivation: &'s BlockDerivation,
+    /// The weight gradients that are partial sums over `tp`, each with the
+    /// lineage of its reduction.
+    partial_gradients: &'s [(PartialGradient, String)],
     /// What each invocation waits for (indices of earlier ones).
     deps: &'s [Vec<usize>],
     /// Each invocation's result shape on one rank (compute tasks).
@@ -441,13 +449,30 @@ impl Step<'_> {
         // Whether a task's token is waited for by a later one.
         let mut waited = vec![false; invocations.len()];
         let mut reduced = None;
+        // The tensor-parallel sums of the partial weight gradients.
+        let mut summed: Vec<(&str, Value)> = Vec::new();
         for (index, inv) in invocations.iter().enumerate() {
-            if Some(index) == first_optimizer && map.dp > 1 {
-                // The block's gradients, reduced over the data-parallel axis.
+            if Some(index) == first_optimizer {
                 let wgrads: Vec<usize> = (0..index).filter(|&i| invocations[i].phase == Phase::WeightGradient).collect();
-                let deps = wait_for(&wgrads, &tokens, None, &mut waited, input);
-                let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
-                reduced = Some(token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", &deps, &slice, dp_bytes))?));
+                let elem = self.spec.workload.datatype.bytes();
+                for (partial, lineage) in self.partial_gradients {
+                    // Each waits for its op's weight gradients (all of the
+                    // block's when they are fused into another task).
+                    let own: Vec<usize> = wgrads.iter().copied().filter(|&i| invocations[i].source == partial.source).collect();
+                    let deps = wait_for(if own.is_empty() { &wgrads } else { &own }, &tokens, None, &mut waited, input);
+                    let id = format!("{prefix}{}", partial.name());
+                    let collective = Collective { kind: DpCollective::AllReduce, axis: "tp", lineage, id: &id };
+                    let sum = token(e.push(self.step_collective(e, collective, &deps, &slice, partial.message_bytes(elem)))?);
+                    summed.push((partial.source.as_str(), sum));
+                }
+                if map.dp > 1 {
+                    // The block's gradients (the partial ones summed),
+                    // reduced over the data-parallel axis.
+                    let mut deps = wait_for(&wgrads, &tokens, None, &mut waited, input);
+                    deps.extend(summed.drain(..).map(|(_, sum)| sum));
+                    let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
+                    reduced = Some(token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", &deps, &slice, dp_bytes))?));
+                }
             }
             let deps = match (inv.phase, reduced) {
                 (Phase::Optimizer, Some(reduced)) => vec![reduced],
@@ -456,7 +481,12 @@ impl Step<'_> {
                     // A collective waits on tokens (its input is the
                     // logical tensor's, not a shard's).
                     let results = inv.collective.is_none().then_some(&values[..]);
-                    wait_for(own, &tokens, results, &mut waited, input)
+                    let mut deps = wait_for(own, &tokens, results, &mut waited, input);
+                    if inv.phase == Phase::Optimizer {
+                        // (No data-parallel reduction: its op's sum.)
+                        deps.extend(summed.iter().filter(|(source, _)| *source == inv.source).map(|(_, sum)| *sum));
+                    }
+                    deps
                 }
             };
             let shard = self.outputs.get(index).and_then(Option::as_ref).filter(|_| inv.collective.is_none());
@@ -496,18 +526,30 @@ impl Step<'_> {
         bytes: u64,
     ) -> Result<melior::ir::Operation<'c>, BuildError> {
         let id = format!("{prefix}{name}");
-        let (&previous, deps) = deps.split_first().ok_or(BuildError { op: "dist data-parallel collective" })?;
-        let location = e.at(&id);
-        let axes = Some(e.b.strings(&["dp"]));
+        self.step_collective(e, Collective { kind, axis: "dp", lineage: "block", id: &id }, deps, slice, bytes)
+    }
+
+    /// A once-per-step collective of the optimizer phase over one mesh axis.
+    fn step_collective<'c, 'a>(
+        &self,
+        e: &Emitter<'c, 'a>,
+        Collective { kind, axis, lineage, id }: Collective,
+        deps: &[Value<'c, 'a>],
+        slice: &[i64],
+        bytes: u64,
+    ) -> Result<melior::ir::Operation<'c>, BuildError> {
+        let (&previous, deps) = deps.split_first().ok_or(BuildError { op: "dist once-per-step collective" })?;
+        let location = e.at(id);
+        let axes = Some(e.b.strings(&[axis]));
         let phase = ods::Phase::Optimizer;
         match kind {
             DpCollective::AllReduce => dist::AllReduce {
                 input: previous,
                 deps,
-                id: &id,
+                id,
                 mesh: WORLD,
                 phase,
-                lineage: "block",
+                lineage,
                 message_bytes: bytes,
                 reduction: Reduction::Sum,
                 optional: dist::AllReduceOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
@@ -516,10 +558,10 @@ impl Step<'_> {
             DpCollective::ReduceScatter => dist::ReduceScatter {
                 input: previous,
                 deps,
-                id: &id,
+                id,
                 mesh: WORLD,
                 phase,
-                lineage: "block",
+                lineage,
                 message_bytes: bytes,
                 reduction: Reduction::Sum,
                 results: &[e.token],
@@ -529,10 +571,10 @@ impl Step<'_> {
             DpCollective::AllGather => dist::AllGather {
                 input: previous,
                 deps,
-                id: &id,
+                id,
                 mesh: WORLD,
                 phase,
-                lineage: "block",
+                lineage,
                 message_bytes: bytes,
                 results: &[e.token],
                 optional: dist::AllGatherOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
@@ -602,6 +644,14 @@ fn wait_for<'c, 'a>(
     } else {
         deps
     }
+}
+
+/// A once-per-step collective: its kind, mesh axis, lineage and id.
+struct Collective<'s> {
+    kind: DpCollective,
+    axis: &'s str,
+    lineage: &'s str,
+    id: &'s str,
 }
 
 #[derive(Clone, Copy)]

@@ -11,9 +11,11 @@ dist.p2p. From them, what each rank must run in one step:
 
 - every tensor- or sequence-parallel collective of the template, once per
   block of its stage and microbatch, with the template's bytes each time;
-- the data-parallel gradient reduction once per block of its stage, its
-  bytes the template's (the runtime runs it per gradient: the calls are the
-  gradients, the bytes add up to the template's);
+- the once-per-step collectives (phase optimizer: the data-parallel
+  gradient reduction, the tensor-parallel sums of partial weight
+  gradients) once per block of its stage, their bytes the template's (the
+  runtime runs them per gradient: the calls are the gradients, the bytes
+  add up to the template's);
 - every boundary transfer once per microbatch, at its sending and its
   receiving stage, with the template's bytes.
 
@@ -63,7 +65,8 @@ def main():
             ax = re.search(r"axes \[([^\]]*)\]", line)
             ax = [a.strip().strip('"') for a in ax.group(1).split(",")] if ax else []
             ends = re.search(r'along "(\w+)" from (\d+) to (\d+)', line)
-            ops.append((op.group(1), ident, ax, bytes_, ends and (int(ends.group(2)), int(ends.group(3)))))
+            once = "phase = optimizer" in line
+            ops.append((op.group(1), ident, ax, bytes_, ends and (int(ends.group(2)), int(ends.group(3))), once))
         chunks.append((stage, blocks, ops))
 
     pp = axes.index("pp")
@@ -71,7 +74,7 @@ def main():
     for rank in range(size):
         c = coords(rank)
         for stage, blocks, ops in chunks:
-            for kind, ident, ax, bytes_, ends in ops:
+            for kind, ident, ax, bytes_, ends, once in ops:
                 if kind == "p2p":
                     if c[pp] in ends:
                         w = want[(rank, ident)]
@@ -82,7 +85,7 @@ def main():
                 if c[pp] != stage:
                     continue
                 w = want[(rank, ident)]
-                if ax == ["dp"]:
+                if once:
                     w[1] += blocks * bytes_
                 else:
                     w[0] += blocks * micro
@@ -96,7 +99,8 @@ def main():
             continue
         rank, kind, grp, calls, bytes_, op = int(m.group(1)), m.group(3), int(m.group(4)), int(m.group(5)), int(m.group(6)), m.group(7)
         base = re.sub(r"@mb\d+$", "", op)
-        base = re.sub(r"\.b\d+\..*$", "", base) if re.search(r"\.dp\.\w+\.b\d+\.", base) else base
+        per_gradient = re.search(r"(\.dp\.\w+|\.tp_grad_reduce)\.b\d+\.", base)
+        base = re.sub(r"\.b\d+\..*$", "", base) if per_gradient else base
         g = got[(rank, base)]
         g[0] += calls
         g[1] += bytes_
@@ -109,7 +113,8 @@ def main():
             print(f"comm-check: rank {key[0]} op {key[1]}: the program states {w}, the runtime did {g}")
             bad += 1
             continue
-        # The DP reduction's calls are per gradient: only its bytes are stated.
+        # A once-per-step reduction's calls are per gradient: only its
+        # bytes are stated.
         calls_ok = w[0] == 0 and g[0] > 0 or w[0] == g[0]
         if not calls_ok or w[1] != g[1] or w[2] != g[2] or w[3] != g[3]:
             print(f"comm-check: rank {key[0]} op {key[1]}: the program states (calls, bytes, kind, group) {tuple(w)}, the runtime did {tuple(g)}")

@@ -194,7 +194,7 @@ impl Derivation<'_> {
 
     /// A parameter's shape on one rank: a column-parallel weight's columns
     /// and a row-parallel one's rows split, a bias split like its input.
-    fn parameter_shape(&self, op: usize, param: usize) -> Vec<u64> {
+    pub(super) fn parameter_shape(&self, op: usize, param: usize) -> Vec<u64> {
         let mut shape = self.g.values[param].shape.clone();
         let t = self.s.tp;
         match (self.modes.get(&op), &self.g.ops[op].kind) {
@@ -258,7 +258,7 @@ impl Derivation<'_> {
             .collect()
     }
 
-    fn is_parameter(&self, value: usize) -> bool {
+    pub(super) fn is_parameter(&self, value: usize) -> bool {
         let producer = self.g.values[value].producer;
         self.g.ops[producer].kind == GraphOpKind::Value(crate::analysis::workload::graph::ValueRole::Parameter)
     }

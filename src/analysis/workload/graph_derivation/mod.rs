@@ -28,9 +28,18 @@
 //!   `kv_heads = 1`), the linears producing keys and values are
 //!   *replicated*: each rank computes the one KV head its query heads read,
 //!   whole, from the gathered input (Calculon's multi-query attention,
-//!   which keeps the single KV head on every TP rank). As in Calculon, the
-//!   replicated weights' gradients are not reduced over `tp` (nor are the
-//!   layer norms').
+//!   which keeps the single KV head on every TP rank).
+//!
+//! A parameter held whole on every TP rank whose gradient each rank
+//! computes from its part of the work only is a *partial gradient*: the
+//! norms' (and biases') under sequence parallelism, which see a rank's
+//! part of the sequence, and the replicated key/value linears', which see
+//! a rank's query heads. Megatron-LM all-reduces the first over the TP
+//! ranks once per step (`finalize_model_grads`); the same is needed for
+//! the second. They are listed in [`GraphDerivation::partial_gradients`]
+//! and the dist program reduces them once per step, before the data-
+//! parallel reduction; the block's work (the invocations) leaves them out,
+//! as Calculon does, so the block facts stay Calculon's.
 //!
 //! Recompute (`mapping.recompute`) clones every forward op (`full`) or the
 //! attention core (`attn_only`: the scores and what runs on them before the
@@ -141,6 +150,43 @@ pub struct GraphDerivation {
     /// on one rank (see [`Derivation::output_shapes`]); `None` for
     /// collectives.
     pub outputs: Vec<Option<Vec<u64>>>,
+    /// The parameters whose gradients are partial sums over the `tp` ranks
+    /// (see the module documentation), one entry per forward op, in the
+    /// block's order.
+    pub partial_gradients: Vec<PartialGradient>,
+}
+
+/// The parameters of one forward op whose weight gradients each TP rank
+/// computes from its part of the work only; the step sums them over the
+/// ranks holding the same parameter before the optimizer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartialGradient {
+    /// The forward op (its ModelIR id) whose weight gradient they are.
+    pub source: String,
+    /// The parameters (their ModelIR ids).
+    pub params: Vec<String>,
+    /// The gradients' elements on one rank.
+    pub elems: u64,
+    /// How many distinct parts of the parameter the `tp` ranks hold: 1
+    /// (every rank holds it whole), or the KV heads when `tp / groups`
+    /// ranks share each. The reduction is one all-reduce over the `tp`
+    /// axis of `groups × elems` elements, each rank's part in its place
+    /// and zeros elsewhere.
+    pub groups: u64,
+}
+
+impl PartialGradient {
+    /// The reduction's task name: `<source>.tp_grad_reduce`.
+    #[must_use]
+    pub fn name(&self) -> String {
+        format!("{}.tp_grad_reduce", self.source)
+    }
+
+    /// The all-reduce's message: `groups × elems` elements of `elem_bytes`.
+    #[must_use]
+    pub fn message_bytes(&self, elem_bytes: u64) -> u64 {
+        self.elems.saturating_mul(self.groups).saturating_mul(elem_bytes)
+    }
 }
 
 impl GraphDerivation {
@@ -249,7 +295,8 @@ impl<'g> Derivation<'g> {
         let lineage = self.lineage(&derivation);
         let deps = self.dependencies(&derivation);
         let outputs = self.output_shapes(&derivation);
-        Ok(GraphDerivation { derivation, lineage, deps, outputs })
+        let partial_gradients = self.partial_gradients();
+        Ok(GraphDerivation { derivation, lineage, deps, outputs, partial_gradients })
     }
 
     /// The ModelIR op behind each invocation (see [`GraphDerivation::lineage`]).
@@ -745,6 +792,40 @@ impl<'g> Derivation<'g> {
             }
         }
         Ok(())
+    }
+
+    /// The partial gradients (see [`PartialGradient`]): under `tp > 1`,
+    /// the whole parameters of a norm or bias add reading a sequence split
+    /// activation, and the parameters of a replicated key/value linear (or
+    /// of a bias add on its output).
+    fn partial_gradients(&self) -> Vec<PartialGradient> {
+        if self.s.tp <= 1 {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for (op, node) in self.g.ops.iter().enumerate() {
+            if !node.kind.is_forward() || !self.has_wgrad(op) {
+                continue;
+            }
+            let input = node.operands.first().and_then(|&v| self.layout[v]).map(|l| l.split);
+            let groups = match (&node.kind, self.modes.get(&op), input) {
+                (GraphOpKind::LayerNorm | GraphOpKind::RmsNorm | GraphOpKind::BiasAdd, _, Some(Split::Seq)) => 1,
+                (GraphOpKind::BiasAdd, _, Some(Split::KvGroups(groups))) => groups,
+                (GraphOpKind::Matmul, Some(&Mode::Replicated { groups, .. }), _) => groups,
+                _ => continue,
+            };
+            let params: Vec<usize> = node.operands.iter().copied().filter(|&v| self.is_parameter(v)).collect();
+            if params.is_empty() {
+                continue;
+            }
+            out.push(PartialGradient {
+                source: node.id.clone(),
+                params: params.iter().map(|&p| self.g.ops[self.g.values[p].producer].id.clone()).collect(),
+                elems: params.iter().map(|&p| self.parameter_shape(op, p).iter().product::<u64>()).sum(),
+                groups,
+            });
+        }
+        out
     }
 
     fn has_wgrad(&self, op: usize) -> bool {
