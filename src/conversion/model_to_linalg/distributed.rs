@@ -155,8 +155,13 @@ fn read<'c, 'm>(
     templates.sort_by_key(|(at, _)| *at);
     let mut templates = templates.into_iter();
     let (_, first) = templates.next().ok_or((chunk, format!("{PASS}: the step has no block template")))?;
-    (distribution.forward, distribution.backward, distribution.gradient_reduction, distribution.parameter_gather, distribution.partial_sums) =
-        (first.forward, first.backward, first.gradient_reduction, first.parameter_gather, first.partial_sums);
+    (
+        distribution.forward,
+        distribution.backward,
+        distribution.gradient_reduction,
+        distribution.parameter_gather,
+        distribution.partial_sums,
+    ) = (first.forward, first.backward, first.gradient_reduction, first.parameter_gather, first.partial_sums);
     if let Some(pipeline) = &mut distribution.pipeline {
         for ((stage, c), template) in templates {
             let place = usize::try_from(stage)

@@ -61,16 +61,14 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         let mut own = Vec::new();
         for (c, chunk) in stage.chunks.iter().enumerate() {
             own.push(match &chunk.template {
-                Some(template) => {
-                    (
-                        stage_phases(&format!("s{k}.c{c}"), template)?,
-                        super::Reductions {
-                            gradient: template.gradient_reduction,
-                            gather: template.parameter_gather,
-                            partial_sums: &template.partial_sums,
-                        },
-                    )
-                }
+                Some(template) => (
+                    stage_phases(&format!("s{k}.c{c}"), template)?,
+                    super::Reductions {
+                        gradient: template.gradient_reduction,
+                        gather: template.parameter_gather,
+                        partial_sums: &template.partial_sums,
+                    },
+                ),
                 None => (
                     phases.clone(),
                     super::Reductions {

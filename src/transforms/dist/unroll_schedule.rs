@@ -355,9 +355,27 @@ impl<'c, 'g> Unroller<'_, 'c, '_, 'g> {
         incoming: Option<Value<'c, 'g>>,
     ) -> Result<Value<'c, 'g>, String> {
         let s = usize::try_from(stage).unwrap_or(0);
-        // SAFETY: cloning a live op gives a new, unparented op we own.
-        let mut op = unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(task.to_raw())) };
         let b = self.b;
+        let token_type = b.dist_token();
+        let mut op = match task.result(0) {
+            // A collective on a tensor: its instance is on the stage's token
+            // chain, so it takes and gives a token (its attributes kept).
+            Ok(result) if melior::ir::ValueLike::r#type(&result) != token_type => {
+                let mut attributes = Vec::new();
+                for i in 0..task.attribute_count() {
+                    let Ok((name, value)) = task.attribute_at(i) else { continue };
+                    attributes.push((b.identifier(crate::ir::raw::identifier_str(name)), value));
+                }
+                melior::ir::operation::OperationBuilder::new(&crate::ir::read::name_of(task), task.location())
+                    .add_operands(&[self.previous[s]])
+                    .add_results(&[token_type])
+                    .add_attributes(&attributes)
+                    .build()
+                    .map_err(|_| format!("cannot rebuild '{}' on tokens", str_attr(task, "id").unwrap_or_default()))?
+            }
+            // SAFETY: cloning a live op gives a new, unparented op we own.
+            _ => unsafe { Operation::from_raw(mlir_sys::mlirOperationClone(task.to_raw())) },
+        };
         // A tiled collective names its linear's instance: the same suffix.
         if let Some(with) = str_attr(task, "tiled_with") {
             let suffix = id.get(str_attr(task, "id").unwrap_or_default().len()..).unwrap_or_default();

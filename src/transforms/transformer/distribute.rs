@@ -15,10 +15,16 @@
 //!   block and one microbatch on the stage's slice (forward, recompute,
 //!   re-communication, backward), each waiting for the tasks whose results
 //!   its ModelIR op reads and returning its result's shard, TP collectives
-//!   over the `tp` axis, the block's data-parallel gradient reduction over
-//!   the `dp` axis (all-reduce; reduce-scatter of gradients and all-gather
-//!   of parameters under optimizer sharding) and its optimizer step (both
-//!   once per step, phase `optimizer`), and the block's memory facts; its
+//!   over the `tp` axis on the shard of the task they follow (an
+//!   all-reduce keeps its type, an all-gather / reduce-scatter joins or
+//!   splits the sequence, `axis = 1`; the tasks after them read their
+//!   result), the sums over `tp` of the weight gradients that are partial
+//!   there (norms under sequence parallelism, replicated key/value heads:
+//!   `<op>.tp_grad_reduce`), the block's data-parallel gradient reduction
+//!   over the `dp` axis (all-reduce; reduce-scatter of gradients and
+//!   all-gather of parameters under optimizer sharding) and its optimizer
+//!   step (these once per step, phase `optimizer`, on tokens: each covers
+//!   several gradients), and the block's memory facts; its
 //!   `boundary` holds the cross-stage `dist.p2p`s of one microbatch along
 //!   `pp` (activation forward, activation gradient backward) with exact
 //!   message bytes;
@@ -56,8 +62,8 @@ use crate::{
     analysis::{
         schedule::{Direction, Schedule},
         workload::{
-            derive_from_graph, pipeline_message_bytes, BlockDerivation, BlockFacts, GraphDerivation, PartialGradient, Phase, PipelineSchedule,
-            PrimitiveInvocation, Recompute, TrainingSpec,
+            derive_from_graph, pipeline_message_bytes, BlockDerivation, BlockFacts, CollectiveKind, GraphDerivation, PartialGradient,
+            Phase, PipelineSchedule, PrimitiveInvocation, Recompute, TrainingSpec,
         },
     },
     dialect::{
@@ -140,8 +146,7 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     let digest = layer_digest(module, "model");
     // The partial gradients' reductions sit next to the op whose weight
     // gradients they sum.
-    let partial: Vec<(PartialGradient, String)> =
-        derived.partial_gradients.iter().map(|p| (p.clone(), owner(p.source.clone()))).collect();
+    let partial: Vec<(PartialGradient, String)> = derived.partial_gradients.iter().map(|p| (p.clone(), owner(p.source.clone()))).collect();
     let step = Step {
         spec: &spec,
         derivation,
@@ -446,6 +451,8 @@ impl Step<'_> {
         // A compute task's result on one rank (a tensor of its local shard
         // type), which the tasks reading it take instead of its token.
         let mut values: Vec<Option<Value>> = Vec::with_capacity(invocations.len());
+        // And its shape (a collective's: what it leaves on the rank).
+        let mut shapes: Vec<Option<Vec<u64>>> = Vec::with_capacity(invocations.len());
         // Whether a task's token is waited for by a later one.
         let mut waited = vec![false; invocations.len()];
         let mut reduced = None;
@@ -478,10 +485,9 @@ impl Step<'_> {
                 (Phase::Optimizer, Some(reduced)) => vec![reduced],
                 _ => {
                     let own = self.deps.get(index).map_or(&[][..], Vec::as_slice);
-                    // A collective waits on tokens (its input is the
-                    // logical tensor's, not a shard's).
-                    let results = inv.collective.is_none().then_some(&values[..]);
-                    let mut deps = wait_for(own, &tokens, results, &mut waited, input);
+                    // A collective reads the tensor of the one task it
+                    // follows (a token when that task has none).
+                    let mut deps = wait_for(own, &tokens, Some(&values[..]), &mut waited, input);
                     if inv.phase == Phase::Optimizer {
                         // (No data-parallel reduction: its op's sum.)
                         deps.extend(summed.iter().filter(|(source, _)| *source == inv.source).map(|(_, sum)| *sum));
@@ -489,11 +495,29 @@ impl Step<'_> {
                     deps
                 }
             };
-            let shard = self.outputs.get(index).and_then(Option::as_ref).filter(|_| inv.collective.is_none());
-            let ty = shard.map(|shape| super::import::tensor_type(&b, shape, element));
+            let shard = match inv.collective {
+                None => self.outputs.get(index).cloned().flatten(),
+                // On the tensor of the task it follows: its shape after the
+                // collective (see `collective_shape`).
+                Some(c) => {
+                    let own = self.deps.get(index).map_or(&[][..], Vec::as_slice);
+                    match own {
+                        [only] if values.get(*only).is_some_and(Option::is_some) => {
+                            shapes.get(*only).cloned().flatten().and_then(|shape| collective_shape(c.kind, &shape, map.tp))
+                        }
+                        _ => None,
+                    }
+                }
+            };
+            let ty = shard.as_deref().map(|shape| super::import::tensor_type(&b, shape, element));
             let op = emit_invocation(e, inv, place, &(self.lineage)(inv), &deps, ty)?;
             tokens.push(token(op));
-            values.push(ty.and_then(|_| op.result(1).ok()).map(Into::into));
+            let value = match inv.collective {
+                None => ty.and_then(|_| op.result(1).ok()),
+                Some(_) => ty.and_then(|_| op.result(0).ok()),
+            };
+            values.push(value.map(Into::into));
+            shapes.push(shard);
         }
         let mut sinks: Vec<Value> = (0..tokens.len()).filter(|&i| !waited[i]).map(|i| tokens[i]).collect();
         if map.dp > 1 && map.optimizer_sharding {
@@ -644,6 +668,23 @@ fn wait_for<'c, 'a>(
     } else {
         deps
     }
+}
+
+/// The shape a tensor-parallel collective leaves on a rank, given the
+/// rank's input: an all-reduce keeps it; an all-gather joins the `tp`
+/// ranks' parts of the sequence (dimension 1 of `[b, s, h]`), a
+/// reduce-scatter leaves each its part. `None` when the input is not an
+/// activation the collective can split.
+fn collective_shape(kind: CollectiveKind, input: &[u64], tp: u64) -> Option<Vec<u64>> {
+    const SEQUENCE: usize = 1;
+    let mut shape = input.to_vec();
+    match kind {
+        CollectiveKind::AllReduce => {}
+        CollectiveKind::AllGather if shape.len() == 3 => shape[SEQUENCE] = shape[SEQUENCE].checked_mul(tp)?,
+        CollectiveKind::ReduceScatter if shape.len() == 3 && tp > 0 && shape[SEQUENCE] % tp == 0 => shape[SEQUENCE] /= tp,
+        _ => return None,
+    }
+    Some(shape)
 }
 
 /// A once-per-step collective: its kind, mesh axis, lineage and id.

@@ -53,9 +53,12 @@ pub(crate) struct Placement<'x> {
 }
 
 /// One task for `inv` depending on `deps` (tokens of the tasks it waits
-/// for, or the block input; at least one); returns its op. A collective
-/// takes the first as its input. `value` is the type of a boundary value
-/// the task also returns (the forward terminal).
+/// for, or their tensors, or the block input; at least one); returns its
+/// op. A compute task returns a token and, with `value`, a tensor of that
+/// type (its result on one rank). A collective takes the first dependency
+/// as its input; with `value` (its input then the tensor of the task it
+/// follows) it returns a tensor of that type, split or joined along the
+/// sequence (`axis = 1`), else a token.
 pub(crate) fn emit_invocation<'c, 'a>(
     e: &Emitter<'c, 'a>,
     inv: &PrimitiveInvocation,
@@ -74,6 +77,8 @@ pub(crate) fn emit_invocation<'c, 'a>(
         let tiling = inv.tiling.as_ref().zip(tiled_with.as_deref()).map(|(t, with)| (with, t.tiles, tile_overlap(t.overlap)));
         let common = |reduction| CollectiveFields {
             inv,
+            result: value.unwrap_or(e.token),
+            axis: value.is_some().then_some(1),
             id: &id,
             place,
             lineage,
@@ -119,6 +124,10 @@ pub(crate) fn emit_invocation<'c, 'a>(
 /// What the three TP collectives of the derivation share.
 struct CollectiveFields<'x, 'c, 'a> {
     inv: &'x PrimitiveInvocation,
+    /// The result type: the input's for an all-reduce (inferred).
+    result: Type<'c>,
+    /// The dimension an all-gather joins or a reduce-scatter splits.
+    axis: Option<i64>,
     id: &'x str,
     place: Placement<'x>,
     lineage: &'x str,
@@ -170,8 +179,9 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
             lineage: self.lineage,
             message_bytes: self.message_bytes,
             reduction: self.reduction.unwrap_or(Reduction::Sum),
-            results: &[e.token],
+            results: &[self.result],
             optional: dist::ReduceScatterOptional {
+                axis: self.axis,
                 participants: self.place.participants,
                 mesh_axes: Some(self.axes),
                 slice: self.place.slice,
@@ -196,8 +206,9 @@ impl<'c, 'a> CollectiveFields<'_, 'c, 'a> {
             phase: self.phase,
             lineage: self.lineage,
             message_bytes: self.message_bytes,
-            results: &[e.token],
+            results: &[self.result],
             optional: dist::AllGatherOptional {
+                axis: self.axis,
                 participants: self.place.participants,
                 mesh_axes: Some(self.axes),
                 slice: self.place.slice,
