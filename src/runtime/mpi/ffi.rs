@@ -114,6 +114,7 @@ api! {
     comm_rank = "MPI_Comm_rank": fn(Comm, *mut c_int);
     comm_size = "MPI_Comm_size": fn(Comm, *mut c_int);
     comm_dup = "MPI_Comm_dup": fn(Comm, *mut Comm);
+    comm_free = "MPI_Comm_free": fn(*mut Comm);
     comm_group = "MPI_Comm_group": fn(Comm, *mut Group);
     group_incl = "MPI_Group_incl": fn(Group, c_int, *const c_int, *mut Group);
     group_free = "MPI_Group_free": fn(*mut Group);

@@ -322,7 +322,19 @@ impl MpiWorld {
     /// # Errors
     /// A failing MPI call, or more than `i32::MAX` bytes from one process.
     pub fn gather_bytes(&self, bytes: &[u8]) -> RtResult<Option<Vec<Vec<u8>>>> {
-        let comm = self.dup_world()?;
+        let mut comm = self.dup_world()?;
+        let result = self.gather_bytes_on(comm, bytes);
+        // The duplicate is this call's alone: freed whether or not the
+        // gather succeeded (a step may gather many times).
+        // SAFETY: a communicator this call created; no request on it is
+        // pending once the gather returned.
+        let freed = self.mpi("MPI_Comm_free", unsafe { (self.api.comm_free)(&mut comm) });
+        let gathered = result?;
+        freed?;
+        Ok(gathered)
+    }
+
+    fn gather_bytes_on(&self, comm: Comm, bytes: &[u8]) -> RtResult<Option<Vec<Vec<u8>>>> {
         let count = |n: usize| c_int::try_from(n).map_err(|_| RtError::InvalidArgument(format!("{n} bytes do not fit one MPI message")));
         let wait = |requests: &mut [Request]| -> RtResult<()> {
             let mut polls = 0u32;
