@@ -478,7 +478,9 @@ impl Step<'_> {
                     let mut deps = wait_for(&wgrads, &tokens, None, &mut waited, input);
                     deps.extend(summed.drain(..).map(|(_, sum)| sum));
                     let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
-                    reduced = Some(token(e.push(self.dp_collective(e, kind, &prefix, "dp.grad_reduce", &deps, &slice, dp_bytes))?));
+                    let id = format!("{prefix}dp.grad_reduce");
+                    let collective = Collective { kind, axis: "dp", lineage: "block", id: &id };
+                    reduced = Some(token(e.push(self.step_collective(e, collective, &deps, &slice, dp_bytes))?));
                 }
             }
             let deps = match (inv.phase, reduced) {
@@ -525,32 +527,12 @@ impl Step<'_> {
             let steps: Vec<Value> = (0..tokens.len()).filter(|&i| invocations[i].phase == Phase::Optimizer).map(|i| tokens[i]).collect();
             let deps = if steps.is_empty() { vec![input] } else { steps };
             sinks.retain(|t| !deps.contains(t));
-            sinks.push(token(e.push(self.dp_collective(
-                e,
-                DpCollective::AllGather,
-                &prefix,
-                "dp.param_gather",
-                &deps,
-                &slice,
-                dp_bytes,
-            ))?));
+            let id = format!("{prefix}dp.param_gather");
+            let collective = Collective { kind: DpCollective::AllGather, axis: "dp", lineage: "block", id: &id };
+            sinks.push(token(e.push(self.step_collective(e, collective, &deps, &slice, dp_bytes))?));
         }
         e.push(dist::Yield { optional: dist::YieldOptional { ..Default::default() }, values: &sinks }.build(&b, e.anchor))?;
         Ok(())
-    }
-
-    fn dp_collective<'c, 'a>(
-        &self,
-        e: &Emitter<'c, 'a>,
-        kind: DpCollective,
-        prefix: &str,
-        name: &str,
-        deps: &[Value<'c, 'a>],
-        slice: &[i64],
-        bytes: u64,
-    ) -> Result<melior::ir::Operation<'c>, BuildError> {
-        let id = format!("{prefix}{name}");
-        self.step_collective(e, Collective { kind, axis: "dp", lineage: "block", id: &id }, deps, slice, bytes)
     }
 
     /// A once-per-step collective of the optimizer phase over one mesh axis.
@@ -681,7 +663,7 @@ fn collective_shape(kind: CollectiveKind, input: &[u64], tp: u64) -> Option<Vec<
     match kind {
         CollectiveKind::AllReduce => {}
         CollectiveKind::AllGather if shape.len() == 3 => shape[SEQUENCE] = shape[SEQUENCE].checked_mul(tp)?,
-        CollectiveKind::ReduceScatter if shape.len() == 3 && tp > 0 && shape[SEQUENCE] % tp == 0 => shape[SEQUENCE] /= tp,
+        CollectiveKind::ReduceScatter if shape.len() == 3 && tp > 0 && shape[SEQUENCE].is_multiple_of(tp) => shape[SEQUENCE] /= tp,
         _ => return None,
     }
     Some(shape)
