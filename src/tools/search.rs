@@ -35,7 +35,8 @@ use crate::{
 };
 
 const HELP: &str = "OVERVIEW: the fastest way to train a model on N processors of a system, and whether it fits\n\n\
-USAGE: blueprint-search MODEL.json --system S.json --procs N --max-batch B [options]\n\n\
+USAGE: blueprint-search MODEL.json --system S.json --procs N --max-batch B [options]\n\
+\x20      blueprint-search --validate DIR [--format table|json]\n\n\
 MODEL.json is Blueprint's model JSON, a training spec (its model is used), a Calculon model file as it is,\n\
 or a Hugging Face config.json of a Llama, Mistral or Qwen2 model (RMS norms, GQA, RoPE, SwiGLU).\n\
 S.json is a Calculon system file as it is.\n\n\
@@ -61,6 +62,11 @@ OPTIONS:\n\
 \x20 --none-ok               No configuration fitting is not an error (Calculon's -n): the reasons on stderr, exit 0,\n\
 \x20                         the outputs written with no ranked rows\n\
 \x20 --emit-plan <file>      Write the best configuration's whole-step plan as MLIR\n\
+\x20 --validate DIR          Instead of searching: the estimate against the Megatron-LM measurements of Korthikanti\n\
+\x20                         et al. 2022 (Figure 1 memory, Figure 7 activation ratios, Table 5 step times), the\n\
+\x20                         error of each configuration in Calculon's llm-validation tables (--format json: every\n\
+\x20                         figure at full precision); DIR as Calculon's repository (models/, systems/,\n\
+\x20                         validation/seqsel/): a Calculon checkout or Blueprint's test/oracles/calculon\n\
 \x20 -h, --help              This text\n\
 \x20 --version               Print the version and exit\n";
 
@@ -92,6 +98,7 @@ struct Args {
     headroom: Option<Headroom>,
     all: Option<OsString>,
     none_ok: bool,
+    validate: Option<OsString>,
     help: bool,
     version: bool,
 }
@@ -194,6 +201,7 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             "--calculon-dp-overlap" => a.calculon_dp_overlap = true,
             "--none-ok" => a.none_ok = true,
             "--all" => a.all = Some(path("--all")?),
+            "--validate" => a.validate = Some(path("--validate")?),
             "--system" => a.system = Some(path("--system")?),
             "-o" => a.output = Some(path("-o")?),
             "--emit-plan" => a.emit_plan = Some(path("--emit-plan")?),
@@ -245,6 +253,30 @@ fn write(path: Option<&OsStr>, text: &str) -> Result<(), String> {
     }
 }
 
+/// `--validate DIR`.
+fn validate(a: &Args, dir: &OsStr) -> Result<i32, String> {
+    let searching = [
+        (a.model.is_some(), "MODEL.json"),
+        (a.system.is_some(), "--system"),
+        (a.procs.is_some(), "--procs"),
+        (a.max_batch.is_some(), "--max-batch"),
+        (a.all.is_some(), "--all"),
+        (a.output.is_some(), "-o"),
+        (a.emit_plan.is_some(), "--emit-plan"),
+    ];
+    if let Some((_, name)) = searching.iter().find(|(given, _)| *given) {
+        return Err(format!("blueprint-search: --validate runs Calculon's validation configurations, not a search: drop {name}"));
+    }
+    let rows = crate::tools::validate::validate(Path::new(dir)).map_err(|e| format!("blueprint-search: --validate: {e}"))?;
+    let text = match a.format {
+        None | Some(Format::Table) => crate::tools::validate::tables(&rows),
+        Some(Format::Json) => crate::tools::validate::json(&rows)?,
+        Some(_) => return Err("blueprint-search: --validate prints a table (default) or json: --format takes table or json with it".into()),
+    };
+    write(None, &text)?;
+    Ok(0)
+}
+
 /// Runs the tool; returns the exit code.
 #[must_use]
 pub fn main_with_args(args: &[OsString]) -> i32 {
@@ -265,6 +297,9 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     if a.version {
         return Ok(print_info("blueprint-search", &crate::tools::cli::version_text("blueprint-search")));
     }
+    if let Some(dir) = a.validate.as_deref() {
+        return validate(&a, dir);
+    }
     let model_file = a.model.as_deref().ok_or("blueprint-search: no MODEL.json given\nTry 'blueprint-search --help'.")?;
     let system_file = a.system.as_deref().ok_or("blueprint-search: --system S.json is required")?;
     let (model_shown, system_shown) = (model_file.to_string_lossy(), system_file.to_string_lossy());
@@ -280,16 +315,16 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         return Err("blueprint-search: --all - and -o - both write to stdout: give one of them a file".into());
     }
     if all_on_stdout && a.format.is_some_and(|f| !matches!(f, Format::Csv | Format::Jsonl)) {
-        return Err("blueprint-search: --all - writes the listing to stdout as CSV or JSON lines: --format takes csv or jsonl with it".into());
+        return Err(
+            "blueprint-search: --all - writes the listing to stdout as CSV or JSON lines: --format takes csv or jsonl with it".into()
+        );
     }
     if !all_on_stdout && a.format == Some(Format::Jsonl) {
         return Err("blueprint-search: --format jsonl is the listing's format on stdout: give it with --all -".into());
     }
     let listing_format = match a.all.as_deref() {
         None => None,
-        Some(_) if all_on_stdout => {
-            Some(if a.format == Some(Format::Jsonl) { ListingFormat::JsonLines } else { ListingFormat::Csv })
-        }
+        Some(_) if all_on_stdout => Some(if a.format == Some(Format::Jsonl) { ListingFormat::JsonLines } else { ListingFormat::Csv }),
         Some(path) => {
             let name = path.to_string_lossy();
             if name.ends_with(".json") {
@@ -338,31 +373,33 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     let progress = |n: u64| bar.inc(n);
     let total = |n: u64| bar.set_length(n);
     let done = AtomicBool::new(false);
-    let run_search = |listing: Option<Listing>| std::thread::scope(|scope| {
-        let start = Instant::now();
-        let (bar, done) = (&bar, &done);
-        if tty {
-            // Shown only for runs longer than a second.
-            scope.spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(50));
-                    if start.elapsed() > Duration::from_secs(1) && !done.load(Ordering::Relaxed) {
-                        bar.set_draw_target(ProgressDrawTarget::stderr());
-                        break;
+    let run_search = |listing: Option<Listing>| {
+        std::thread::scope(|scope| {
+            let start = Instant::now();
+            let (bar, done) = (&bar, &done);
+            if tty {
+                // Shown only for runs longer than a second.
+                scope.spawn(move || {
+                    while !done.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                        if start.elapsed() > Duration::from_secs(1) && !done.load(Ordering::Relaxed) {
+                            bar.set_draw_target(ProgressDrawTarget::stderr());
+                            break;
+                        }
                     }
-                }
-            });
-        }
-        let result = search::search_with(
-            &model,
-            &system,
-            &options,
-            Control { interrupt: Some(&INTERRUPT), progress: Some(&progress), total: Some(&total) },
-            listing,
-        );
-        done.store(true, Ordering::Relaxed);
-        result
-    });
+                });
+            }
+            let result = search::search_with(
+                &model,
+                &system,
+                &options,
+                Control { interrupt: Some(&INTERRUPT), progress: Some(&progress), total: Some(&total) },
+                listing,
+            );
+            done.store(true, Ordering::Relaxed);
+            result
+        })
+    };
     let search_error = |e: SearchError| format!("blueprint-search: error: {e}");
     // The listing's file is renamed into place only after a search that
     // succeeds (or fits nothing, under --none-ok) and is not interrupted.

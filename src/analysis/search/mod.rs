@@ -356,25 +356,25 @@ pub fn search_with(
             list(&pool, &cx, &keys, &offsets, top, control, &flops, listing)?
         }
         None => pool.install(|| {
-        keys.par_iter()
-            .zip(offsets.par_iter())
-            .fold(
-                || Outcome::new(top),
-                |mut out, (key, &offset)| {
-                    evaluate::evaluate_key(&cx, key, offset, &mut out);
-                    if let Some(progress) = control.progress {
-                        progress(key.count());
-                    }
-                    out
-                },
-            )
-            .reduce(
-                || Outcome::new(top),
-                |mut a, b| {
-                    a.merge(b);
-                    a
-                },
-            )
+            keys.par_iter()
+                .zip(offsets.par_iter())
+                .fold(
+                    || Outcome::new(top),
+                    |mut out, (key, &offset)| {
+                        evaluate::evaluate_key(&cx, key, offset, &mut out);
+                        if let Some(progress) = control.progress {
+                            progress(key.count());
+                        }
+                        out
+                    },
+                )
+                .reduce(
+                    || Outcome::new(top),
+                    |mut a, b| {
+                        a.merge(b);
+                        a
+                    },
+                )
         }),
     };
     if let Some(first) = outcome.pruned.get(evaluate::NOT_FINITE) {
