@@ -306,3 +306,26 @@ pub fn json(rows: &[Row]) -> Result<String, String> {
     });
     serde_json::to_string_pretty(&report).map(|s| s + "\n").map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_numbers_print_as_python_does() {
+        for (x, text) in [(100.0, "100.0"), (1.1, "1.1"), (45.5625, "45.5625"), (32.958984375, "32.958984375"), (94.42, "94.42")] {
+            assert_eq!(python_float(x), text);
+        }
+    }
+
+    #[test]
+    fn measurements_cover_every_configuration() {
+        let m: Measured = serde_json::from_str(MEASURED).expect("the built-in measurements");
+        assert_eq!(m.models.len(), 4);
+        for model in &m.models {
+            assert!(m.fig1.modes.iter().all(|mode| m.fig1.measured[model].contains_key(mode)));
+            assert!(m.fig7.modes.iter().all(|mode| m.fig7.measured[model].contains_key(mode)));
+            assert!(m.tab5.modes.iter().all(|mode| m.tab5.measured[model].contains_key(mode)));
+        }
+    }
+}
