@@ -4,7 +4,11 @@
 //! configuration, through the import → distribute → plan pipeline.
 //!
 //! It prints a ranked table on stdout (`--format csv` or `json` for
-//! machines), also when `-o` writes the JSON report to a file.
+//! machines), also when `-o` writes the JSON report to a file. `--all`
+//! also writes every configuration, one line each in the canonical order,
+//! while the search runs ([`crate::analysis::search::listing`]);
+//! `--validate DIR` compares the estimate with the Megatron-LM
+//! measurements Calculon validates against ([`crate::tools::validate`]).
 //!
 //! Bad input gets a diagnostic naming the file or option and exit code 1,
 //! and nothing is written; outputs are written atomically, after the search
@@ -443,7 +447,11 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     };
     bar.finish_and_clear();
     if a.all.is_some() && result.outcome.partial {
-        report("blueprint-search: --all: interrupted; the listing is incomplete and its file is not written");
+        report(if all_on_stdout {
+            "blueprint-search: --all: interrupted; the listing on stdout stops short"
+        } else {
+            "blueprint-search: --all: interrupted; the listing is incomplete, so its file is not written"
+        });
     }
 
     let best = result.top().first();
