@@ -9,14 +9,12 @@
 //! report's `totals.pruned`), `sample_rate`, `mfu`, the ten times of
 //! `timing_seconds` (Calculon's names, `total_time` the step), the seven
 //! memory fields of `per_processor` and `proc_mem_tier2_cap_req` (bytes).
-//! Numbers are written in full (the shortest text that reads back as the
-//! same `f64`).
-
-use std::fmt::Write as _;
+//! Numbers are written in full: integral values as integers, others in
+//! the shortest text that reads back as the same `f64`.
 
 use super::evaluate::{Verdict, Visit};
 use super::output::ModelFlops;
-use super::space::Config;
+use super::space::{BlockKey, Config};
 use crate::analysis::workload::{Recompute, TpComm, TpOverlap};
 
 /// How the listing is written.
@@ -112,110 +110,169 @@ fn tp_overlap_name(o: TpOverlap) -> &'static str {
 }
 
 /// Formats the lines of the configurations it is shown into `buffer`.
+///
+/// Fast, since a listing formats a line per configuration and the search
+/// evaluates one in about a microsecond: the key's columns are formatted
+/// once per block key, integers with `itoa`, other numbers with `zmij`
+/// (the shortest text that reads back as the same `f64`, as the JSON
+/// report's).
 pub struct LineWriter<'a> {
-    pub format: ListingFormat,
-    pub flops: &'a ModelFlops,
+    format: ListingFormat,
+    flops: &'a ModelFlops,
     pub buffer: String,
+    /// The key's columns before and after `pipeline_interleaving`.
+    key: Option<(BlockKey, String, String)>,
+    floats: zmij::Buffer,
+    integers: itoa::Buffer,
 }
 
-impl LineWriter<'_> {
-    /// One field: its separator (and key, for JSON), then `value`.
-    fn field(&mut self, at: usize, name: &str, value: impl std::fmt::Display, quoted: bool) {
-        let b = &mut self.buffer;
-        match self.format {
+/// A value's text in a column.
+enum Cell<'t> {
+    /// Written as is (numbers, booleans).
+    Bare(&'t str),
+    /// Quoted in JSON.
+    Text(&'t str),
+    /// Empty in CSV, `null` in JSON.
+    Absent,
+}
+
+impl<'a> LineWriter<'a> {
+    #[must_use]
+    pub fn new(format: ListingFormat, flops: &'a ModelFlops, capacity: usize) -> Self {
+        Self {
+            format,
+            flops,
+            buffer: String::with_capacity(capacity),
+            key: None,
+            floats: zmij::Buffer::new(),
+            integers: itoa::Buffer::new(),
+        }
+    }
+
+    /// Appends a column (its separator, and key in JSON) to `out`.
+    fn push(format: ListingFormat, out: &mut String, first: bool, name: &str, cell: Cell<'_>) {
+        match format {
             ListingFormat::Csv => {
-                if at > 0 {
-                    b.push(',');
+                if !first {
+                    out.push(',');
                 }
-                let _ = write!(b, "{value}");
+                match cell {
+                    Cell::Bare(t) | Cell::Text(t) => out.push_str(t),
+                    Cell::Absent => {}
+                }
             }
             ListingFormat::JsonLines => {
-                b.push_str(if at > 0 { ",\"" } else { "{\"" });
-                b.push_str(name);
-                b.push_str("\":");
-                if quoted {
-                    let _ = write!(b, "\"{value}\"");
-                } else {
-                    let _ = write!(b, "{value}");
+                out.push_str(if first { "{\"" } else { ",\"" });
+                out.push_str(name);
+                out.push_str("\":");
+                match cell {
+                    Cell::Bare(t) => out.push_str(t),
+                    Cell::Text(t) => {
+                        out.push('"');
+                        out.push_str(t);
+                        out.push('"');
+                    }
+                    Cell::Absent => out.push_str("null"),
                 }
             }
         }
     }
 
-    /// An absent value: empty in CSV, `null` in JSON.
-    fn absent(&mut self, at: usize, name: &str) {
-        match self.format {
-            ListingFormat::Csv => self.field(at, name, "", false),
-            ListingFormat::JsonLines => self.field(at, name, "null", false),
-        }
+    fn flag(b: bool) -> Cell<'static> {
+        Cell::Bare(if b { "true" } else { "false" })
     }
 
-    fn number(&mut self, at: usize, name: &str, x: Option<f64>) {
-        match x.filter(|x| x.is_finite()) {
-            Some(x) => self.field(at, name, x, false),
-            None => self.absent(at, name),
-        }
+    fn integer(&mut self, name: &str, x: u64) {
+        let text = self.integers.format(x);
+        Self::push(self.format, &mut self.buffer, false, name, Cell::Bare(text));
+    }
+
+    /// A number: integral values below 2^53 as integers, others in the
+    /// shortest round-trip text; not finite or absent as absent.
+    fn number(&mut self, name: &str, x: Option<f64>) {
+        let cell = match x.filter(|x| x.is_finite()) {
+            Some(x) if x == x.trunc() && x.abs() < 9_007_199_254_740_992.0 => Cell::Bare(self.integers.format(x as i64)),
+            Some(x) => Cell::Bare(self.floats.format_finite(x)),
+            None => Cell::Absent,
+        };
+        Self::push(self.format, &mut self.buffer, false, name, cell);
+    }
+
+    /// The key's columns: `tp`, `pp`, `dp`, then `global_batch` to `tp_overlap`.
+    fn key_columns(&mut self, k: &BlockKey) -> (String, String) {
+        let (f, mut before, mut after) = (self.format, String::new(), String::new());
+        let mut n = itoa::Buffer::new();
+        Self::push(f, &mut before, false, "tp", Cell::Bare(n.format(k.tp)));
+        Self::push(f, &mut before, false, "pp", Cell::Bare(n.format(k.pp)));
+        Self::push(f, &mut before, false, "dp", Cell::Bare(n.format(k.dp)));
+        Self::push(f, &mut after, false, "global_batch", Cell::Bare(n.format(k.global_batch)));
+        Self::push(f, &mut after, false, "microbatch", Cell::Bare(n.format(k.microbatch)));
+        Self::push(f, &mut after, false, "recompute", Cell::Text(recompute_name(k.recompute)));
+        Self::push(f, &mut after, false, "tp_comm", Cell::Text(tp_comm_name(k.tp_comm)));
+        Self::push(f, &mut after, false, "seq_par_ag_redo", Self::flag(k.seq_par_ag_redo));
+        Self::push(f, &mut after, false, "fused_activation", Self::flag(k.fused_activation));
+        Self::push(f, &mut after, false, "optimizer_sharding", Self::flag(k.optimizer_sharding));
+        Self::push(f, &mut after, false, "tp_overlap", Cell::Text(tp_overlap_name(k.tp_overlap)));
+        (before, after)
     }
 
     /// The line of configuration `index`.
     pub fn line(&mut self, index: u64, config: &Config, verdict: Verdict<'_>) {
         let k = &config.key;
-        let n = &config.networks;
-        let mut at = 0;
-        let mut next = || {
-            at += 1;
-            at - 1
-        };
-        self.field(next(), "index", index, false);
-        let counts = [k.tp, k.pp, k.dp, config.pipeline_interleaving, k.global_batch, k.microbatch];
-        for (i, value) in counts.into_iter().enumerate() {
-            self.field(next(), STRATEGY[i], value, false);
+        if self.key.as_ref().is_none_or(|(key, _, _)| key != k) {
+            let (before, after) = self.key_columns(k);
+            self.key = Some((*k, before, after));
         }
-        self.field(next(), "recompute", recompute_name(k.recompute), true);
-        self.field(next(), "tp_comm", tp_comm_name(k.tp_comm), true);
-        self.field(next(), "seq_par_ag_redo", k.seq_par_ag_redo, false);
-        self.field(next(), "fused_activation", k.fused_activation, false);
-        self.field(next(), "optimizer_sharding", k.optimizer_sharding, false);
-        self.field(next(), "tp_overlap", tp_overlap_name(k.tp_overlap), true);
-        self.field(next(), "tp_net", n.tp, false);
-        self.field(next(), "pp_net", n.pp, false);
-        self.field(next(), "dp_net", n.dp, false);
-        self.field(next(), "dp_overlap", config.data_par_overlap, false);
-        self.field(next(), "weight_offload", config.offload.weights, false);
-        self.field(next(), "activations_offload", config.offload.activations, false);
-        self.field(next(), "optimizer_offload", config.offload.optimizer, false);
+        let f = self.format;
+        let text = self.integers.format(index);
+        Self::push(f, &mut self.buffer, true, "index", Cell::Bare(text));
+        if let Some((_, before, _)) = &self.key {
+            self.buffer.push_str(before);
+        }
+        self.integer("pipeline_interleaving", config.pipeline_interleaving);
+        if let Some((_, _, after)) = &self.key {
+            self.buffer.push_str(after);
+        }
+        let n = &config.networks;
+        for (name, tier) in [("tp_net", n.tp), ("pp_net", n.pp), ("dp_net", n.dp)] {
+            self.integer(name, tier as u64);
+        }
+        let o = &config.offload;
+        for (name, on) in [
+            ("dp_overlap", config.data_par_overlap),
+            ("weight_offload", o.weights),
+            ("activations_offload", o.activations),
+            ("optimizer_offload", o.optimizer),
+        ] {
+            Self::push(f, &mut self.buffer, false, name, Self::flag(on));
+        }
         let (estimate, reason) = match verdict {
             Verdict::Fits(e) => (Some(e), None),
             Verdict::Pruned { reason, estimate } => (estimate, Some(reason)),
         };
-        match estimate {
-            Some(_) => self.field(next(), "fits", reason.is_none(), false),
-            None => self.absent(next(), "fits"),
-        }
-        match reason {
-            Some(reason) => self.field(next(), "pruned", reason, true),
-            None => self.absent(next(), "pruned"),
-        }
+        let fits = if estimate.is_some() { Self::flag(reason.is_none()) } else { Cell::Absent };
+        Self::push(f, &mut self.buffer, false, "fits", fits);
+        Self::push(f, &mut self.buffer, false, "pruned", reason.map_or(Cell::Absent, Cell::Text));
         match estimate {
             Some(e) => {
                 let t = &e.timing_seconds;
-                self.number(next(), NUMBERS[0], Some(e.sample_rate));
-                self.number(next(), NUMBERS[1], self.flops.mfu(config, t.total_time));
+                self.number(NUMBERS[0], Some(e.sample_rate));
+                self.number(NUMBERS[1], self.flops.mfu(config, t.total_time));
                 for (name, value) in t.fields() {
-                    self.number(next(), name, Some(value));
+                    self.number(name, Some(value));
                 }
                 for (name, value) in e.memory.per_processor.fields() {
-                    self.number(next(), name, Some(value));
+                    self.number(name, Some(value));
                 }
-                self.number(next(), "proc_mem_tier2_cap_req", Some(e.memory.proc_mem_tier2_cap_req));
+                self.number("proc_mem_tier2_cap_req", Some(e.memory.proc_mem_tier2_cap_req));
             }
             None => {
                 for name in NUMBERS {
-                    self.absent(next(), name);
+                    Self::push(f, &mut self.buffer, false, name, Cell::Absent);
                 }
             }
         }
-        self.buffer.push_str(match self.format {
+        self.buffer.push_str(match f {
             ListingFormat::Csv => "\n",
             ListingFormat::JsonLines => "}\n",
         });

@@ -206,7 +206,7 @@ fn list(
                 .zip(&offsets[start..end])
                 .map(|(key, &offset)| {
                     let mut out = Outcome::new(top);
-                    let mut lines = listing::LineWriter { format, flops, buffer: String::with_capacity(key.count() as usize * 400) };
+                    let mut lines = listing::LineWriter::new(format, flops, key.count() as usize * 400);
                     evaluate::evaluate_key_with(cx, key, offset, &mut out, &mut lines);
                     if let Some(progress) = control.progress {
                         progress(key.count());
