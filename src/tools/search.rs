@@ -47,13 +47,13 @@ S.json is a Calculon system file as it is.\n\n\
 OPTIONS:\n\
 \x20 --datatype T            float8, float16 (default), bfloat16 or float32\n\
 \x20 --seq-len N             Sequence length (default: the model's; a Hugging Face config's max_position_embeddings)\n\
-\x20 --top K                 Configurations to report (default 10)\n\
+\x20 --top K                 Configurations to report (default 10; Calculon's -t)\n\
 \x20 --no-dp-overlap         Do not explore DP overlap\n\
 \x20 --no-tp-overlap         Do not explore TP overlap (ring / pipe tiling of the TP collectives)\n\
 \x20 --no-offload            Do not explore offload to the second memory tier (explored when the system has one)\n\
 \x20 --fused-activation F    true (default, as Calculon), false or all\n\
 \x20 --calculon-dp-overlap   Rank by Calculon's DP-overlap figure (with its recompute defect)\n\
-\x20 --threads T             Worker threads (default: every core)\n\
+\x20 --threads T             Worker threads (default: every core; Calculon's -c)\n\
 \x20 --sample N              Also report N configurations spread evenly over the space (in the JSON)\n\
 \x20 --headroom H            Memory per processor kept free of the first tier: GiB (4, 4GiB) or a share (10%)\n\
 \x20 --format F              What stdout gets: table (default; ranked, the fields that differ, MFU, GiB), csv or json;\n\
@@ -72,7 +72,9 @@ OPTIONS:\n\
 \x20                         figure at full precision); DIR as Calculon's repository (models/, systems/,\n\
 \x20                         validation/seqsel/): a Calculon checkout or Blueprint's test/oracles/calculon\n\
 \x20 -h, --help              This text\n\
-\x20 --version               Print the version and exit\n";
+\x20 --version               Print the version and exit\n\n\
+Calculon's -m (--mbs-break) is left out on purpose: it skips larger microbatches after one that fits nowhere,\n\
+which can miss configurations, and this search costs about a microsecond a configuration.\n";
 
 /// The pipeline `--emit-plan` runs after the import.
 pub const PLAN_PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training)";

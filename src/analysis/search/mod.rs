@@ -176,8 +176,9 @@ impl SearchResult {
 }
 
 /// Evaluates `keys` in chunks of about [`LISTING_CHUNK`] configurations,
-/// each chunk in parallel with its lines kept per key, then written in the
-/// canonical order.
+/// each chunk in parallel with its lines kept per key, and writes each
+/// chunk's lines in the canonical order on the calling thread while the
+/// pool evaluates the next one.
 #[allow(clippy::too_many_arguments)]
 fn list(
     pool: &rayon::ThreadPool,
@@ -191,7 +192,7 @@ fn list(
 ) -> Result<Outcome, SearchError> {
     let Listing { format, out } = listing;
     out.write_all(listing::header(format).as_bytes()).map_err(SearchError::Listing)?;
-    let mut outcome = Outcome::new(top);
+    let mut chunks = Vec::new();
     let mut start = 0;
     while start < keys.len() {
         let mut end = start;
@@ -200,30 +201,51 @@ fn list(
             configurations += keys[end].count();
             end += 1;
         }
-        let chunk: Vec<(Outcome, String)> = pool.install(|| {
-            keys[start..end]
-                .par_iter()
-                .zip(&offsets[start..end])
-                .map(|(key, &offset)| {
-                    let mut out = Outcome::new(top);
-                    let mut lines = listing::LineWriter::new(format, flops, key.count() as usize * 400);
-                    evaluate::evaluate_key_with(cx, key, offset, &mut out, &mut lines);
-                    if let Some(progress) = control.progress {
-                        progress(key.count());
-                    }
-                    (out, lines.buffer)
-                })
-                .collect()
-        });
+        chunks.push(start..end);
+        start = end;
+    }
+    let evaluate = |range: std::ops::Range<usize>| -> Vec<(Outcome, String)> {
+        keys[range.clone()]
+            .par_iter()
+            .zip(&offsets[range])
+            .map(|(key, &offset)| {
+                let mut out = Outcome::new(top);
+                let mut lines = listing::LineWriter::new(format, flops, key.count() as usize * 400);
+                evaluate::evaluate_key_with(cx, key, offset, &mut out, &mut lines);
+                if let Some(progress) = control.progress {
+                    progress(key.count());
+                }
+                (out, lines.buffer)
+            })
+            .collect()
+    };
+    let mut outcome = Outcome::new(top);
+    // Writes a chunk's lines and adds its outcomes.
+    let mut take = |chunk: Vec<(Outcome, String)>, outcome: &mut Outcome| -> std::io::Result<()> {
         for (key_outcome, lines) in chunk {
-            out.write_all(lines.as_bytes()).map_err(SearchError::Listing)?;
+            out.write_all(lines.as_bytes())?;
             outcome.merge(key_outcome);
         }
+        Ok(())
+    };
+    let mut ranges = chunks.into_iter();
+    let mut pending = match ranges.next() {
+        Some(range) => pool.install(|| evaluate(range)),
+        None => Vec::new(),
+    };
+    for range in ranges {
+        let mut next = None;
+        let written = pool.in_place_scope(|scope| {
+            scope.spawn(|_| next = Some(evaluate(range)));
+            take(std::mem::take(&mut pending), &mut outcome)
+        });
+        written.map_err(SearchError::Listing)?;
+        pending = next.unwrap_or_default();
         if outcome.partial {
             break;
         }
-        start = end;
     }
+    take(pending, &mut outcome).map_err(SearchError::Listing)?;
     out.flush().map_err(SearchError::Listing)?;
     Ok(outcome)
 }
