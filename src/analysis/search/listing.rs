@@ -120,8 +120,11 @@ pub struct LineWriter<'a> {
     format: ListingFormat,
     flops: &'a ModelFlops,
     pub buffer: String,
-    /// The key's columns before and after `pipeline_interleaving`.
-    key: Option<(BlockKey, String, String)>,
+    /// The key whose columns `before` and `after` hold (before and after
+    /// `pipeline_interleaving`).
+    key: Option<BlockKey>,
+    before: String,
+    after: String,
     floats: zmij::Buffer,
     integers: itoa::Buffer,
 }
@@ -144,6 +147,8 @@ impl<'a> LineWriter<'a> {
             flops,
             buffer: String::with_capacity(capacity),
             key: None,
+            before: String::new(),
+            after: String::new(),
             floats: zmij::Buffer::new(),
             integers: itoa::Buffer::new(),
         }
@@ -199,40 +204,37 @@ impl<'a> LineWriter<'a> {
     }
 
     /// The key's columns: `tp`, `pp`, `dp`, then `global_batch` to `tp_overlap`.
-    fn key_columns(&mut self, k: &BlockKey) -> (String, String) {
-        let (f, mut before, mut after) = (self.format, String::new(), String::new());
+    fn key_columns(&mut self, k: &BlockKey) {
+        let (f, before, after) = (self.format, &mut self.before, &mut self.after);
+        before.clear();
+        after.clear();
         let mut n = itoa::Buffer::new();
-        Self::push(f, &mut before, false, "tp", Cell::Bare(n.format(k.tp)));
-        Self::push(f, &mut before, false, "pp", Cell::Bare(n.format(k.pp)));
-        Self::push(f, &mut before, false, "dp", Cell::Bare(n.format(k.dp)));
-        Self::push(f, &mut after, false, "global_batch", Cell::Bare(n.format(k.global_batch)));
-        Self::push(f, &mut after, false, "microbatch", Cell::Bare(n.format(k.microbatch)));
-        Self::push(f, &mut after, false, "recompute", Cell::Text(recompute_name(k.recompute)));
-        Self::push(f, &mut after, false, "tp_comm", Cell::Text(tp_comm_name(k.tp_comm)));
-        Self::push(f, &mut after, false, "seq_par_ag_redo", Self::flag(k.seq_par_ag_redo));
-        Self::push(f, &mut after, false, "fused_activation", Self::flag(k.fused_activation));
-        Self::push(f, &mut after, false, "optimizer_sharding", Self::flag(k.optimizer_sharding));
-        Self::push(f, &mut after, false, "tp_overlap", Cell::Text(tp_overlap_name(k.tp_overlap)));
-        (before, after)
+        Self::push(f, before, false, "tp", Cell::Bare(n.format(k.tp)));
+        Self::push(f, before, false, "pp", Cell::Bare(n.format(k.pp)));
+        Self::push(f, before, false, "dp", Cell::Bare(n.format(k.dp)));
+        Self::push(f, after, false, "global_batch", Cell::Bare(n.format(k.global_batch)));
+        Self::push(f, after, false, "microbatch", Cell::Bare(n.format(k.microbatch)));
+        Self::push(f, after, false, "recompute", Cell::Text(recompute_name(k.recompute)));
+        Self::push(f, after, false, "tp_comm", Cell::Text(tp_comm_name(k.tp_comm)));
+        Self::push(f, after, false, "seq_par_ag_redo", Self::flag(k.seq_par_ag_redo));
+        Self::push(f, after, false, "fused_activation", Self::flag(k.fused_activation));
+        Self::push(f, after, false, "optimizer_sharding", Self::flag(k.optimizer_sharding));
+        Self::push(f, after, false, "tp_overlap", Cell::Text(tp_overlap_name(k.tp_overlap)));
+        self.key = Some(*k);
     }
 
     /// The line of configuration `index`.
     pub fn line(&mut self, index: u64, config: &Config, verdict: Verdict<'_>) {
         let k = &config.key;
-        if self.key.as_ref().is_none_or(|(key, _, _)| key != k) {
-            let (before, after) = self.key_columns(k);
-            self.key = Some((*k, before, after));
+        if self.key.as_ref() != Some(k) {
+            self.key_columns(k);
         }
         let f = self.format;
         let text = self.integers.format(index);
         Self::push(f, &mut self.buffer, true, "index", Cell::Bare(text));
-        if let Some((_, before, _)) = &self.key {
-            self.buffer.push_str(before);
-        }
+        self.buffer.push_str(&self.before);
         self.integer("pipeline_interleaving", config.pipeline_interleaving);
-        if let Some((_, _, after)) = &self.key {
-            self.buffer.push_str(after);
-        }
+        self.buffer.push_str(&self.after);
         let n = &config.networks;
         for (name, tier) in [("tp_net", n.tp), ("pp_net", n.pp), ("dp_net", n.dp)] {
             self.integer(name, tier as u64);

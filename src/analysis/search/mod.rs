@@ -204,19 +204,23 @@ fn list(
         chunks.push(start..end);
         start = end;
     }
+    // Each split of the chunk (a run of consecutive keys) fills one
+    // outcome and one buffer; `collect` keeps the splits in order.
     let evaluate = |range: std::ops::Range<usize>| -> Vec<(Outcome, String)> {
         keys[range.clone()]
             .par_iter()
             .zip(&offsets[range])
-            .map(|(key, &offset)| {
-                let mut out = Outcome::new(top);
-                let mut lines = listing::LineWriter::new(format, flops, key.count() as usize * 400);
-                evaluate::evaluate_key_with(cx, key, offset, &mut out, &mut lines);
-                if let Some(progress) = control.progress {
-                    progress(key.count());
-                }
-                (out, lines.buffer)
-            })
+            .fold(
+                || (Outcome::new(top), listing::LineWriter::new(format, flops, 0)),
+                |(mut out, mut lines), (key, &offset)| {
+                    evaluate::evaluate_key_with(cx, key, offset, &mut out, &mut lines);
+                    if let Some(progress) = control.progress {
+                        progress(key.count());
+                    }
+                    (out, lines)
+                },
+            )
+            .map(|(out, lines)| (out, lines.buffer))
             .collect()
     };
     let mut outcome = Outcome::new(top);
