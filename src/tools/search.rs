@@ -12,8 +12,10 @@
 //!
 //! Bad input gets a diagnostic naming the file or option and exit code 1,
 //! and nothing is written; outputs are written atomically, after the search
-//! and the plan have both succeeded. When no configuration fits, the
-//! reasons go to stderr (exit code 1) and `-o` is left as it was. Ctrl-C stops the search and prints the
+//! and the plan have both succeeded (the `--all` listing, streamed while
+//! the search runs, is renamed into place as soon as the search has). When
+//! no configuration fits, the reasons go to stderr (exit code 1) and `-o`
+//! and `--all` are left as they were. Ctrl-C stops the search and prints the
 //! best configurations found so far (exit code 130); a second Ctrl-C exits
 //! at once.
 
