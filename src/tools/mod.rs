@@ -17,6 +17,7 @@ pub mod search;
 pub mod suggest;
 pub mod train;
 pub mod translate;
+pub mod validate;
 
 // The whole pipeline on the oracle cases, through the tools' pipeline.
 #[cfg(test)]

@@ -4,12 +4,18 @@
 //! configuration, through the import → distribute → plan pipeline.
 //!
 //! It prints a ranked table on stdout (`--format csv` or `json` for
-//! machines), also when `-o` writes the JSON report to a file.
+//! machines), also when `-o` writes the JSON report to a file. `--all`
+//! also writes every configuration, one line each in the canonical order,
+//! while the search runs ([`crate::analysis::search::listing`]);
+//! `--validate DIR` compares the estimate with the Megatron-LM
+//! measurements Calculon validates against ([`crate::tools::validate`]).
 //!
 //! Bad input gets a diagnostic naming the file or option and exit code 1,
 //! and nothing is written; outputs are written atomically, after the search
-//! and the plan have both succeeded. When no configuration fits, the
-//! reasons go to stderr (exit code 1) and `-o` is left as it was. Ctrl-C stops the search and prints the
+//! and the plan have both succeeded (the `--all` listing, streamed while
+//! the search runs, is renamed into place as soon as the search has). When
+//! no configuration fits, the reasons go to stderr (exit code 1) and `-o`
+//! and `--all` are left as they were. Ctrl-C stops the search and prints the
 //! best configurations found so far (exit code 130); a second Ctrl-C exits
 //! at once.
 
@@ -24,7 +30,7 @@ use melior::ir::operation::{OperationLike, OperationPrintingFlags};
 
 use crate::{
     analysis::{
-        search::{self, output, table, Control, Headroom, SearchOptions},
+        search::{self, listing::ListingFormat, output, table, Control, Headroom, Listing, SearchError, SearchOptions},
         system::SystemProfile,
         workload::{Datatype, ModelSpec, TrainingSpec},
     },
@@ -35,27 +41,42 @@ use crate::{
 };
 
 const HELP: &str = "OVERVIEW: the fastest way to train a model on N processors of a system, and whether it fits\n\n\
-USAGE: blueprint-search MODEL.json --system S.json --procs N --max-batch B [options]\n\n\
+USAGE: blueprint-search MODEL.json --system S.json --procs N --max-batch B [options]\n\
+\x20      blueprint-search --validate DIR [--format table|json]\n\n\
 MODEL.json is Blueprint's model JSON, a training spec (its model is used), a Calculon model file as it is,\n\
 or a Hugging Face config.json of a Llama, Mistral or Qwen2 model (RMS norms, GQA, RoPE, SwiGLU).\n\
 S.json is a Calculon system file as it is.\n\n\
 OPTIONS:\n\
 \x20 --datatype T            float8, float16 (default), bfloat16 or float32\n\
 \x20 --seq-len N             Sequence length (default: the model's; a Hugging Face config's max_position_embeddings)\n\
-\x20 --top K                 Configurations to report (default 10)\n\
+\x20 --top K                 Configurations to report (default 10; Calculon's -t)\n\
 \x20 --no-dp-overlap         Do not explore DP overlap\n\
 \x20 --no-tp-overlap         Do not explore TP overlap (ring / pipe tiling of the TP collectives)\n\
 \x20 --no-offload            Do not explore offload to the second memory tier (explored when the system has one)\n\
 \x20 --fused-activation F    true (default, as Calculon), false or all\n\
 \x20 --calculon-dp-overlap   Rank by Calculon's DP-overlap figure (with its recompute defect)\n\
-\x20 --threads T             Worker threads (default: every core)\n\
+\x20 --threads T             Worker threads (default: every core; Calculon's -c)\n\
 \x20 --sample N              Also report N configurations spread evenly over the space (in the JSON)\n\
 \x20 --headroom H            Memory per processor kept free of the first tier: GiB (4, 4GiB) or a share (10%)\n\
-\x20 --format F              What stdout gets: table (default; ranked, the fields that differ, MFU, GiB), csv or json\n\
+\x20 --format F              What stdout gets: table (default; ranked, the fields that differ, MFU, GiB), csv or json;\n\
+\x20                         with --all -, csv (default) or jsonl\n\
 \x20 -o <file>               Also write the JSON report to <file> (- for stdout, instead of the table)\n\
+\x20 --all <file>            Also write every configuration, one line each in the canonical order, as the search\n\
+\x20                         evaluates them (Calculon's llm-all-executions, pruned ones too, with the reason):\n\
+\x20                         CSV with a header, or JSON lines when <file> ends in .jsonl (- for stdout, instead of\n\
+\x20                         the table); the file appears complete or not at all\n\
+\x20 --none-ok               No configuration fitting is not an error (Calculon's -n): the reasons on stderr, exit 0,\n\
+\x20                         the outputs written with no ranked rows\n\
 \x20 --emit-plan <file>      Write the best configuration's whole-step plan as MLIR\n\
+\x20 --validate DIR          Instead of searching: the estimate against the Megatron-LM measurements of Korthikanti\n\
+\x20                         et al. 2022 (Figure 1 memory, Figure 7 activation ratios, Table 5 step times), the\n\
+\x20                         error of each configuration in Calculon's llm-validation tables (--format json: every\n\
+\x20                         figure at full precision); DIR as Calculon's repository (models/, systems/,\n\
+\x20                         validation/seqsel/): a Calculon checkout or Blueprint's test/oracles/calculon\n\
 \x20 -h, --help              This text\n\
-\x20 --version               Print the version and exit\n";
+\x20 --version               Print the version and exit\n\n\
+Calculon's -m (--mbs-break) is left out on purpose: it skips larger microbatches after one that fits nowhere,\n\
+which can miss configurations, and this search costs about a microsecond a configuration.\n";
 
 /// The pipeline `--emit-plan` runs after the import.
 pub const PLAN_PIPELINE: &str = "builtin.module(distribute-transformer-training, plan-transformer-training)";
@@ -83,6 +104,9 @@ struct Args {
     emit_plan: Option<OsString>,
     format: Option<Format>,
     headroom: Option<Headroom>,
+    all: Option<OsString>,
+    none_ok: bool,
+    validate: Option<OsString>,
     help: bool,
     version: bool,
 }
@@ -93,6 +117,8 @@ enum Format {
     Table,
     Csv,
     Json,
+    /// JSON lines: `--all -` only.
+    Jsonl,
 }
 
 /// `4`, `4GiB`, `4 GiB` or `10%`.
@@ -172,7 +198,8 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
                     "table" => Format::Table,
                     "csv" => Format::Csv,
                     "json" => Format::Json,
-                    other => return Err(format!("blueprint-search: --format takes table, csv or json, got '{other}'")),
+                    "jsonl" => Format::Jsonl,
+                    other => return Err(format!("blueprint-search: --format takes table, csv, json or jsonl, got '{other}'")),
                 });
             }
             "--headroom" => a.headroom = Some(parse_headroom(&value("--headroom")?)?),
@@ -180,6 +207,9 @@ fn parse_args(args: &[OsString]) -> Result<Args, String> {
             "--no-tp-overlap" => a.no_tp_overlap = true,
             "--no-offload" => a.no_offload = true,
             "--calculon-dp-overlap" => a.calculon_dp_overlap = true,
+            "--none-ok" => a.none_ok = true,
+            "--all" => a.all = Some(path("--all")?),
+            "--validate" => a.validate = Some(path("--validate")?),
             "--system" => a.system = Some(path("--system")?),
             "-o" => a.output = Some(path("-o")?),
             "--emit-plan" => a.emit_plan = Some(path("--emit-plan")?),
@@ -231,6 +261,30 @@ fn write(path: Option<&OsStr>, text: &str) -> Result<(), String> {
     }
 }
 
+/// `--validate DIR`.
+fn validate(a: &Args, dir: &OsStr) -> Result<i32, String> {
+    let searching = [
+        (a.model.is_some(), "MODEL.json"),
+        (a.system.is_some(), "--system"),
+        (a.procs.is_some(), "--procs"),
+        (a.max_batch.is_some(), "--max-batch"),
+        (a.all.is_some(), "--all"),
+        (a.output.is_some(), "-o"),
+        (a.emit_plan.is_some(), "--emit-plan"),
+    ];
+    if let Some((_, name)) = searching.iter().find(|(given, _)| *given) {
+        return Err(format!("blueprint-search: --validate runs Calculon's validation configurations, not a search: drop {name}"));
+    }
+    let rows = crate::tools::validate::validate(Path::new(dir)).map_err(|e| format!("blueprint-search: --validate: {e}"))?;
+    let text = match a.format {
+        None | Some(Format::Table) => crate::tools::validate::tables(&rows),
+        Some(Format::Json) => crate::tools::validate::json(&rows)?,
+        Some(_) => return Err("blueprint-search: --validate prints a table (default) or json: --format takes table or json with it".into()),
+    };
+    write(None, &text)?;
+    Ok(0)
+}
+
 /// Runs the tool; returns the exit code.
 #[must_use]
 pub fn main_with_args(args: &[OsString]) -> i32 {
@@ -251,6 +305,9 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     if a.version {
         return Ok(print_info("blueprint-search", &crate::tools::cli::version_text("blueprint-search")));
     }
+    if let Some(dir) = a.validate.as_deref() {
+        return validate(&a, dir);
+    }
     let model_file = a.model.as_deref().ok_or("blueprint-search: no MODEL.json given\nTry 'blueprint-search --help'.")?;
     let system_file = a.system.as_deref().ok_or("blueprint-search: --system S.json is required")?;
     let (model_shown, system_shown) = (model_file.to_string_lossy(), system_file.to_string_lossy());
@@ -261,6 +318,31 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     if json_on_stdout && a.format.is_some_and(|f| f != Format::Json) {
         return Err("blueprint-search: -o - writes the JSON report to stdout, where --format would print too: give one of them".into());
     }
+    let all_on_stdout = a.all.as_deref().is_some_and(is_dash);
+    if all_on_stdout && json_on_stdout {
+        return Err("blueprint-search: --all - and -o - both write to stdout: give one of them a file".into());
+    }
+    if all_on_stdout && a.format.is_some_and(|f| !matches!(f, Format::Csv | Format::Jsonl)) {
+        return Err(
+            "blueprint-search: --all - writes the listing to stdout as CSV or JSON lines: --format takes csv or jsonl with it".into()
+        );
+    }
+    if !all_on_stdout && a.format == Some(Format::Jsonl) {
+        return Err("blueprint-search: --format jsonl is the listing's format on stdout: give it with --all -".into());
+    }
+    let listing_format = match a.all.as_deref() {
+        None => None,
+        Some(_) if all_on_stdout => Some(if a.format == Some(Format::Jsonl) { ListingFormat::JsonLines } else { ListingFormat::Csv }),
+        Some(path) => {
+            let name = path.to_string_lossy();
+            if name.ends_with(".json") {
+                return Err(format!(
+                    "blueprint-search: --all '{name}': the listing is CSV or JSON lines, one configuration a line: name it .csv or .jsonl"
+                ));
+            }
+            Some(if name.ends_with(".jsonl") || name.ends_with(".ndjson") { ListingFormat::JsonLines } else { ListingFormat::Csv })
+        }
+    };
     let format = if json_on_stdout { Format::Json } else { a.format.unwrap_or(Format::Table) };
     let stem = Path::new(model_file).file_stem().map(|s| s.to_string_lossy().into_owned());
     let model =
@@ -299,32 +381,82 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     let progress = |n: u64| bar.inc(n);
     let total = |n: u64| bar.set_length(n);
     let done = AtomicBool::new(false);
-    let result = std::thread::scope(|scope| {
-        let start = Instant::now();
-        let (bar, done) = (&bar, &done);
-        if tty {
-            // Shown only for runs longer than a second.
-            scope.spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    std::thread::sleep(Duration::from_millis(50));
-                    if start.elapsed() > Duration::from_secs(1) && !done.load(Ordering::Relaxed) {
-                        bar.set_draw_target(ProgressDrawTarget::stderr());
-                        break;
+    let run_search = |listing: Option<Listing>| {
+        std::thread::scope(|scope| {
+            let start = Instant::now();
+            let (bar, done) = (&bar, &done);
+            if tty {
+                // Shown only for runs longer than a second.
+                scope.spawn(move || {
+                    while !done.load(Ordering::Relaxed) {
+                        std::thread::sleep(Duration::from_millis(50));
+                        if start.elapsed() > Duration::from_secs(1) && !done.load(Ordering::Relaxed) {
+                            bar.set_draw_target(ProgressDrawTarget::stderr());
+                            break;
+                        }
                     }
+                });
+            }
+            let result = search::search_with(
+                &model,
+                &system,
+                &options,
+                Control { interrupt: Some(&INTERRUPT), progress: Some(&progress), total: Some(&total) },
+                listing,
+            );
+            done.store(true, Ordering::Relaxed);
+            result
+        })
+    };
+    let search_error = |e: SearchError| format!("blueprint-search: error: {e}");
+    // The listing's file is renamed into place only after a search that
+    // succeeds (or fits nothing, under --none-ok) and is not interrupted.
+    let mut listing_kept = true;
+    let result = match (a.all.as_deref(), listing_format) {
+        (Some(path), Some(format)) if !is_dash(path) => {
+            let mut result = None;
+            let written = crate::tools::cli::write_file_atomically_with(Path::new(path), |out| {
+                let r = run_search(Some(Listing { format, out }));
+                listing_kept =
+                    matches!(&r, Ok(done) if !done.outcome.partial && done.configurations > 0 && (done.outcome.fit > 0 || a.none_ok));
+                let error = match &r {
+                    Err(SearchError::Listing(e)) => Some(std::io::Error::new(e.kind(), e.to_string())),
+                    _ => None,
+                };
+                result = Some(r);
+                match error {
+                    Some(e) => Err(e),
+                    None if listing_kept => Ok(()),
+                    None => Err(std::io::Error::other("the search did not complete: the listing is discarded")),
                 }
             });
+            let cannot = |e: &dyn std::fmt::Display| format!("blueprint-search: cannot write '{}': {e}", path.to_string_lossy());
+            match (result, written) {
+                (Some(Err(SearchError::Listing(e))), _) => return Err(cannot(&e)),
+                (Some(Err(e)), _) => return Err(search_error(e)),
+                (Some(Ok(_)), Err(e)) if listing_kept => return Err(cannot(&e)),
+                (Some(Ok(done)), _) => done,
+                (None, Err(e)) => return Err(cannot(&e)),
+                (None, Ok(())) => return Err("blueprint-search: internal error: the search did not run".into()),
+            }
         }
-        let result = search::search(
-            &model,
-            &system,
-            &options,
-            Control { interrupt: Some(&INTERRUPT), progress: Some(&progress), total: Some(&total) },
-        );
-        done.store(true, Ordering::Relaxed);
-        result
-    })
-    .map_err(|e| format!("blueprint-search: error: {e}"))?;
+        (Some(_), Some(format)) => {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            run_search(Some(Listing { format, out: &mut out })).map_err(|e| match e {
+                SearchError::Listing(e) => format!("blueprint-search: cannot write <stdout>: {e}"),
+                e => search_error(e),
+            })?
+        }
+        _ => run_search(None).map_err(search_error)?,
+    };
     bar.finish_and_clear();
+    if a.all.is_some() && result.outcome.partial {
+        report(if all_on_stdout {
+            "blueprint-search: --all: interrupted; the listing on stdout stops short"
+        } else {
+            "blueprint-search: --all: interrupted; the listing is incomplete, so its file is not written"
+        });
+    }
 
     let best = result.top().first();
     if best.is_none() && result.outcome.partial {
@@ -363,7 +495,10 @@ fn run(args: &[OsString]) -> Result<i32, String> {
         if a.emit_plan.is_some() {
             message.push_str("\n--emit-plan: no configuration fits, so there is no plan to emit");
         }
-        return Err(message);
+        if !a.none_ok {
+            return Err(message);
+        }
+        report(&format!("{message}\n(--none-ok: not an error; the outputs are written with no ranked rows)"));
     }
     let report = output::report(&model, system_path, &system, &options, &result);
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())? + "\n";
@@ -381,6 +516,7 @@ fn run(args: &[OsString]) -> Result<i32, String> {
             );
             Some(emit_plan(&spec, &header)?)
         }
+        (Some(_), None) if a.none_ok => None,
         (Some(_), None) => return Err("blueprint-search: --emit-plan: no configuration fits, so there is no plan to emit".into()),
         _ => None,
     };
@@ -391,12 +527,14 @@ fn run(args: &[OsString]) -> Result<i32, String> {
     if let (Some(path), Some(plan)) = (&a.emit_plan, plan) {
         write(Some(path), &plan)?;
     }
-    let shown = match format {
-        Format::Json => json,
-        Format::Table => table::table(&report),
-        Format::Csv => table::csv(&report),
-    };
-    write(None, &shown)?;
+    if !all_on_stdout {
+        let shown = match format {
+            Format::Json => json,
+            Format::Table => table::table(&report),
+            Format::Csv | Format::Jsonl => table::csv(&report),
+        };
+        write(None, &shown)?;
+    }
     if result.outcome.partial {
         return Ok(130);
     }

@@ -208,8 +208,36 @@ impl Context<'_> {
     }
 }
 
+/// What became of one configuration, for a [`Visit`]or.
+#[derive(Debug, Clone, Copy)]
+pub enum Verdict<'a> {
+    /// Estimated, and it fits (ranked).
+    Fits(&'a Estimate),
+    /// Pruned for `reason` (a short name such as `memory_tier1`), with its
+    /// estimate when it has one (the memory reasons).
+    Pruned { reason: &'static str, estimate: Option<&'a Estimate> },
+}
+
+/// Sees every configuration of a key in the canonical order, as it is
+/// evaluated (`blueprint-search --all`).
+pub trait Visit {
+    fn visit(&mut self, index: u64, config: &Config, verdict: Verdict<'_>);
+}
+
+/// The search without a listing: sees nothing (compiled away).
+impl Visit for () {
+    #[inline(always)]
+    fn visit(&mut self, _: u64, _: &Config, _: Verdict<'_>) {}
+}
+
 /// Evaluates the configurations of `space`, numbered from `offset`.
 pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outcome) {
+    evaluate_key_with(cx, space, offset, out, &mut ());
+}
+
+/// [`evaluate_key`], showing `visit` every configuration in the canonical
+/// order (not when interrupted: then the key stops where it is).
+pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outcome, visit: &mut V) {
     if cx.interrupted() {
         out.partial = true;
         return;
@@ -229,6 +257,9 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
         Ok(d) => d,
         Err(error) => {
             out.prune(spec_reason(&error), offset, count, || error.to_string());
+            for (i, config) in space.configs().enumerate() {
+                visit.visit(offset + i as u64, &config, Verdict::Pruned { reason: spec_reason(&error), estimate: None });
+            }
             return;
         }
     };
@@ -237,7 +268,7 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
     let overlap_any = space.overlaps.contains(&true);
     let per_tier = count / space.tp_nets.len() as u64;
     let mut index = offset;
-    for &tp_net in &space.tp_nets {
+    for (tier, &tp_net) in space.tp_nets.iter().enumerate() {
         let price_options = EstimateOptions {
             data_par_overlap: overlap_any,
             calculon_compat_dp_overlap: cx.calculon_dp_overlap,
@@ -247,6 +278,10 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
             Ok(t) => t,
             Err(error) => {
                 out.prune("estimate_error", index, per_tier, || error.to_string());
+                let skip = tier * per_tier as usize;
+                for (i, config) in space.configs().skip(skip).take(per_tier as usize).enumerate() {
+                    visit.visit(index + i as u64, &config, Verdict::Pruned { reason: "estimate_error", estimate: None });
+                }
                 index += per_tier;
                 continue;
             }
@@ -268,6 +303,8 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                     if let Err(error) = networks.validate(cx.system, key.tp, key.pp, key.dp) {
                         out.prune(binding_reason(&error), index, n, || error.to_string());
                         for (i, (ov, off)) in space.binding_choices().enumerate() {
+                            let reason = binding_reason(&error);
+                            visit.visit(index + i as u64, &config(ov, off), Verdict::Pruned { reason, estimate: None });
                             if cx.sampled(index + i as u64) {
                                 let outcome = Err((binding_reason(&error), error.to_string()));
                                 out.samples.push(Sample { index: index + i as u64, config: config(ov, off), outcome });
@@ -279,6 +316,8 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                     if let Err(error) = &rule {
                         out.prune(spec_reason(error), index, n, || error.to_string());
                         for (i, (ov, off)) in space.binding_choices().enumerate() {
+                            let reason = spec_reason(error);
+                            visit.visit(index + i as u64, &config(ov, off), Verdict::Pruned { reason, estimate: None });
                             if cx.sampled(index + i as u64) {
                                 let outcome = Err((spec_reason(error), error.to_string()));
                                 out.samples.push(Sample { index: index + i as u64, config: config(ov, off), outcome });
@@ -293,13 +332,19 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                         match compose_estimate(times, &block, &spec, cx.system, &networks, &options) {
                             Err(error @ EstimateError::NotFinite { .. }) => out.prune(NOT_FINITE, index, 1, || error.to_string()),
                             Err(error @ EstimateError::Offload(_)) => {
+                                let verdict = Verdict::Pruned { reason: OFFLOAD_BLOCKS, estimate: None };
+                                visit.visit(index, &config(data_par_overlap, offload), verdict);
                                 if cx.sampled(index) {
                                     let outcome = Err((OFFLOAD_BLOCKS, error.to_string()));
                                     out.samples.push(Sample { index, config: config(data_par_overlap, offload), outcome });
                                 }
                                 out.prune(OFFLOAD_BLOCKS, index, 1, || error.to_string());
                             }
-                            Err(error) => out.prune("estimate_error", index, 1, || error.to_string()),
+                            Err(error) => {
+                                let verdict = Verdict::Pruned { reason: "estimate_error", estimate: None };
+                                visit.visit(index, &config(data_par_overlap, offload), verdict);
+                                out.prune("estimate_error", index, 1, || error.to_string());
+                            }
                             Ok(estimate) => {
                                 if cx.sampled(index) {
                                     let config = config(data_par_overlap, offload);
@@ -310,6 +355,16 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                                     (m.per_processor.proc_mem_tier1_cap_req, m.fits, m.capacity_bytes, m.over_by_bytes);
                                 let (tier2, tier2_capacity) = (m.proc_mem_tier2_cap_req, m.tier2_capacity_bytes);
                                 let limit = cx.memory_limit;
+                                let verdict = if fits && need <= limit {
+                                    Verdict::Fits(&estimate)
+                                } else if need <= capacity && tier2 > tier2_capacity {
+                                    Verdict::Pruned { reason: MEMORY_TIER2, estimate: Some(&estimate) }
+                                } else if !fits {
+                                    Verdict::Pruned { reason: MEMORY_TIER1, estimate: Some(&estimate) }
+                                } else {
+                                    Verdict::Pruned { reason: MEMORY_HEADROOM, estimate: Some(&estimate) }
+                                };
+                                visit.visit(index, &config(data_par_overlap, offload), verdict);
                                 if fits && need <= limit {
                                     out.evaluated += 1;
                                     out.fit += 1;

@@ -16,6 +16,7 @@
 //! through the import → distribute → plan pipeline in [`crate::tools::search`].
 
 pub mod evaluate;
+pub mod listing;
 pub mod output;
 pub mod rank;
 pub mod space;
@@ -124,7 +125,20 @@ pub enum SearchError {
     BadHeadroom,
     #[error("--headroom keeps {headroom_gib} GiB free, all of the first memory tier's {capacity_gib} GiB: no configuration could fit")]
     HeadroomTooLarge { headroom_gib: f64, capacity_gib: f64 },
+    #[error("cannot write the listing: {0}")]
+    Listing(std::io::Error),
 }
+
+/// Where `--all` writes every configuration, one line each, in the
+/// canonical order, as the search evaluates them ([`listing`]).
+pub struct Listing<'a> {
+    pub format: listing::ListingFormat,
+    pub out: &'a mut dyn std::io::Write,
+}
+
+/// Configurations evaluated between two writes of the listing (its lines
+/// are held in memory meanwhile, about 400 bytes each).
+pub const LISTING_CHUNK: u64 = 1 << 15;
 
 /// How a caller follows and stops a search.
 #[derive(Default, Clone, Copy)]
@@ -161,6 +175,85 @@ impl SearchResult {
     }
 }
 
+/// Evaluates `keys` in chunks of about [`LISTING_CHUNK`] configurations,
+/// each chunk in parallel with its lines kept per key, and writes each
+/// chunk's lines in the canonical order on the calling thread while the
+/// pool evaluates the next one.
+#[allow(clippy::too_many_arguments)]
+fn list(
+    pool: &rayon::ThreadPool,
+    cx: &evaluate::Context,
+    keys: &[KeySpace],
+    offsets: &[u64],
+    top: usize,
+    control: Control,
+    flops: &output::ModelFlops,
+    listing: Listing,
+) -> Result<Outcome, SearchError> {
+    let Listing { format, out } = listing;
+    out.write_all(listing::header(format).as_bytes()).map_err(SearchError::Listing)?;
+    let mut chunks = Vec::new();
+    let mut start = 0;
+    while start < keys.len() {
+        let mut end = start;
+        let mut configurations = 0;
+        while end < keys.len() && (end == start || configurations + keys[end].count() <= LISTING_CHUNK) {
+            configurations += keys[end].count();
+            end += 1;
+        }
+        chunks.push(start..end);
+        start = end;
+    }
+    // Each split of the chunk (a run of consecutive keys) fills one
+    // outcome and one buffer; `collect` keeps the splits in order.
+    let evaluate = |range: std::ops::Range<usize>| -> Vec<(Outcome, String)> {
+        keys[range.clone()]
+            .par_iter()
+            .zip(&offsets[range])
+            .fold(
+                || (Outcome::new(top), listing::LineWriter::new(format, flops, 0)),
+                |(mut out, mut lines), (key, &offset)| {
+                    evaluate::evaluate_key_with(cx, key, offset, &mut out, &mut lines);
+                    if let Some(progress) = control.progress {
+                        progress(key.count());
+                    }
+                    (out, lines)
+                },
+            )
+            .map(|(out, lines)| (out, lines.buffer))
+            .collect()
+    };
+    let mut outcome = Outcome::new(top);
+    // Writes a chunk's lines and adds its outcomes.
+    let mut take = |chunk: Vec<(Outcome, String)>, outcome: &mut Outcome| -> std::io::Result<()> {
+        for (key_outcome, lines) in chunk {
+            out.write_all(lines.as_bytes())?;
+            outcome.merge(key_outcome);
+        }
+        Ok(())
+    };
+    let mut ranges = chunks.into_iter();
+    let mut pending = match ranges.next() {
+        Some(range) => pool.install(|| evaluate(range)),
+        None => Vec::new(),
+    };
+    for range in ranges {
+        let mut next = None;
+        let written = pool.in_place_scope(|scope| {
+            scope.spawn(|_| next = Some(evaluate(range)));
+            take(std::mem::take(&mut pending), &mut outcome)
+        });
+        written.map_err(SearchError::Listing)?;
+        pending = next.unwrap_or_default();
+        if outcome.partial {
+            break;
+        }
+    }
+    take(pending, &mut outcome).map_err(SearchError::Listing)?;
+    out.flush().map_err(SearchError::Listing)?;
+    Ok(outcome)
+}
+
 /// The canonical numbers of `samples` configurations spread evenly over
 /// `total`.
 #[must_use]
@@ -177,6 +270,23 @@ pub fn sample_indices(total: u64, samples: u64) -> Vec<u64> {
 /// A zero count, a datatype the system does not rate, or a thread pool
 /// that cannot start.
 pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions, control: Control) -> Result<SearchResult, SearchError> {
+    search_with(model, system, options, control, None)
+}
+
+/// [`search`], also writing every configuration to `listing`: the
+/// header first, then one line per configuration in the canonical order,
+/// written chunk by chunk while the search runs (never the whole space in
+/// memory). An interrupted search leaves the listing short.
+///
+/// # Errors
+/// As [`search`], and [`SearchError::Listing`] when a write fails.
+pub fn search_with(
+    model: &ModelSpec,
+    system: &SystemProfile,
+    options: &SearchOptions,
+    control: Control,
+    listing: Option<Listing>,
+) -> Result<SearchResult, SearchError> {
     if options.procs == 0 {
         return Err(SearchError::NoProcessors);
     }
@@ -266,27 +376,33 @@ pub fn search(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions
     let pool = builder.build().map_err(|e| SearchError::Threads { threads: options.threads.unwrap_or(0), reason: e.to_string() })?;
     let threads = pool.current_num_threads();
     let top = options.top;
-    let mut outcome = pool.install(|| {
-        keys.par_iter()
-            .zip(offsets.par_iter())
-            .fold(
-                || Outcome::new(top),
-                |mut out, (key, &offset)| {
-                    evaluate::evaluate_key(&cx, key, offset, &mut out);
-                    if let Some(progress) = control.progress {
-                        progress(key.count());
-                    }
-                    out
-                },
-            )
-            .reduce(
-                || Outcome::new(top),
-                |mut a, b| {
-                    a.merge(b);
-                    a
-                },
-            )
-    });
+    let mut outcome = match listing {
+        Some(listing) => {
+            let flops = output::ModelFlops::of(model, system, options.datatype);
+            list(&pool, &cx, &keys, &offsets, top, control, &flops, listing)?
+        }
+        None => pool.install(|| {
+            keys.par_iter()
+                .zip(offsets.par_iter())
+                .fold(
+                    || Outcome::new(top),
+                    |mut out, (key, &offset)| {
+                        evaluate::evaluate_key(&cx, key, offset, &mut out);
+                        if let Some(progress) = control.progress {
+                            progress(key.count());
+                        }
+                        out
+                    },
+                )
+                .reduce(
+                    || Outcome::new(top),
+                    |mut a, b| {
+                        a.merge(b);
+                        a
+                    },
+                )
+        }),
+    };
     if let Some(first) = outcome.pruned.get(evaluate::NOT_FINITE) {
         return Err(SearchError::NotFinite(format!("configuration {}: {}", first.first_index, first.example)));
     }

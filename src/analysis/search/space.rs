@@ -218,6 +218,27 @@ impl KeySpace {
         (self.overlaps.len() * self.offloads.len()) as u64
     }
 
+    /// Every configuration of the key, in the canonical order (TP tier,
+    /// interleaving, PP tier, DP tier, DP overlap, offload).
+    pub fn configs(&self) -> impl Iterator<Item = Config> + '_ {
+        let key = self.key;
+        self.tp_nets.iter().flat_map(move |&tp| {
+            self.interleavings.iter().flat_map(move |&v| {
+                self.pp_nets.iter().flat_map(move |&pp| {
+                    self.dp_nets.iter().flat_map(move |&dp| {
+                        self.binding_choices().map(move |(data_par_overlap, offload)| Config {
+                            key,
+                            pipeline_interleaving: v,
+                            networks: NetworkBinding { tp, pp, dp },
+                            data_par_overlap,
+                            offload,
+                        })
+                    })
+                })
+            })
+        })
+    }
+
     /// The (DP overlap, offload) choices of one binding, in the canonical
     /// order.
     pub fn binding_choices(&self) -> impl Iterator<Item = (bool, Offload)> + '_ {

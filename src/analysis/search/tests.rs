@@ -4,6 +4,7 @@
 use super::*;
 use crate::analysis::estimate::{estimate_spec, EstimateOptions};
 use crate::analysis::workload::Datatype;
+use std::collections::BTreeMap;
 
 const ORACLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/test/oracles/calculon");
 
@@ -339,4 +340,89 @@ fn headroom_prunes_above_the_limit_and_keeps_the_nearest_miss() {
     assert!(matches!(too_much, Err(SearchError::HeadroomTooLarge { .. })));
     let nan = search(&m, &s, &SearchOptions { headroom: Some(Headroom::Gib(f64::NAN)), ..options(2, 2) }, Control::default());
     assert!(matches!(nan, Err(SearchError::BadHeadroom)));
+}
+
+/// The lines of a listing of `model` on `system`.
+fn listed(model: &ModelSpec, system: &SystemProfile, options: &SearchOptions, format: listing::ListingFormat) -> (SearchResult, String) {
+    let mut out = Vec::new();
+    let result = search_with(model, system, options, Control::default(), Some(Listing { format, out: &mut out })).expect("search");
+    (result, String::from_utf8(out).expect("UTF-8"))
+}
+
+#[test]
+fn listing_has_every_configuration_once_in_order() {
+    // Three tiers (bindings pruned), offload (the 3-blocks rule prunes),
+    // TP overlap and interleaving (Blueprint's rule prunes).
+    let mut system_json: serde_json::Value = serde_json::from_str(&read(&format!("{ORACLES}/systems/a100_80g.json"))).expect("json");
+    let mut small = system_json["networks"][1].clone();
+    small["size"] = serde_json::json!(2);
+    system_json["networks"].as_array_mut().expect("networks").push(small);
+    let system = SystemProfile::from_json(&system_json.to_string()).expect("system");
+    let mut o = options(12, 12);
+    o.tp_overlap = true;
+    let (result, text) = listed(&model("megatron-126M"), &system, &o, listing::ListingFormat::Csv);
+    let mut lines = text.lines();
+    assert_eq!(lines.next().map(str::to_string), Some(listing::columns().collect::<Vec<_>>().join(",")));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len() as u64, result.configurations);
+    // Several chunks, each written while the next is evaluated.
+    assert!(result.configurations > 3 * LISTING_CHUNK, "{}", result.configurations);
+    let (fits_at, pruned_at) = (20, 21);
+    assert_eq!(listing::columns().nth(fits_at), Some("fits"));
+    let mut pruned = BTreeMap::new();
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row.len(), listing::columns().count());
+        assert_eq!(row[0], i.to_string());
+        if !row[pruned_at].is_empty() {
+            *pruned.entry(row[pruned_at].to_string()).or_insert(0u64) += 1;
+        }
+    }
+    let want: BTreeMap<String, u64> = result.outcome.pruned.iter().map(|(k, p)| ((*k).to_string(), p.count)).collect();
+    assert_eq!(pruned, want);
+    assert!(want.contains_key("network_tier_not_filled") || want.contains_key("network_tier_too_small"), "{want:?}");
+    assert!(want.contains_key(evaluate::OFFLOAD_BLOCKS), "{want:?}");
+    assert_eq!(rows.iter().filter(|r| r[fits_at] == "true").count() as u64, result.outcome.fit);
+    // The listing does not change the search.
+    let plain = search(&model("megatron-126M"), &system, &o, Control::default()).expect("search");
+    assert_eq!(plain.top(), result.top());
+    assert_eq!(plain.outcome.fit, result.outcome.fit);
+}
+
+#[test]
+fn listing_is_the_same_for_any_thread_count_and_format() {
+    let (m, s) = (model("megatron-126M"), system("a100_nomem2"));
+    let mut o = options(8, 8);
+    let (_, one) = listed(&m, &s, &o, listing::ListingFormat::JsonLines);
+    o.threads = Some(3);
+    let (_, three) = listed(&m, &s, &o, listing::ListingFormat::JsonLines);
+    assert_eq!(one, three);
+    let (_, csv) = listed(&m, &s, &o, listing::ListingFormat::Csv);
+    // The same text for each value (the JSON line is flat: no commas in values).
+    let columns: Vec<&str> = listing::columns().collect();
+    for (line, row) in one.lines().zip(csv.lines().skip(1)) {
+        let inner = line.strip_prefix('{').and_then(|l| l.strip_suffix('}')).expect("an object a line");
+        let pairs: Vec<(&str, &str)> = inner.split(',').map(|p| p.split_once(':').expect("key:value")).collect();
+        assert_eq!(pairs.len(), columns.len());
+        for (((key, value), name), cell) in pairs.iter().zip(&columns).zip(row.split(',')) {
+            assert_eq!(*key, format!("\"{name}\""));
+            let value = if *value == "null" { "" } else { value.trim_matches('"') };
+            assert_eq!(value, cell, "{name}");
+        }
+    }
+}
+
+#[test]
+fn listing_write_errors_stop_the_search() {
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::new(std::io::ErrorKind::StorageFull, "full"))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let listing = Listing { format: listing::ListingFormat::Csv, out: &mut Full };
+    let result = search_with(&model("megatron-126M"), &system("a100_nomem2"), &options(8, 8), Control::default(), Some(listing));
+    assert!(matches!(result, Err(SearchError::Listing(e)) if e.kind() == std::io::ErrorKind::StorageFull));
 }

@@ -65,6 +65,19 @@ def main():
     expect(f"4 processors / batch 4 / a100_nomem2 ({g13['totals']['configurations']:,} configurations,")
     expect(f"TP {best['mapping']['tp']} with {best['mapping']['tp_overlap']} tiling wins at {best['sample_rate']:.3f} samples/s")
 
+    # --validate: the errors against Korthikanti et al. 2022.
+    rows = json.loads(subprocess.run(["blueprint-search", "--validate", O, "--format", "json"], capture_output=True, text=True,
+                                     check=True).stdout)["rows"]
+    tab5 = [abs(r["error_percent"]) for r in rows if r["figure"] == "tab5"]
+    expect(f"step time within {min(tab5):.1f}-{max(tab5):.1f}% of Table 5 ({sum(tab5) / len(tab5):.2f}% on average)")
+    act = [abs(r["error_percent"]) for r in rows if r["quantity"] == "act_gib"]
+    par = [r["error_percent"] for r in rows if r["quantity"] == "par_opt_gib"]
+    expect(f"activation memory within {min(act):.2f}-{max(act):.1f}% of Figure 1, parameter and optimizer memory "
+           f"{min(par):.1f}-{max(par):.1f}% below it")
+    # --all: the listing of the space Calculon's llm-all-executions was run on.
+    listed = search(MODEL("megatron-126M"), "--system", SYSTEM("a100_80g"), "--procs", "2", "--max-batch", "2")
+    expect(f"the same {listed['totals']['configurations']:,} configurations (TP and DP overlap")
+
     # The estimate of the README's command (megatron-126M p4d2v3 on a100_80g).
     plan = os.path.join(work, "plan.mlir")
     spec = os.path.join(ROOT, "test", "Inputs", "specs", "megatron-126M-p4d2v3.json")
