@@ -20,8 +20,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::estimate::{block_tasks, estimate, EstimateOptions, Offload};
-use crate::analysis::system::{NetworkBinding, SystemProfile};
+use crate::analysis::estimate::{block_tasks, calculon_binding, estimate, EstimateOptions};
+use crate::analysis::system::SystemProfile;
 use crate::analysis::workload::{derive_training_block, spec_from_calculon, BlockFacts};
 
 /// The measurements, with their provenance.
@@ -105,13 +105,7 @@ fn stats_of(dir: &Path, figure: &str, model: &str, mode: &str, system: &SystemPr
     let derivation = derive_training_block(&spec).map_err(|e| format!("{}: error: {e}", execution_path.display()))?;
     let block = BlockFacts::from_derivation(&derivation, &spec);
     let tasks = block_tasks(&derivation);
-    let binding = NetworkBinding { tp: run.tp_net, pp: run.pp_net, dp: run.dp_net };
-    let options = EstimateOptions {
-        data_par_overlap: run.data_par_overlap,
-        forward_only: !run.training,
-        offload: Offload { weights: run.weight_offload, activations: run.activations_offload, optimizer: run.optimizer_offload },
-        ..EstimateOptions::default()
-    };
+    let (binding, options) = (calculon_binding(&run), EstimateOptions::of_calculon(&run));
     let e = estimate(&tasks, &block, &spec, system, &binding, &options).map_err(|e| format!("{}: error: {e}", execution_path.display()))?;
     let m = &e.memory.per_processor;
     Ok(Stats {

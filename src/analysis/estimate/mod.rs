@@ -227,6 +227,26 @@ pub struct EstimateOptions {
     pub offload: Offload,
 }
 
+impl EstimateOptions {
+    /// What a Calculon execution file asks of the estimate: its DP overlap,
+    /// its inference step (`training = false`) and its offload.
+    #[must_use]
+    pub const fn of_calculon(run: &crate::analysis::workload::CalculonRun) -> Self {
+        Self {
+            data_par_overlap: run.data_par_overlap,
+            calculon_compat_dp_overlap: false,
+            forward_only: !run.training,
+            offload: Offload { weights: run.weight_offload, activations: run.activations_offload, optimizer: run.optimizer_offload },
+        }
+    }
+}
+
+/// The network tiers a Calculon execution file binds TP, PP and DP to.
+#[must_use]
+pub const fn calculon_binding(run: &crate::analysis::workload::CalculonRun) -> NetworkBinding {
+    NetworkBinding { tp: run.tp_net, pp: run.pp_net, dp: run.dp_net }
+}
+
 /// Calculon's ten time fields of one step, in seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 pub struct TimingSeconds {

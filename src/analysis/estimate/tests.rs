@@ -791,13 +791,7 @@ fn every_calculon_statistic_matches_calculon_llm() {
         let (spec, calc) = spec_from_calculon(&model, None, &exe).expect("spec");
         let derivation = derive_training_block(&spec).expect("derives");
         let block = BlockFacts::from_derivation(&derivation, &spec);
-        let binding = NetworkBinding { tp: calc.tp_net, pp: calc.pp_net, dp: calc.dp_net };
-        let options = EstimateOptions {
-            data_par_overlap: calc.data_par_overlap,
-            forward_only: !calc.training,
-            offload: Offload { weights: calc.weight_offload, activations: calc.activations_offload, optimizer: calc.optimizer_offload },
-            ..EstimateOptions::default()
-        };
+        let (binding, options) = (super::calculon_binding(&calc), EstimateOptions::of_calculon(&calc));
         let stats = calculon_stats::calculon_stats(
             &block_tasks(&derivation),
             &block,
