@@ -809,6 +809,18 @@ enum Mlp<'c, 'g> {
 /// Builds the decomposition of a served block (the function holding the
 /// prefill `op` and its decode steps) into `generated`; returns the
 /// function to replace.
+/// The served block of `prefill` (a prefill `model.decoder_inference`
+/// with its decode steps) decomposed into a function of `scratch`, which
+/// it returns; `module` is left as it is.
+pub(super) fn decompose_inference_into<'c, 'a, 's>(
+    module: OperationRef<'c, 'a>,
+    prefill: OperationRef<'c, 'a>,
+    scratch: &'s Module<'c>,
+) -> Result<OperationRef<'c, 's>, Failure<'c, 'a>> {
+    plan_inference(module, prefill, scratch)?;
+    scratch.body().first_operation().ok_or_else(|| fail(prefill, "decomposes to nothing"))
+}
+
 fn plan_inference<'c, 'a>(
     module: OperationRef<'c, 'a>,
     prefill: OperationRef<'c, 'a>,

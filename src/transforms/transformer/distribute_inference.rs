@@ -10,7 +10,11 @@
 //! cache is a boundary value sharded that way, its capacity a memory fact;
 //! the two all-reduces per block and phase are explicit (none at TP = 1).
 //! Tasks come from the same workload algebra as training, so the same
-//! planning pass and conservation checks apply.
+//! planning pass and conservation checks apply. The served block is
+//! derived from the spec, not read from its ops: a decomposed block must be
+//! the one the spec decomposes into (op kinds, ids and types), and an
+//! edited one is an error at the first op that differs rather than a
+//! program that ignores the edit.
 
 use std::collections::HashSet;
 
@@ -72,6 +76,9 @@ fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result
     for &op in &phases {
         check_dimensions(op, &spec)?;
     }
+    if phases.is_empty() {
+        check_decomposed(prefill, &spec)?;
+    }
     let prefill_work = derive_prefill_block(&spec).map_err(|e| (prefill, e.to_string()))?;
     let decode = phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Decode));
     let decode_work = match (decode, by_id("decode.attn.q")) {
@@ -110,6 +117,66 @@ fn owner(ids: &HashSet<String>, inv: &PrimitiveInvocation, coarse: &str) -> Stri
         own
     } else {
         coarse.to_string()
+    }
+}
+
+/// The served block is derived from the spec, not read from its ops (the
+/// training distribution reads them; inference does not yet): a
+/// decomposed block must be the one the spec decomposes into, op for op
+/// (kind, id and result types), or the derived program would not be its
+/// program. An edited op is an error at that op.
+fn check_decomposed<'c, 'a>(prefill: OperationRef<'c, 'a>, spec: &InferenceSpec) -> Result<(), Failure<'c, 'a>> {
+    const PASS: &str = "distribute-transformer-inference";
+    let function = prefill
+        .parent_operation()
+        .filter(|f| name_of(*f) == "func.func")
+        .ok_or_else(|| (prefill, format!("{PASS}: the decomposed served block must be the body of a 'func.func'")))?;
+    // SAFETY: the op's context outlives this pass.
+    let context = unsafe { prefill.context().to_ref() };
+    let location = Location::unknown(context);
+    let coarse = super::import::import_inference(context, spec, location).map_err(|e| (prefill, format!("{PASS}: {e}")))?;
+    let coarse_ops = collect_ops(coarse.as_operation());
+    let coarse_prefill = coarse_ops
+        .iter()
+        .copied()
+        .find(|op| {
+            OpKind::of(*op) == Some(OpKind::ModelDecoderInference)
+                && enum_attr::<InferencePhase>(*op, "phase") == Some(InferencePhase::Prefill)
+        })
+        .ok_or_else(|| (prefill, format!("{PASS}: the spec imports no prefill")))?;
+    let scratch = Module::new(location);
+    let expected = super::decompose::decompose_inference_into(coarse.as_operation(), coarse_prefill, &scratch)
+        .map_err(|(_, e)| (prefill, format!("{PASS}: the spec's served block does not decompose: {e}")))?;
+    let model_ops = |f: OperationRef<'c, '_>| -> Vec<(String, String, Vec<String>)> {
+        collect_ops(f)
+            .into_iter()
+            .filter(|op| dialect_of(&name_of(*op)) == "model")
+            .map(|op| {
+                let types = op.results().map(|r| crate::ir::read::type_string(melior::ir::ValueLike::r#type(&r))).collect();
+                (name_of(op), str_attr(op, "id").unwrap_or_default().to_string(), types)
+            })
+            .collect()
+    };
+    let found_ops: Vec<OperationRef> = collect_ops(function).into_iter().filter(|op| dialect_of(&name_of(*op)) == "model").collect();
+    let (found, want) = (model_ops(function), model_ops(expected));
+    let edited = |at: OperationRef<'c, 'a>, what: String| {
+        (at, format!("{PASS}: {what}; a served block is derived from the spec (its decomposed ops are not read yet), so an edit of them would be ignored: state the change in the spec"))
+    };
+    for (i, (got, expect)) in found.iter().zip(&want).enumerate() {
+        if got != expect {
+            let describe = |(name, id, types): &(String, String, Vec<String>)| format!("'{name}' \"{id}\" -> ({})", types.join(", "));
+            return Err(edited(found_ops[i], format!("op #{i} is {}, but the spec's block has {}", describe(got), describe(expect))));
+        }
+    }
+    match found.len().cmp(&want.len()) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => {
+            Err(edited(found_ops[want.len()], format!("'{}' \"{}\" is not in the spec's block", found[want.len()].0, found[want.len()].1)))
+        }
+        std::cmp::Ordering::Less => Err(edited(
+            found_ops.last().copied().unwrap_or(prefill),
+            format!("the spec's block goes on with '{}' \"{}\", which this block lacks", want[found.len()].0, want[found.len()].1),
+        )),
     }
 }
 
