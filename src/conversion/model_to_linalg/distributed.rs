@@ -358,6 +358,15 @@ fn read_template<'c, 'm>(
                     }
                     continue;
                 }
+                if let Some(with) = str_attr(task, "tiled_with") {
+                    return Err((
+                        task,
+                        format!(
+                            "{PASS}: '{}' is tiled with '{with}' (mapping.tp_overlap): a collective run in pieces inside its linear is not executable yet; derive the step with tp_overlap = none to run it (the step computes the same)",
+                            str_attr(task, "id").unwrap_or("?")
+                        ),
+                    ));
+                }
                 let source = defining_op(input)
                     .filter(|d| OpKind::of(*d) == Some(OpKind::DistCompute))
                     .ok_or((task, format!("{PASS}: the collective's input is not a compute task's")))?;
