@@ -133,6 +133,13 @@ fn read<'c, 'm>(
     let group_size = |c: OperationRef| -> i64 {
         crate::ir::read::attr_string_list(c, "mesh_axes").unwrap_or_default().iter().map(|a| mesh.axis_size(a).unwrap_or(1)).product()
     };
+    // The stride of a one-axis collective's axis in the row-major rank
+    // numbering: the product of the later axes' sizes.
+    let axis_stride = |c: OperationRef| -> i64 {
+        let axes = crate::ir::read::attr_string_list(c, "mesh_axes").unwrap_or_default();
+        let at = axes.first().and_then(|a| mesh.axes.iter().position(|x| x == a)).unwrap_or(mesh.axes.len());
+        mesh.shape.iter().skip(at + 1).product()
+    };
     let mut distribution = Distribution {
         forward: Vec::new(),
         backward: Vec::new(),
@@ -150,7 +157,7 @@ fn read<'c, 'm>(
     let mut templates = Vec::new();
     for chunk in &chunks {
         let at = (int_attr(*chunk, "stage").unwrap_or(0), int_attr(*chunk, "chunk").unwrap_or(0));
-        templates.push((at, read_template(*chunk, t, &op_of, &group_size, &mut distribution.local)?));
+        templates.push((at, read_template(*chunk, t, &op_of, &group_size, &axis_stride, &mut distribution.local)?));
     }
     templates.sort_by_key(|(at, _)| *at);
     let mut templates = templates.into_iter();
@@ -284,8 +291,11 @@ fn read_template<'c, 'm>(
     t: &Trained<'c, 'm>,
     op_of: &dyn Fn(OperationRef<'c, 'm>) -> Result<OperationRef<'c, 'm>, Failure<'c, 'm>>,
     group_size: &dyn Fn(OperationRef) -> i64,
+    axis_stride: &dyn Fn(OperationRef) -> i64,
     local: &mut HashMap<usize, Type<'c>>,
 ) -> Result<Template<'c, 'm>, Failure<'c, 'm>> {
+    // Re-gathers of the forward's gathered inputs, first in the backward.
+    let mut regathers: Vec<Item<'c, 'm>> = Vec::new();
     let key = |v: Value| v.to_raw().ptr as usize;
     let op_key = |op: OperationRef| op.to_raw().ptr as usize;
     // Each task by (ModelIR op, whether it recomputes); the collectives
@@ -370,6 +380,16 @@ fn read_template<'c, 'm>(
                 let source = defining_op(input)
                     .filter(|d| OpKind::of(*d) == Some(OpKind::DistCompute))
                     .ok_or((task, format!("{PASS}: the collective's input is not a compute task's")))?;
+                if phase == Some(Phase::Recommunication) && enum_attr::<Phase>(source, "phase") == Some(Phase::Forward) {
+                    // The forward's gathered input, dropped and gathered
+                    // again before the backward (after a recompute clone
+                    // it follows the clone instead, as any collective).
+                    if kind != Some(OpKind::DistAllGather) {
+                        return Err((task, format!("{PASS}: a re-communication after a forward task must be an all-gather")));
+                    }
+                    regathers.push(Item::Regather(op_of(source)?, task, group_size(task), axis_stride(task)));
+                    continue;
+                }
                 after.entry(op_key(source)).or_default().push(task);
             }
             Some(OpKind::DistYield) => {}
@@ -403,7 +423,7 @@ fn read_template<'c, 'm>(
         }
     }
     let recompute_items = clones.iter().flat_map(|op| if recomputed.contains(op) { items(*op, true) } else { vec![Item::Op(*op, None)] });
-    template.backward = recompute_items.chain(t.backward.iter().flat_map(|op| items(*op, false))).collect();
+    template.backward = regathers.into_iter().chain(recompute_items).chain(t.backward.iter().flat_map(|op| items(*op, false))).collect();
     Ok(template)
 }
 
@@ -537,6 +557,48 @@ pub(super) fn collective<'c, 'a>(
     check_bytes(template, input, bytes(&logical))?;
     let result = lin.tensor(&shape);
     clone_on(lin, block, template, input, &[("axis", lin.b.i64(SEQUENCE as i64))], Some(result))
+}
+
+/// The rank's part of the sequence (dimension 1 of `[b, s, h]`) of the
+/// gathered `whole`: the `group` ranks along `template`'s axis (coordinate
+/// `(rank / stride) % group`) each hold `s / group` rows.
+pub(super) fn rank_part<'c, 'a>(
+    lin: Lin<'c>,
+    block: &BlockRef<'c, 'a>,
+    template: OperationRef,
+    whole: Value<'c, 'a>,
+    group: i64,
+    stride: i64,
+) -> Result<Value<'c, 'a>, String> {
+    const SEQUENCE: usize = 1;
+    let shape = super::linalg::type_dims(whole.r#type());
+    if shape.len() != 3 || group < 1 || shape[SEQUENCE] % group != 0 {
+        return Err(format!(
+            "'{}' gathers again a sequence that {} does not split over {group} ranks",
+            name_of(template),
+            type_string(whole.r#type())
+        ));
+    }
+    let built = |e: crate::dialect::builder::BuildError| e.to_string();
+    let mesh = crate::ir::read::symbol_attr(template, "mesh").ok_or_else(|| format!("'{}' names no mesh", name_of(template)))?;
+    let index = lin.index;
+    let op = |name: &str, operands: &[Value<'c, 'a>], attributes: &[(&str, melior::ir::Attribute<'c>)]| -> Result<Value<'c, 'a>, String> {
+        let named: Vec<(Identifier<'c>, melior::ir::Attribute<'c>)> =
+            attributes.iter().map(|(n, a)| (Identifier::new(lin.ctx, n), *a)).collect();
+        let built = OperationBuilder::new(name, lin.loc).add_operands(operands).add_results(&[index]).add_attributes(&named).build();
+        lin.push(block, built, "index arithmetic")
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.into_iter().next().ok_or_else(|| "no result".to_string()))
+    };
+    let rank = op("dist.rank", &[], &[("mesh", lin.b.symbol(mesh))])?;
+    let stride = lin.index_constant(block, stride).map_err(built)?;
+    let size = lin.index_constant(block, group).map_err(built)?;
+    let coordinate = op("arith.divui", &[rank, stride], &[])?;
+    let coordinate = op("arith.remui", &[coordinate, size], &[])?;
+    let rows = shape[SEQUENCE] / group;
+    let offset = lin.index_mul(block, coordinate, lin.index_constant(block, rows).map_err(built)?).map_err(built)?;
+    let sizes = [shape[0], rows, shape[2]];
+    lin.extract_at(block, whole, &[0, 0, 0], &sizes, Some((SEQUENCE, offset))).map_err(built)
 }
 
 /// The bytes a communication `template` states are `bytes`, those of the

@@ -368,7 +368,19 @@ impl<'c> Lin<'c> {
         sizes: &[i64],
         dynamic0: Option<Value<'c, 'a>>,
     ) -> R<Value<'c, 'a>> {
-        let (static_offsets, dynamic) = Self::offsets(offsets, dynamic0);
+        self.extract_at(block, x, offsets, sizes, dynamic0.map(|v| (0, v)))
+    }
+
+    /// [`Self::extract`] with the offset of dimension `dim` dynamic.
+    pub fn extract_at<'a>(
+        &self,
+        block: &BlockRef<'c, 'a>,
+        x: Value<'c, 'a>,
+        offsets: &[i64],
+        sizes: &[i64],
+        dynamic_at: Option<(usize, Value<'c, 'a>)>,
+    ) -> R<Value<'c, 'a>> {
+        let (static_offsets, dynamic) = Self::offsets(offsets, dynamic_at);
         let mut operands = vec![x];
         operands.extend(dynamic.iter().copied());
         let op = OperationBuilder::new("tensor.extract_slice", self.loc)
@@ -394,7 +406,7 @@ impl<'c> Lin<'c> {
         sizes: &[i64],
         dynamic0: Option<Value<'c, 'a>>,
     ) -> R<Value<'c, 'a>> {
-        let (static_offsets, dynamic) = Self::offsets(offsets, dynamic0);
+        let (static_offsets, dynamic) = Self::offsets(offsets, dynamic0.map(|v| (0, v)));
         let mut operands = vec![src, dest];
         operands.extend(dynamic.iter().copied());
         let op = OperationBuilder::new("tensor.insert_slice", self.loc)
@@ -410,14 +422,14 @@ impl<'c> Lin<'c> {
         self.one(block, op, "tensor.insert_slice")
     }
 
-    fn offsets<'a>(offsets: &[i64], dynamic0: Option<Value<'c, 'a>>) -> (Vec<i64>, Vec<Value<'c, 'a>>) {
+    fn offsets<'a>(offsets: &[i64], dynamic: Option<(usize, Value<'c, 'a>)>) -> (Vec<i64>, Vec<Value<'c, 'a>>) {
         let mut static_offsets = offsets.to_vec();
-        match dynamic0 {
-            Some(v) => {
-                static_offsets[0] = DYNAMIC;
+        match dynamic {
+            Some((dim, v)) if dim < static_offsets.len() => {
+                static_offsets[dim] = DYNAMIC;
                 (static_offsets, vec![v])
             }
-            None => (static_offsets, Vec::new()),
+            _ => (static_offsets, Vec::new()),
         }
     }
 

@@ -404,12 +404,19 @@ pub(super) enum Item<'c, 'm> {
     /// tokens), run in groups of the given ranks on the tensor `op`
     /// computed; later items read its result.
     Collective(OperationRef<'c, 'm>, OperationRef<'c, 'm>, i64),
+    /// The all-gather `template` of the re-communication phase on the
+    /// forward op `op`'s result, which the forward already gathered (the
+    /// derived program drops the gathered tensor and gathers it again in
+    /// the backward pass): the rank's part of the sequence is taken back
+    /// out of the gathered tensor and gathered again, in groups of the
+    /// given ranks whose coordinate along the axis has the given stride.
+    Regather(OperationRef<'c, 'm>, OperationRef<'c, 'm>, i64, i64),
 }
 
 impl<'c, 'm> Item<'c, 'm> {
     fn op(self) -> OperationRef<'c, 'm> {
         match self {
-            Item::Op(op, _) | Item::Collective(op, _, _) => op,
+            Item::Op(op, _) | Item::Collective(op, _, _) | Item::Regather(op, _, _, _) => op,
         }
     }
 }
@@ -443,6 +450,15 @@ fn lower_items<'c, 'g, 'm>(cx: &mut Cx<'_, 'c, 'g, 'm>, lin: Lin<'c>, items: &[I
                 let reduced =
                     distributed::collective(lin.at(template.location()), &cx.block, template, input, group).map_err(|m| (template, m))?;
                 cx.env.set(result.into(), reduced);
+            }
+            Item::Regather(op, template, group, stride) => {
+                let result = op.result(0).map_err(|_| (op, "has no result".to_string()))?;
+                let whole = cx.env.get(result.into()).map_err(|m| (op, m))?;
+                let part = distributed::rank_part(lin.at(template.location()), &cx.block, template, whole, group, stride)
+                    .map_err(|m| (template, m))?;
+                let gathered =
+                    distributed::collective(lin.at(template.location()), &cx.block, template, part, group).map_err(|m| (template, m))?;
+                cx.env.set(result.into(), gathered);
             }
         }
     }
@@ -497,14 +513,28 @@ fn saved_values<'c, 'm>(
     backward: &[Item<'c, 'm>],
     forward: &HashMap<String, OperationRef<'c, 'm>>,
 ) -> Vec<Value<'c, 'm>> {
-    let recomputed: Vec<OperationRef<'c, 'm>> = backward.iter().map(|i| i.op()).filter(|op| phase(*op) == Phase::Forward).collect();
+    // (A re-gather reads its forward op's result, saved; it recomputes nothing.)
+    let recomputed: Vec<OperationRef<'c, 'm>> =
+        backward.iter().filter(|i| !matches!(i, Item::Regather(..))).map(|i| i.op()).filter(|op| phase(*op) == Phase::Forward).collect();
     let defined_forward = |v: &Value<'c, 'm>| match crate::ir::read::defining_op(*v) {
         Some(d) => (t.forward.contains(&d) && !recomputed.contains(&d)) || d == t.input,
         None => false,
     };
     let mut saved: Vec<Value<'c, 'm>> = Vec::new();
     for item in backward {
-        let Item::Op(op, _) = item else { continue };
+        let op = match item {
+            Item::Op(op, _) => op,
+            Item::Regather(op, ..) => {
+                if let Ok(r) = op.result(0) {
+                    let v = Value::from(r);
+                    if defined_forward(&v) && !saved.contains(&v) {
+                        saved.push(v);
+                    }
+                }
+                continue;
+            }
+            Item::Collective(..) => continue,
+        };
         let mut read: Vec<Value<'c, 'm>> = op.operands().collect();
         if let Some(source) = str_attr(*op, "of").and_then(|of| forward.get(of)) {
             read.extend(source.operands());
