@@ -388,12 +388,20 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     let mut notes = Vec::new();
     let schedule = Schedule::of(spec);
     let (slots, schedule_source) = stage_slots(work, &schedule)?;
+    // An uneven pipeline's short stages run their own (shorter) last chunk.
+    let per_chunk: Option<Vec<ChunkDurations>> = spec.uneven_blocks().then(|| {
+        (0..schedule.stages)
+            .flat_map(|stage| (0..schedule.chunks).map(move |chunk| (stage, chunk)))
+            .map(|(stage, chunk)| ChunkDurations::of(&estimate.block, spec.chunk_blocks(stage, chunk)))
+            .collect()
+    });
     let input = StepInput {
         stages: schedule.stages,
         chunks: schedule.chunks,
         microbatches: schedule.microbatches,
         slots: &slots,
         durations: ChunkDurations::of(&estimate.block, spec.blocks_per_virtual_chunk()),
+        per_chunk: per_chunk.as_deref(),
     };
     let simulated = |mode| simulate(&input, mode).map_err(|e| format!("blueprint-translate: error: cannot simulate the step: {e}"));
     let simulation = if args.forward_only {
