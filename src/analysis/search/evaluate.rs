@@ -23,7 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::rank::{Candidate, TopK};
 use super::space::{Config, KeySpace};
-use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateError, EstimateOptions, Offload};
+use crate::analysis::estimate::{
+    block_tasks, compose_estimate, compose_estimate_with_memory, price_block, Estimate, EstimateError, EstimateOptions, Offload,
+};
 use crate::analysis::schedule::ProcessorMemory;
 use crate::analysis::system::{NetworkBinding, NetworkBindingError, SystemProfile};
 use crate::analysis::workload::{derive_training_block, BlockFacts, Datatype, ModelSpec, SpecError};
@@ -343,9 +345,11 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                         index += n;
                         continue;
                     }
+                    // Without a memory miss yet there is nothing to be farther from.
+                    let gate = plain_memory.as_ref().filter(|_| out.pruned.values().any(|p| p.nearest.is_some()));
                     for (data_par_overlap, offload) in space.binding_choices() {
                         let options = EstimateOptions { data_par_overlap, offload, ..price_options };
-                        if let Some(plain) = plain_memory.as_ref().filter(|_| !cx.sampled(index)) {
+                        if let Some(plain) = gate.filter(|_| !cx.sampled(index)) {
                             if let Some((reason, message)) = farther_miss(cx, out, plain, &block, &spec, &options) {
                                 out.prune(reason, index, 1, message);
                                 index += 1;
@@ -353,7 +357,11 @@ pub fn evaluate_key(cx: &Context, space: &KeySpace, offset: u64, out: &mut Outco
                             }
                         }
                         let times = if data_par_overlap { &with_prefix } else { &plain };
-                        match compose_estimate(times, &block, &spec, cx.system, &networks, &options) {
+                        let composed = match &plain_memory {
+                            Some(plain) => compose_estimate_with_memory(times, &block, &spec, cx.system, &networks, &options, plain),
+                            None => compose_estimate(times, &block, &spec, cx.system, &networks, &options),
+                        };
+                        match composed {
                             Err(error @ EstimateError::NotFinite { .. }) => out.prune(NOT_FINITE, index, 1, || error.to_string()),
                             Err(error @ EstimateError::Offload(_)) => {
                                 if cx.sampled(index) {
