@@ -154,7 +154,7 @@ impl Schedule {
 #[must_use]
 pub const fn fullest_stage_blocks(blocks: u64, stages: u64) -> u64 {
     match blocks.checked_div(stages) {
-        Some(q) => q + (blocks % stages != 0) as u64,
+        Some(q) => q + !blocks.is_multiple_of(stages) as u64,
         None => 0,
     }
 }

@@ -184,6 +184,9 @@ fn headroom_message(need: f64, capacity: f64, limit: f64) -> String {
     )
 }
 
+/// A prune message, built only when it is the first of its reason.
+type Message = Box<dyn FnOnce() -> String>;
+
 /// A configuration that misses memory by more than the nearest miss so
 /// far of its reason: the reason and its message, computed
 /// from the memory alone (as [`compose_estimate`] computes it). `None`
@@ -196,7 +199,7 @@ fn farther_miss(
     block: &BlockFacts,
     spec: &crate::analysis::workload::TrainingSpec,
     options: &EstimateOptions,
-) -> Option<(&'static str, Box<dyn FnOnce() -> String>)> {
+) -> Option<(&'static str, Message)> {
     crate::analysis::estimate::check_forward_only(spec, options).ok()?;
     let (memory, tier2) = plain.offloaded(block, spec, options.offload, true);
     let need = memory.proc_mem_tier1_cap_req;
@@ -205,7 +208,7 @@ fn farther_miss(
     if fits && need <= limit {
         return None;
     }
-    let (reason, over, message): (&'static str, f64, Box<dyn FnOnce() -> String>) = if need <= capacity && tier2 > tier2_capacity {
+    let (reason, over, message): (&'static str, f64, Message) = if need <= capacity && tier2 > tier2_capacity {
         (MEMORY_TIER2, tier2 - tier2_capacity, Box::new(move || tier2_message(tier2, tier2_capacity)))
     } else if !fits {
         (MEMORY_TIER1, need - capacity, Box::new(move || tier1_message(need, need - capacity, capacity)))
