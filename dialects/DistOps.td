@@ -248,7 +248,10 @@ def Dist_ChunkOp : Dist_Op<"chunk", [Symbol]> {
   let description = [{
     Chunk `chunk` of stage `stage` holds blocks `first_block` ..
     `first_block + blocks - 1` (Megatron's assignment: chunk `c` of stage
-    `s` starts at block `(c·p + s)·L/(p·v)`). The block template appears
+    `s` starts at block `(c·p + s)·L/(p·v)`; in an uneven pipeline, where
+    `p` does not divide `L`, the first `L mod p` stages hold `⌈L/p⌉`
+    blocks and the others one fewer, missing from their last chunk, which
+    may then hold none). The block template appears
     once: the `template` region holds one block's tasks for one microbatch
     (forward, then recompute, re-communication and backward) and its
     once-per-step tasks (`phase = optimizer`: the data-parallel gradient
@@ -277,7 +280,7 @@ def Dist_ChunkOp : Dist_Op<"chunk", [Symbol]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$pipeline,
                        Blueprint_Count:$stage, Blueprint_Count:$chunk,
-                       Blueprint_Count:$first_block, Blueprint_PositiveCount:$blocks);
+                       Blueprint_Count:$first_block, Blueprint_Count:$blocks);
   let regions = (region SizedRegion<1>:$template, SizedRegion<1>:$boundary);
   let assemblyFormat = !strconcat("$sym_name `of` $pipeline `stage` `=` $stage `chunk` `=` $chunk",
       " `first_block` `=` $first_block `blocks` `=` $blocks $template `boundary` $boundary attr-dict");

@@ -194,7 +194,7 @@ def Plan_ChunkOp : Plan_Op<"chunk", [Symbol]> {
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, FlatSymbolRefAttr:$pipeline,
                        Blueprint_Count:$stage, Blueprint_Count:$chunk,
-                       Blueprint_Count:$first_block, Blueprint_PositiveCount:$blocks);
+                       Blueprint_Count:$first_block, Blueprint_Count:$blocks);
   let regions = (region SizedRegion<1>:$template, SizedRegion<1>:$boundary);
   let assemblyFormat = !strconcat("$sym_name `of` $pipeline `stage` `=` $stage `chunk` `=` $chunk",
       " `first_block` `=` $first_block `blocks` `=` $blocks $template `boundary` $boundary attr-dict");

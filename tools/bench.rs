@@ -188,6 +188,8 @@ fn bench_search(quick: bool) {
                 samples: 0,
                 threads,
                 headroom: None,
+                // The spaces as the README's figures state them (--no-offload).
+                offload: false,
             };
             let runs = if quick { 1 } else { 5 };
             let mut results: Vec<(Duration, u64, usize)> = (0..runs)
@@ -341,6 +343,7 @@ fn main() {
         microbatches: schedule.microbatches,
         slots: &slots,
         durations: ChunkDurations::of(&closed.block, spec.blocks_per_virtual_chunk()),
+        per_chunk: None,
     };
     for mode in [Communication::Serialized, Communication::Overlapped] {
         let mut events = 0;

@@ -7,7 +7,10 @@
 //! `p − s − 1` forwards, then alternate, then drain), interleaved 1F1B
 //! (warm-up `2(p − s − 1) + (v − 1)p` virtual microbatches; forward virtual
 //! microbatch `k` runs chunk `(k mod pv) / p` of microbatch
-//! `(k / pv)·p + k mod p`, backward the chunks in reverse), and GPipe (all
+//! `(k / pv)·p + k mod p`, backward the chunks in reverse; with a microbatch
+//! count `m` that is not a multiple of `p`, the schedule of the next
+//! multiple of `p` with the missing microbatches' slots left out: holes in
+//! the last group of every chunk, as Calculon prices it), and GPipe (all
 //! forwards, then all backwards).
 
 use serde::Serialize;
@@ -63,9 +66,25 @@ impl Schedule {
         }
     }
 
+    /// Interleaved with a microbatch count that is not a multiple of the
+    /// stages: the schedule of the next multiple, whose extra microbatches
+    /// [`Self::slots`] leaves out. Leaving out every slot of a microbatch
+    /// keeps the order deadlock-free (a microbatch's slots wait only on
+    /// that microbatch's).
+    fn padded(&self) -> Option<Self> {
+        let interleaved = matches!(self.kind, PipelineSchedule::Interleaved { .. });
+        (interleaved && self.stages > 0 && !self.microbatches.is_multiple_of(self.stages))
+            .then(|| Self { microbatches: self.microbatches.div_ceil(self.stages) * self.stages, ..*self })
+    }
+
     /// The ordered slots of `stage`.
     #[must_use]
     pub fn slots(&self, stage: u64) -> Vec<Slot> {
+        if let Some(padded) = self.padded() {
+            let mut slots = padded.slots(stage);
+            slots.retain(|slot| slot.microbatch < self.microbatches);
+            return slots;
+        }
         let total = self.microbatches * self.chunks;
         let warmup = self.warmup(stage);
         let mut slots = Vec::with_capacity(usize::try_from(2 * total).unwrap_or(0));
@@ -102,9 +121,77 @@ impl Schedule {
     /// forward and their backward.
     #[must_use]
     pub fn peak_in_flight(&self, stage: u64) -> u64 {
+        if self.padded().is_some() {
+            return self.peak_blocks_in_flight(stage, |_| 1);
+        }
         // Forwards run in warm-up, then each steady forward is followed by a
         // backward: the peak is right after the first steady forward.
         (self.warmup(stage) + 1).min(self.microbatches * self.chunks)
+    }
+
+    /// The most blocks `stage` holds between their forward and their
+    /// backward, chunk `c` holding `blocks_of(c)` blocks: the peak of the
+    /// running count over the stage's slots ([`Self::peak_in_flight`] times
+    /// the chunk's blocks when every chunk holds the same).
+    #[must_use]
+    pub fn peak_blocks_in_flight(&self, stage: u64, blocks_of: impl Fn(u64) -> u64) -> u64 {
+        let (mut now, mut peak) = (0u64, 0u64);
+        for slot in self.slots(stage) {
+            match slot.direction {
+                Direction::Forward => {
+                    now += blocks_of(slot.chunk);
+                    peak = peak.max(now);
+                }
+                Direction::Backward => now -= blocks_of(slot.chunk),
+            }
+        }
+        peak
+    }
+}
+
+/// Blocks of the fullest stage when `blocks` blocks go to `stages`
+/// stages: `⌈blocks / stages⌉` (0 without stages).
+#[must_use]
+pub const fn fullest_stage_blocks(blocks: u64, stages: u64) -> u64 {
+    match blocks.checked_div(stages) {
+        Some(q) => q + !blocks.is_multiple_of(stages) as u64,
+        None => 0,
+    }
+}
+
+/// Where chunk `chunk` of stage `stage` sits when `blocks` blocks go to
+/// `stages` stages of `chunks` chunks each: (first block, blocks).
+/// Megatron's interleaved order (virtual stage `chunk · stages + stage`);
+/// when `stages` does not divide `blocks` (Calculon's uneven pipeline) the
+/// first `blocks mod stages` stages hold `⌈blocks / stages⌉` blocks, split
+/// evenly over their chunks, and every other stage one block fewer,
+/// missing from its last chunk (Calculon's cut edge block; an empty chunk
+/// when chunks hold one block). `None` when the fullest stage's blocks do
+/// not split evenly over the chunks or a stage would hold none.
+#[must_use]
+pub fn chunk_assignment(blocks: u64, stages: u64, chunks: u64, stage: u64, chunk: u64) -> Option<(u64, u64)> {
+    let full = fullest_stage_blocks(blocks, stages);
+    if stages == 0 || chunks == 0 || stages > blocks || !full.is_multiple_of(chunks) {
+        return None;
+    }
+    let per_chunk = full / chunks;
+    let first_short = if blocks.is_multiple_of(stages) { stages } else { blocks % stages };
+    let last = chunk + 1 == chunks;
+    let before = (chunk * stages + stage) * per_chunk - if last { stage.saturating_sub(first_short) } else { 0 };
+    let size = if last && stage >= first_short { per_chunk - 1 } else { per_chunk };
+    Some((before, size))
+}
+
+/// The most blocks stage `stage` of `spec` holds in flight under
+/// `schedule`: peak (microbatch, chunk) pairs times the chunk's blocks,
+/// or, when the stage's chunks differ (an uneven pipeline), the peak of
+/// the running count over its slots.
+#[must_use]
+pub fn stage_in_flight_blocks(spec: &TrainingSpec, schedule: &Schedule, stage: u64) -> u64 {
+    if spec.stage_blocks(stage) == spec.blocks_per_rank() {
+        schedule.peak_in_flight(stage) * spec.blocks_per_virtual_chunk()
+    } else {
+        schedule.peak_blocks_in_flight(stage, |chunk| spec.chunk_blocks(stage, chunk))
     }
 }
 
@@ -338,12 +425,11 @@ impl ProcessorMemory {
     #[must_use]
     pub fn per_stage(block: &BlockFacts, spec: &TrainingSpec) -> Vec<Self> {
         let schedule = Schedule::of(spec);
-        let per_chunk = spec.blocks_per_virtual_chunk();
         let full = spec.mapping.recompute == Recompute::Full;
         (0..schedule.stages)
             .map(|stage| {
-                let blocks = schedule.peak_in_flight(stage) * per_chunk;
-                Self::compose(block, spec.blocks_per_rank(), blocks as f64, full)
+                let blocks = stage_in_flight_blocks(spec, &schedule, stage);
+                Self::compose(block, spec.stage_blocks(stage), blocks as f64, full)
             })
             .collect()
     }
@@ -402,6 +488,44 @@ mod tests {
                 assert_eq!(seen.len(), 8);
             }
         }
+    }
+
+    #[test]
+    fn interleaved_with_missing_microbatches_leaves_holes() {
+        // p = 2, v = 2, m = 3: the m = 4 order without microbatch 3.
+        let s = schedule(PipelineSchedule::Interleaved { virtual_stages: 2 }, 2, 2, 3);
+        assert_eq!(fb(&s.slots(0)), "F0 F1 F0.1 F1.1 F2 B0.1 B1.1 F2.1 B0 B1 B2.1 B2");
+        // The peak walks the slots: F0 F1 F0.1 F1.1 F2 are in flight at once.
+        assert_eq!(s.peak_in_flight(0), 5);
+        // Fewer microbatches than stages.
+        let s = schedule(PipelineSchedule::Interleaved { virtual_stages: 3 }, 4, 3, 2);
+        assert_eq!(s.slots(3).len(), 12);
+        assert_eq!(s.peak_in_flight(0), 6);
+    }
+
+    #[test]
+    fn uneven_chunks_follow_calculon() {
+        // 10 blocks over 4 stages: stages 0 and 1 hold 3, stages 2 and 3 hold 2.
+        let layout = |v| (0..v).flat_map(|c| (0..4).map(move |s| chunk_assignment(10, 4, v, s, c))).collect::<Vec<_>>();
+        assert_eq!(layout(1), [(0, 3), (3, 3), (6, 2), (8, 2)].map(Some));
+        // 12 blocks over 5 stages, 2 chunks of the fullest stage's 3 + 1... (3 does not split in 2).
+        assert_eq!(chunk_assignment(12, 5, 2, 0, 0), None);
+        // 14 blocks over 4 stages (4, 4, 3, 3), 2 chunks: the short stages'
+        // last chunks hold one block.
+        assert_eq!(
+            (0..2).flat_map(|c| (0..4).map(move |s| chunk_assignment(14, 4, 2, s, c))).collect::<Vec<_>>(),
+            [(0, 2), (2, 2), (4, 2), (6, 2), (8, 2), (10, 2), (12, 1), (13, 1)].map(Some)
+        );
+        // One block per chunk: a short stage's last chunk is empty.
+        assert_eq!(chunk_assignment(7, 4, 2, 3, 1), Some((7, 0)));
+        assert_eq!(chunk_assignment(3, 4, 1, 0, 0), None);
+        assert_eq!(fullest_stage_blocks(10, 4), 3);
+        // Stage 3 of p = 4, v = 2, m = 8 runs F0 F1 F2 F3 F0.1 B0.1 F1.1 B1.1
+        // ...: 5 pairs at most, 4 of chunk 0 and 1 of chunk 1.
+        let s = schedule(PipelineSchedule::Interleaved { virtual_stages: 2 }, 4, 2, 8);
+        assert_eq!(s.peak_in_flight(3), 5);
+        assert_eq!(s.peak_blocks_in_flight(3, |c| 2 - c), 10);
+        assert_eq!(s.peak_blocks_in_flight(3, |c| 1 + c), 6);
     }
 
     /// Every Calculon case: (name, spec, per_processor).

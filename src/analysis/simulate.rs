@@ -142,6 +142,22 @@ impl ChunkDurations {
     /// From the estimate's block times (pipeline and DP times set).
     #[must_use]
     pub fn of(t: &BlockTimes, blocks_per_chunk: u64) -> Self {
+        if blocks_per_chunk == 0 {
+            // An empty chunk (a short stage's last, in an uneven pipeline)
+            // only passes its input on.
+            return Self {
+                forward: 0.0,
+                recompute: 0.0,
+                backward: 0.0,
+                forward_tp: 0.0,
+                recompute_tp: 0.0,
+                backward_tp: 0.0,
+                send_forward: t.block_fw_pp_time,
+                send_backward: t.block_bw_pp_time,
+                data_parallel: 0.0,
+                optimizer: 0.0,
+            };
+        }
         let s = BlockSlots::of(t);
         let base = blocks_per_chunk.saturating_sub(1) as f64;
         let blocks = blocks_per_chunk as f64;
@@ -173,6 +189,17 @@ pub struct StepInput<'a> {
     /// Each stage's slots in order (all `2 · microbatches · chunks` of them).
     pub slots: &'a [Vec<Slot>],
     pub durations: ChunkDurations,
+    /// Each (stage, chunk)'s own durations, at `stage · chunks + chunk`,
+    /// when the chunks differ (an uneven pipeline); else `durations` for
+    /// every chunk.
+    pub per_chunk: Option<&'a [ChunkDurations]>,
+}
+
+impl StepInput<'_> {
+    /// The durations of chunk `chunk` of stage `stage`.
+    fn durations_of(&self, stage: u64, chunk: u64) -> ChunkDurations {
+        self.per_chunk.and_then(|all| all.get((stage * self.chunks + chunk) as usize).copied()).unwrap_or(self.durations)
+    }
 }
 
 /// One stage's share of the simulated step.
@@ -251,7 +278,6 @@ pub fn simulate(input: &StepInput, communication: Communication) -> Result<Simul
         }
     }
 
-    let d = input.durations;
     let serialized = communication == Communication::Serialized;
     let mut forward_out = vec![f64::NAN; cells];
     let mut backward_out = vec![f64::NAN; cells];
@@ -270,6 +296,7 @@ pub fn simulate(input: &StepInput, communication: Communication) -> Result<Simul
         queued[s] = false;
         while let Some(&slot) = input.slots[s].get(next[s]) {
             let Slot { microbatch: mb, chunk: c, direction } = slot;
+            let d = input.durations_of(stage, c);
             // The producer of this slot's input, if on another virtual stage.
             let ready = match direction {
                 Direction::Forward if stage > 0 => Some(forward_out[index(stage - 1, c, mb)]),
@@ -400,6 +427,7 @@ pub fn simulate(input: &StepInput, communication: Communication) -> Result<Simul
         order.sort_by(|a, b| last_backward[(stage * v + a) as usize].total_cmp(&last_backward[(stage * v + b) as usize]).then(a.cmp(b)));
         let mut reduced = Vec::with_capacity(order.len());
         for &c in &order {
+            let d = input.durations_of(stage, c);
             let mut push = |stream: Stream, activity: Activity, start: f64, length: f64| {
                 events.push(Event { stage, stream, activity, chunk: c, microbatch: None, start, end: start + length });
                 start + length
@@ -416,6 +444,7 @@ pub fn simulate(input: &StepInput, communication: Communication) -> Result<Simul
             reduced.push((c, if serialized { t } else { dp_free }));
         }
         for (c, ready) in reduced {
+            let d = input.durations_of(stage, c);
             let start = t.max(ready);
             events.push(Event {
                 stage,

@@ -368,7 +368,7 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     }
     let estimate = estimate(&tasks, &block, spec, &system, &binding, &options).map_err(|e| format!("blueprint-translate: error: {e}"))?;
     let capacity = estimate.memory.capacity_bytes;
-    let stages: Vec<StageReport> = work
+    let mut stages: Vec<StageReport> = work
         .stages()
         .into_iter()
         .map(|memory| if args.forward_only { ProcessorMemory::forward_only_of(memory.weight_space, &block) } else { memory })
@@ -388,12 +388,20 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
     let mut notes = Vec::new();
     let schedule = Schedule::of(spec);
     let (slots, schedule_source) = stage_slots(work, &schedule)?;
+    // An uneven pipeline's short stages run their own (shorter) last chunk.
+    let per_chunk: Option<Vec<ChunkDurations>> = spec.uneven_blocks().then(|| {
+        (0..schedule.stages)
+            .flat_map(|stage| (0..schedule.chunks).map(move |chunk| (stage, chunk)))
+            .map(|(stage, chunk)| ChunkDurations::of(&estimate.block, spec.chunk_blocks(stage, chunk)))
+            .collect()
+    });
     let input = StepInput {
         stages: schedule.stages,
         chunks: schedule.chunks,
         microbatches: schedule.microbatches,
         slots: &slots,
         durations: ChunkDurations::of(&estimate.block, spec.blocks_per_virtual_chunk()),
+        per_chunk: per_chunk.as_deref(),
     };
     let simulated = |mode| simulate(&input, mode).map_err(|e| format!("blueprint-translate: error: cannot simulate the step: {e}"));
     let simulation = if args.forward_only {
@@ -406,6 +414,24 @@ pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result
             overlapped: simulated(Communication::Overlapped)?,
         })
     };
+    if let (true, Some(simulation)) = (spec.uneven_blocks(), &simulation) {
+        // Calculon prices the fullest stage for all; a short stage is busy
+        // for its own blocks (the serialized simulation's busy time, whose
+        // stage 0 is the closed form's).
+        for (stage, simulated) in stages.iter_mut().zip(&simulation.serialized.stages) {
+            stage.busy_seconds = simulated.busy_seconds;
+            stage.idle_seconds = estimate.timing_seconds.total_time - simulated.busy_seconds;
+        }
+        notes.push(format!(
+            "uneven pipeline: {} blocks over {} stages, the first {} of {} blocks, the others of {}; the figures above are Calculon's (its blocks_per_proc is the fullest stage's, its bubble shortened by the {} short stages' missing blocks); each stage's busy time, memory and simulation are its own",
+            spec.model.blocks,
+            spec.mapping.pp,
+            spec.mapping.pp - spec.short_stages(),
+            spec.blocks_per_rank(),
+            spec.blocks_per_rank() - 1,
+            spec.short_stages()
+        ));
+    }
     let dp_overlap_calculon_total_time = estimate.dp_overlap.as_ref().and_then(|f| {
         let calculon = f.calculon?;
         (calculon != f.blueprint).then(|| {

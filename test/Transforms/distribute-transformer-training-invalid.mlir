@@ -74,7 +74,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
 
 // -----
 
-module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_activation = false, optimizer_sharding = false, pipeline_interleaving = 2 : i64, pp = 2 : i64, recompute = "none", seq_par_ag_redo = false, tp = 2 : i64, tp_comm = "ar"}, model = {blocks = 4 : i64, ffn_hidden = 256 : i64, gated_mlp = false, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, name = "tiny", seq_len = 16 : i64}, workload = {datatype = "float16", global_batch = 6 : i64, microbatch = 2 : i64}}} {
+module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_activation = false, optimizer_sharding = false, pipeline_interleaving = 3 : i64, pp = 2 : i64, recompute = "none", seq_par_ag_redo = false, tp = 2 : i64, tp_comm = "ar"}, model = {blocks = 4 : i64, ffn_hidden = 256 : i64, gated_mlp = false, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, name = "tiny", seq_len = 16 : i64}, workload = {datatype = "float16", global_batch = 6 : i64, microbatch = 2 : i64}}} {
   model.header schema "blueprint.model" version "1.0"
   func.func @decoder_block() {
     %0 = model.value "block.in" activation : tensor<2x16x64xf16>
@@ -89,7 +89,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %9 = model.value "mlp.fc1.weight" parameter : tensor<64x256xf16>
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
-    // expected-error @+1 {{the microbatch count workload.global_batch / (mapping.dp × workload.microbatch) = 3 must be a multiple of mapping.pp = 2 under interleaved}}
+    // expected-error @+1 {{mapping.pipeline_interleaving = 3 must divide the blocks of the fullest stage, ⌈model.blocks / mapping.pp⌉ = ⌈4 / 2⌉ = 2}}
     %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return
@@ -98,7 +98,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
 
 // -----
 
-module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_activation = false, optimizer_sharding = false, pipeline_interleaving = 1 : i64, pp = 3 : i64, recompute = "none", seq_par_ag_redo = false, tp = 2 : i64, tp_comm = "ar"}, model = {blocks = 4 : i64, ffn_hidden = 256 : i64, gated_mlp = false, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, name = "tiny", seq_len = 16 : i64}, workload = {datatype = "float16", global_batch = 4 : i64, microbatch = 2 : i64}}} {
+module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_activation = false, optimizer_sharding = false, pipeline_interleaving = 1 : i64, pp = 5 : i64, recompute = "none", seq_par_ag_redo = false, tp = 2 : i64, tp_comm = "ar"}, model = {blocks = 4 : i64, ffn_hidden = 256 : i64, gated_mlp = false, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, name = "tiny", seq_len = 16 : i64}, workload = {datatype = "float16", global_batch = 4 : i64, microbatch = 2 : i64}}} {
   model.header schema "blueprint.model" version "1.0"
   func.func @decoder_block() {
     %0 = model.value "block.in" activation : tensor<2x16x64xf16>
@@ -113,7 +113,7 @@ module attributes {blueprint.training_spec = {mapping = {dp = 1 : i64, fused_act
     %9 = model.value "mlp.fc1.weight" parameter : tensor<64x256xf16>
     %10 = model.value "mlp.fc2.weight" parameter : tensor<256x64xf16>
     %11 = model.value "optimizer.state" optimizer_state : tensor<148224xf32>
-    // expected-error @+1 {{model.blocks = 4 must be divisible by mapping.pp × mapping.pipeline_interleaving = 3 × 1}}
+    // expected-error @+1 {{mapping.pp = 5 exceeds model.blocks = 4: every pipeline stage holds at least one block}}
     %12 = model.decoder_training "block"(%0) norm1(%1, %2) attention(%3, %4, %5, %6) norm2(%7, %8) mlp(%9, %10) state(%11) datatype = float16 effects("parameter_update|random_state") {ffn_hidden = 256 : i64, head_dim = 16 : i64, heads = 4 : i64, hidden = 64 : i64, microbatch = 2 : i64, seq_len = 16 : i64} : (tensor<2x16x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64x64xf16>, tensor<64xf16>, tensor<64xf16>, tensor<64x256xf16>, tensor<256x64xf16>, tensor<148224xf32>) -> tensor<2x16x64xf16>
     model.output %12 "block.out" : tensor<2x16x64xf16>
     return

@@ -526,6 +526,30 @@ pub fn compose_estimate(
     binding: &NetworkBinding,
     options: &EstimateOptions,
 ) -> Result<Estimate, EstimateError> {
+    let plain = if options.forward_only {
+        ProcessorMemory::forward_only(block, spec.blocks_per_rank())
+    } else {
+        ProcessorMemory::calculon(block, spec)
+    };
+    compose_estimate_with_memory(times, block, spec, system, binding, options, &plain)
+}
+
+/// [`compose_estimate`] with the memory before offload given (a search
+/// computes it once per interleaving): `plain` must be
+/// [`ProcessorMemory::calculon`] of `block` and `spec`, or
+/// [`ProcessorMemory::forward_only`] forward only.
+///
+/// # Errors
+/// As [`compose_estimate`].
+pub fn compose_estimate_with_memory(
+    times: &BlockTimes,
+    block: &BlockFacts,
+    spec: &TrainingSpec,
+    system: &SystemProfile,
+    binding: &NetworkBinding,
+    options: &EstimateOptions,
+    plain: &ProcessorMemory,
+) -> Result<Estimate, EstimateError> {
     check_forward_only(spec, options)?;
     let map = &spec.mapping;
     let tier =
@@ -533,11 +557,6 @@ pub fn compose_estimate(
     let tiers = step::Tiers { pp: tier("pp", binding.pp)?, dp: tier("dp", binding.dp)?, mem2: system.mem2() };
     let outcome = step::compose(times, block, spec, &tiers, binding, options);
 
-    let plain = if options.forward_only {
-        ProcessorMemory::forward_only(block, spec.blocks_per_rank())
-    } else {
-        ProcessorMemory::calculon(block, spec)
-    };
     let (per_processor, tier2) = plain.offloaded(block, spec, options.offload, !options.forward_only);
     let capacity_bytes = system.mem1().capacity_bytes();
     let tier2_capacity_bytes = system.mem2().capacity_bytes();

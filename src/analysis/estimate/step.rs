@@ -263,7 +263,13 @@ pub(super) fn compose(
     // Interleaving with m not a multiple of p leaves the missing
     // microbatches' slots empty in every overlappable chunk.
     let extra = if m.is_multiple_of(p) { 0.0 } else { count(&[v - 1, p - m % p]) };
-    let bubble_time = (p - 1) as f64 * chunk + extra * chunk;
+    // Uneven pipeline: the short stages' missing blocks shorten stage 0's
+    // bubble (Calculon's `bubble_reduction_time`: half a base and half an
+    // edge block each way per short stage, or the edge block when a chunk
+    // has no base block).
+    let short = spec.short_stages() as f64;
+    let reduction = if base > 0.0 { short * (bfw + efw + bbw + ebw) / 2.0 } else { short * (efw + ebw) };
+    let bubble_time = (p - 1) as f64 * chunk + (extra * chunk - reduction);
 
     let mut dp_overlap = None;
     let mut dp_req = (0.0, 0.0);

@@ -6,21 +6,27 @@
 //!
 //! A configuration is pruned, in this order, when its network binding does
 //! not fit the system (Calculon's `_check_network_assignments`), when
-//! Blueprint's spec rules reject it (the schedule rules: interleaved 1F1B
-//! needs a microbatch count that PP divides), or when its memory per
-//! processor (Calculon's stage-0 convention) exceeds the first memory tier,
-//! or what is left of it with the memory kept free (`--headroom`).
+//! Blueprint's spec rules reject it, or when its memory per processor
+//! (Calculon's stage-0 convention) exceeds the first memory tier, or what
+//! is left of it with the memory kept free (`--headroom`), or its
+//! offloaded state the second tier.
 //!
 //! For the memory reasons the search keeps the nearest miss, the pruned
 //! configuration that came closest to fitting (least excess, then fastest,
-//! then first): what more memory, or less headroom, would buy.
+//! then first): what more memory, or less headroom, would buy. The memory
+//! does not depend on the step's times, so a configuration that misses by
+//! more than the nearest miss so far is pruned without composing its times
+//! (it cannot be the nearest; a validated system keeps every time finite).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::rank::{Candidate, TopK};
 use super::space::{Config, KeySpace};
-use crate::analysis::estimate::{block_tasks, compose_estimate, price_block, Estimate, EstimateError, EstimateOptions, Offload};
+use crate::analysis::estimate::{
+    block_tasks, compose_estimate, compose_estimate_with_memory, price_block, Estimate, EstimateError, EstimateOptions, Offload,
+};
+use crate::analysis::schedule::ProcessorMemory;
 use crate::analysis::system::{NetworkBinding, NetworkBindingError, SystemProfile};
 use crate::analysis::workload::{derive_training_block, BlockFacts, Datatype, ModelSpec, SpecError};
 
@@ -163,13 +169,65 @@ impl Outcome {
 /// search fails with it instead of ranking ([`super::search`]).
 pub const NOT_FINITE: &str = "non_finite_estimate";
 
+fn tier1_message(need: f64, over: f64, capacity: f64) -> String {
+    format!("needs {need} bytes per processor (Calculon's stage-0 convention), {over} more than the first memory tier's {capacity}")
+}
+
+fn tier2_message(tier2: f64, tier2_capacity: f64) -> String {
+    format!("offloads {tier2} bytes per processor, {} more than the second memory tier's {tier2_capacity}", tier2 - tier2_capacity)
+}
+
+fn headroom_message(need: f64, capacity: f64, limit: f64) -> String {
+    format!(
+        "needs {need} bytes per processor (Calculon's stage-0 convention), within the first memory tier's {capacity} but {} more than the {limit} left with the headroom",
+        need - limit
+    )
+}
+
+/// A prune message, built only when it is the first of its reason.
+type Message = Box<dyn FnOnce() -> String>;
+
+/// A configuration that misses memory by more than the nearest miss so
+/// far of its reason: the reason and its message, computed
+/// from the memory alone (as [`compose_estimate`] computes it). `None`
+/// when it fits, may be the nearest miss, or would fail otherwise (the
+/// offload rule), so that its times must be composed.
+fn farther_miss(
+    cx: &Context,
+    out: &Outcome,
+    plain: &ProcessorMemory,
+    block: &BlockFacts,
+    spec: &crate::analysis::workload::TrainingSpec,
+    options: &EstimateOptions,
+) -> Option<(&'static str, Message)> {
+    crate::analysis::estimate::check_forward_only(spec, options).ok()?;
+    let (memory, tier2) = plain.offloaded(block, spec, options.offload, true);
+    let need = memory.proc_mem_tier1_cap_req;
+    let (capacity, tier2_capacity, limit) = (cx.system.mem1().capacity_bytes(), cx.system.mem2().capacity_bytes(), cx.memory_limit);
+    let fits = need <= capacity && tier2 <= tier2_capacity;
+    if fits && need <= limit {
+        return None;
+    }
+    let (reason, over, message): (&'static str, f64, Message) = if need <= capacity && tier2 > tier2_capacity {
+        (MEMORY_TIER2, tier2 - tier2_capacity, Box::new(move || tier2_message(tier2, tier2_capacity)))
+    } else if !fits {
+        (MEMORY_TIER1, need - capacity, Box::new(move || tier1_message(need, need - capacity, capacity)))
+    } else {
+        (MEMORY_HEADROOM, need - limit, Box::new(move || headroom_message(need, capacity, limit)))
+    };
+    let nearest = out.pruned.get(reason)?.nearest.as_ref()?;
+    (over > nearest.over_by_bytes).then_some((reason, message))
+}
+
 /// The short name of a spec rule a configuration violates.
 #[must_use]
 pub fn spec_reason(error: &SpecError) -> &'static str {
     match error {
         SpecError::InterleavedMicrobatches { .. } => "interleaved_microbatches",
         SpecError::SequenceNotSplittable { .. } => "sequence_not_splittable",
-        SpecError::BlocksNotDivisible { .. } => "blocks_not_divisible",
+        SpecError::MoreStagesThanBlocks { .. } => "more_stages_than_blocks",
+        SpecError::InterleavingNotDivisor { .. } => "interleaving_not_divisor",
+        SpecError::UnevenBlocks { .. } => "uneven_blocks",
         SpecError::TooLarge { .. } => "too_large",
         _ => "spec_rule",
     }
@@ -295,6 +353,9 @@ pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, 
             }
             spec.mapping.pipeline_interleaving = v;
             let rule = spec.validate();
+            // The memory of this interleaving before offload (the binding
+            // and DP overlap do not change it).
+            let plain_memory = rule.is_ok().then(|| ProcessorMemory::calculon(&block, &spec));
             for &pp_net in &space.pp_nets {
                 for &dp_net in &space.dp_nets {
                     let networks = NetworkBinding { tp: tp_net, pp: pp_net, dp: dp_net };
@@ -326,10 +387,23 @@ pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, 
                         index += n;
                         continue;
                     }
+                    // Without a memory miss yet there is nothing to be farther from.
+                    let gate = plain_memory.as_ref().filter(|_| out.pruned.values().any(|p| p.nearest.is_some()));
                     for (data_par_overlap, offload) in space.binding_choices() {
                         let options = EstimateOptions { data_par_overlap, offload, ..price_options };
+                        if let Some(plain) = gate.filter(|_| !cx.sampled(index)) {
+                            if let Some((reason, message)) = farther_miss(cx, out, plain, &block, &spec, &options) {
+                                out.prune(reason, index, 1, message);
+                                index += 1;
+                                continue;
+                            }
+                        }
                         let times = if data_par_overlap { &with_prefix } else { &plain };
-                        match compose_estimate(times, &block, &spec, cx.system, &networks, &options) {
+                        let composed = match &plain_memory {
+                            Some(plain) => compose_estimate_with_memory(times, &block, &spec, cx.system, &networks, &options, plain),
+                            None => compose_estimate(times, &block, &spec, cx.system, &networks, &options),
+                        };
+                        match composed {
                             Err(error @ EstimateError::NotFinite { .. }) => out.prune(NOT_FINITE, index, 1, || error.to_string()),
                             Err(error @ EstimateError::Offload(_)) => {
                                 let verdict = Verdict::Pruned { reason: OFFLOAD_BLOCKS, estimate: None };
@@ -382,12 +456,7 @@ pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, 
                                         over_by_bytes: tier2 - tier2_capacity,
                                         limit_bytes: tier2_capacity,
                                     };
-                                    out.prune_memory(MEMORY_TIER2, miss, move || {
-                                        format!(
-                                            "offloads {tier2} bytes per processor, {} more than the second memory tier's {tier2_capacity}",
-                                            tier2 - tier2_capacity
-                                        )
-                                    });
+                                    out.prune_memory(MEMORY_TIER2, miss, move || tier2_message(tier2, tier2_capacity));
                                 } else if !fits {
                                     let miss = NearMiss {
                                         index,
@@ -396,11 +465,7 @@ pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, 
                                         over_by_bytes: over,
                                         limit_bytes: capacity,
                                     };
-                                    out.prune_memory(MEMORY_TIER1, miss, move || {
-                                        format!(
-                                            "needs {need} bytes per processor (Calculon's stage-0 convention), {over} more than the first memory tier's {capacity}"
-                                        )
-                                    });
+                                    out.prune_memory(MEMORY_TIER1, miss, move || tier1_message(need, over, capacity));
                                 } else {
                                     let miss = NearMiss {
                                         index,
@@ -409,12 +474,7 @@ pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, 
                                         over_by_bytes: need - limit,
                                         limit_bytes: limit,
                                     };
-                                    out.prune_memory(MEMORY_HEADROOM, miss, move || {
-                                        format!(
-                                            "needs {need} bytes per processor (Calculon's stage-0 convention), within the first memory tier's {capacity} but {} more than the {limit} left with the headroom",
-                                            need - limit
-                                        )
-                                    });
+                                    out.prune_memory(MEMORY_HEADROOM, miss, move || headroom_message(need, capacity, limit));
                                 }
                             }
                         }

@@ -258,7 +258,7 @@ pub fn notes(options: &SearchOptions, result: &SearchResult, system_has_mem2: bo
             result.outcome.dp_overlap_differs
         ),
         "Memory per processor is Calculon's stage-0 convention (every stage taken as equal); a configuration that exceeds the first memory tier is pruned (memory_tier1), one within it but above what --headroom leaves is pruned too (memory_headroom); each memory reason names its nearest miss: least excess, then fastest, then first".to_string(),
-        "Blueprint's schedule rule prunes interleaved 1F1B configurations whose microbatch count PP does not divide (interleaved_microbatches, Megatron's rule); Calculon evaluates them".to_string(),
+        "Interleaved 1F1B with a microbatch count PP does not divide is evaluated as Calculon evaluates it (the missing microbatches leave bubbles in every chunk but the last); PP is explored where it divides the blocks, as Calculon's search does (the estimate also takes uneven pipelines)".to_string(),
         "Ties in sample_rate are broken by the canonical configuration number (index): TP, PP, microbatch, recompute (none, attn_only, full), optimizer sharding (off, on), tp_comm (ar, p2p_rs_ag, rs_ag), seq_par_ag_redo (off, on), fused activation, TP overlap (none, ring, pipe), TP tier, interleaving, PP tier, DP tier, DP overlap (off, on), weight / activation / optimizer offload (off, on), each ascending".to_string(),
     ];
     if system_has_mem2 && options.offload {

@@ -282,7 +282,10 @@ fn calculons_good_count_is_fit_plus_the_schedule_rule() {
     }
     assert_eq!(good, oracle["good_configurations"].as_u64().expect("good"));
     let result = search(&m, &s, &o, Control::default()).expect("search");
-    assert!(result.outcome.fit < good && result.outcome.pruned.contains_key("interleaved_microbatches"));
+    // Interleaving with microbatches not a multiple of PP is priced as
+    // Calculon prices it: every configuration Calculon counts good fits.
+    assert_eq!(result.outcome.fit, good);
+    assert!(!result.outcome.pruned.contains_key("interleaved_microbatches"));
 }
 
 #[test]

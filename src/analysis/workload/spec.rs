@@ -54,8 +54,11 @@ pub struct ModelSpec {
     /// `attn_size`); the attention width `a·d` may differ from `h`.
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub head_dim: u64,
-    /// Decoder blocks in the whole model; `mapping.pp ×
-    /// mapping.pipeline_interleaving` divides it.
+    /// Decoder blocks in the whole model. Inference: `mapping.pp` divides
+    /// it. Training: at least `mapping.pp`; when `mapping.pp` does not
+    /// divide it, the first `blocks mod pp` stages hold one block more
+    /// (Calculon's uneven pipeline; planned, estimated and searched, not
+    /// executed by the derived program).
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub blocks: u64,
     /// Vocabulary size, recorded; embeddings and the LM head are not part
@@ -529,7 +532,8 @@ pub struct TrainingMappingSpec {
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub dp: u64,
     /// Model chunks per pipeline stage (virtual stages; 1 = one chunk per
-    /// stage); more than 1 needs `pp > 1`.
+    /// stage); more than 1 needs `pp > 1` and must divide the blocks of the
+    /// fullest stage, `⌈model.blocks / pp⌉` (Calculon's rule).
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub pipeline_interleaving: u64,
     /// Activation recomputation policy.
@@ -706,16 +710,20 @@ pub enum SpecError {
     SequenceNotSplittable { tokens: u128, tp: u64, tp_comm: &'static str },
     #[error("workload.global_batch = {global_batch} must be divisible by mapping.dp × workload.microbatch = {dp} × {microbatch}")]
     BatchNotDivisible { global_batch: u64, dp: u64, microbatch: u64 },
-    #[error("model.blocks = {blocks} must be divisible by mapping.pp × mapping.pipeline_interleaving = {pp} × {interleaving}")]
-    BlocksNotDivisible { blocks: u64, pp: u64, interleaving: u64 },
+    #[error("mapping.pp = {pp} exceeds model.blocks = {blocks}: every pipeline stage holds at least one block")]
+    MoreStagesThanBlocks { blocks: u64, pp: u64 },
+    #[error("mapping.pipeline_interleaving = {interleaving} must divide the blocks of the fullest stage, ⌈model.blocks / mapping.pp⌉ = ⌈{blocks} / {pp}⌉ = {per_stage} (Calculon's rule)")]
+    InterleavingNotDivisor { blocks: u64, pp: u64, interleaving: u64, per_stage: u64 },
+    #[error("model.blocks = {blocks} is not a multiple of mapping.pp = {pp} (stages of {more} and {fewer} blocks): {consumer} runs even pipelines only; the estimate and the search price it as Calculon does")]
+    UnevenBlocks { blocks: u64, pp: u64, more: u64, fewer: u64, consumer: &'static str },
     #[error("mapping.pipeline_interleaving = {interleaving} requires mapping.pp > 1")]
     InterleavingWithoutPipeline { interleaving: u64 },
     #[error("mapping.pipeline_schedule = {schedule} runs one model chunk per stage, but mapping.pipeline_interleaving = {interleaving} (use interleaved_1f1b)")]
     ScheduleWithoutChunks { schedule: &'static str, interleaving: u64 },
     #[error("mapping.pipeline_schedule = interleaved_1f1b needs mapping.pipeline_interleaving > 1 (with one chunk per stage it is 1f1b)")]
     InterleavedWithoutChunks,
-    #[error("the microbatch count workload.global_batch / (mapping.dp × workload.microbatch) = {microbatches} must be a multiple of mapping.pp = {pp} under interleaved 1F1B (as in Megatron)")]
-    InterleavedMicrobatches { microbatches: u64, pp: u64 },
+    #[error("the microbatch count workload.global_batch / (mapping.dp × workload.microbatch) = {microbatches} is not a multiple of mapping.pp = {pp} under interleaved 1F1B: {consumer} runs it only with full groups of pp microbatches; the estimate and the search price it as Calculon does")]
+    InterleavedMicrobatches { microbatches: u64, pp: u64, consumer: &'static str },
     #[error("mapping.seq_par_ag_redo = true requires mapping.tp_comm = rs_ag (only sequence-parallel all-gathers can be redone)")]
     AgRedoWithoutSequenceParallel,
     #[error("mapping.seq_par_ag_redo = true is incompatible with mapping.recompute = full (full recompute already re-communicates)")]
@@ -944,9 +952,19 @@ impl TrainingSpec {
         if map.pp == 1 && map.pipeline_interleaving > 1 {
             return Err(SpecError::InterleavingWithoutPipeline { interleaving: map.pipeline_interleaving });
         }
-        let chunks = u128::from(map.pp) * u128::from(map.pipeline_interleaving);
-        if !u128::from(model.blocks).is_multiple_of(chunks) {
-            return Err(SpecError::BlocksNotDivisible { blocks: model.blocks, pp: map.pp, interleaving: map.pipeline_interleaving });
+        // Calculon's uneven pipeline: the first `blocks mod pp` stages hold
+        // one block more; the interleaving splits the fullest stage evenly.
+        if map.pp > model.blocks {
+            return Err(SpecError::MoreStagesThanBlocks { blocks: model.blocks, pp: map.pp });
+        }
+        let per_stage = self.blocks_per_rank();
+        if !per_stage.is_multiple_of(map.pipeline_interleaving) {
+            return Err(SpecError::InterleavingNotDivisor {
+                blocks: model.blocks,
+                pp: map.pp,
+                interleaving: map.pipeline_interleaving,
+                per_stage,
+            });
         }
 
         match map.schedule_kind() {
@@ -955,9 +973,6 @@ impl TrainingSpec {
             }
             ScheduleKind::Interleaved1F1B if map.pipeline_interleaving == 1 => {
                 return Err(SpecError::InterleavedWithoutChunks);
-            }
-            ScheduleKind::Interleaved1F1B if !self.microbatch_count().is_multiple_of(map.pp) => {
-                return Err(SpecError::InterleavedMicrobatches { microbatches: self.microbatch_count(), pp: map.pp });
             }
             _ => {}
         }
@@ -1037,16 +1052,83 @@ impl TrainingSpec {
         self.local_batch().checked_div(self.workload.microbatch).unwrap_or(0)
     }
 
-    /// Blocks in one virtual pipeline chunk: `blocks / (pp × interleaving)`.
+    /// Blocks in one virtual pipeline chunk of the fullest stage:
+    /// `⌈blocks / pp⌉ / interleaving` (`blocks / (pp × interleaving)` when
+    /// the pipeline is even).
     #[must_use]
     pub fn blocks_per_virtual_chunk(&self) -> u64 {
-        let chunks = self.mapping.pp.saturating_mul(self.mapping.pipeline_interleaving);
-        self.model.blocks.checked_div(chunks).unwrap_or(0)
+        self.blocks_per_rank().checked_div(self.mapping.pipeline_interleaving).unwrap_or(0)
     }
 
-    /// Blocks held by one pipeline rank: `blocks / pp`.
+    /// Blocks held by the fullest pipeline rank: `⌈blocks / pp⌉` (Calculon's
+    /// `blocks_per_proc`, the stage it reports; `blocks / pp` when even).
     #[must_use]
     pub fn blocks_per_rank(&self) -> u64 {
-        self.model.blocks.checked_div(self.mapping.pp).unwrap_or(0)
+        crate::analysis::schedule::fullest_stage_blocks(self.model.blocks, self.mapping.pp)
+    }
+
+    /// Whether the stages hold different block counts (`pp` does not
+    /// divide `blocks`).
+    #[must_use]
+    pub fn uneven_blocks(&self) -> bool {
+        self.mapping.pp > 0 && !self.model.blocks.is_multiple_of(self.mapping.pp)
+    }
+
+    /// Stages holding one block fewer than the fullest: Calculon's
+    /// `bubble_reduction_blocks`, `pp − blocks mod pp` when uneven, else 0.
+    #[must_use]
+    pub fn short_stages(&self) -> u64 {
+        if self.uneven_blocks() {
+            self.mapping.pp - self.model.blocks % self.mapping.pp
+        } else {
+            0
+        }
+    }
+
+    /// Blocks held by stage `stage`: the first `blocks mod pp` stages hold
+    /// `⌈blocks / pp⌉`, the others one fewer.
+    #[must_use]
+    pub fn stage_blocks(&self, stage: u64) -> u64 {
+        let full = self.blocks_per_rank();
+        if stage >= self.mapping.pp.saturating_sub(self.short_stages()) {
+            full.saturating_sub(1)
+        } else {
+            full
+        }
+    }
+
+    /// Blocks in chunk `chunk` of stage `stage`: a short stage's block is
+    /// missing from its last chunk (Calculon cuts the chunk's edge block),
+    /// which may leave that chunk empty.
+    #[must_use]
+    pub fn chunk_blocks(&self, stage: u64, chunk: u64) -> u64 {
+        let (blocks, pp, v) = (self.model.blocks, self.mapping.pp, self.mapping.pipeline_interleaving);
+        crate::analysis::schedule::chunk_assignment(blocks, pp, v, stage, chunk).map_or(0, |(_, size)| size)
+    }
+
+    /// The first block of chunk `chunk` of stage `stage` (Megatron's
+    /// interleaved order; see [`crate::analysis::schedule::chunk_assignment`]).
+    #[must_use]
+    pub fn chunk_first_block(&self, stage: u64, chunk: u64) -> u64 {
+        let (blocks, pp, v) = (self.model.blocks, self.mapping.pp, self.mapping.pipeline_interleaving);
+        crate::analysis::schedule::chunk_assignment(blocks, pp, v, stage, chunk).map_or(0, |(first, _)| first)
+    }
+
+    /// The derived program (its lowering and execution) runs even
+    /// pipelines only: `pp` divides the blocks and, interleaved, the
+    /// microbatches; `consumer` names what refuses.
+    ///
+    /// # Errors
+    /// [`SpecError::UnevenBlocks`] or [`SpecError::InterleavedMicrobatches`].
+    pub fn check_even_pipeline(&self, consumer: &'static str) -> Result<(), SpecError> {
+        let (blocks, pp) = (self.model.blocks, self.mapping.pp);
+        if self.uneven_blocks() {
+            let more = self.blocks_per_rank();
+            return Err(SpecError::UnevenBlocks { blocks, pp, more, fewer: more - 1, consumer });
+        }
+        if self.mapping.pipeline_interleaving > 1 && !self.microbatch_count().is_multiple_of(pp) {
+            return Err(SpecError::InterleavedMicrobatches { microbatches: self.microbatch_count(), pp, consumer });
+        }
+        Ok(())
     }
 }

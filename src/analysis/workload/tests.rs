@@ -696,17 +696,36 @@ fn rule_global_batch_divisible() {
 }
 
 #[test]
-fn rule_blocks_divisible() {
+fn rule_blocks_per_stage() {
+    // Calculon's uneven pipeline: 48 blocks over 5 stages is valid, the
+    // fullest stage holds 10; the interleaving must divide 10.
+    let mut spec = base_spec();
+    spec.mapping.pp = 5;
+    assert_eq!(spec.validate(), Ok(()));
+    assert_eq!((spec.blocks_per_rank(), spec.short_stages()), (10, 2));
+    assert_eq!((0..5).map(|s| spec.stage_blocks(s)).collect::<Vec<_>>(), vec![10, 10, 10, 9, 9]);
     let err = error_of(|s| {
         s.mapping.pp = 5;
+        s.mapping.pipeline_interleaving = 3;
     });
-    assert_eq!(err, SpecError::BlocksNotDivisible { blocks: 48, pp: 5, interleaving: 1 });
-    let err = error_of(|s| {
-        s.mapping.pp = 4;
-        s.mapping.pipeline_interleaving = 5;
-    });
-    assert!(matches!(err, SpecError::BlocksNotDivisible { interleaving: 5, .. }));
-    assert!(err.to_string().contains("model.blocks"));
+    assert_eq!(err, SpecError::InterleavingNotDivisor { blocks: 48, pp: 5, interleaving: 3, per_stage: 10 });
+    assert!(err.to_string().contains("mapping.pipeline_interleaving"));
+    let err = error_of(|s| s.mapping.pp = 49);
+    assert_eq!(err, SpecError::MoreStagesThanBlocks { blocks: 48, pp: 49 });
+}
+
+#[test]
+fn even_pipeline_rule_of_the_derived_program() {
+    let mut spec = base_spec();
+    assert_eq!(spec.check_even_pipeline("x"), Ok(()));
+    spec.mapping.pp = 5;
+    assert_eq!(spec.check_even_pipeline("x"), Err(SpecError::UnevenBlocks { blocks: 48, pp: 5, more: 10, fewer: 9, consumer: "x" }));
+    // Interleaved with microbatches not a multiple of pp: valid, but not run.
+    spec.mapping.pp = 4;
+    spec.mapping.pipeline_interleaving = 2;
+    spec.workload.global_batch = spec.workload.microbatch * spec.mapping.dp * 6;
+    assert_eq!(spec.validate(), Ok(()));
+    assert_eq!(spec.check_even_pipeline("x"), Err(SpecError::InterleavedMicrobatches { microbatches: 6, pp: 4, consumer: "x" }));
 }
 
 #[test]

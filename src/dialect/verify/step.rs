@@ -9,6 +9,7 @@ use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, Regio
 
 use super::checker::{position_of, Checker};
 use crate::{
+    analysis::schedule::{chunk_assignment, fullest_stage_blocks},
     dialect::dist::mesh::Meshes,
     ir::{
         ods::{OpKind, PipelineSchedule},
@@ -140,9 +141,17 @@ fn check_pipeline(checker: &mut Checker, p: &Pipeline, meshes: &Meshes) {
             Some(_) => {}
         }
     }
-    let per_stage = p.stages.saturating_mul(p.chunks);
-    if per_stage > 0 && p.blocks % per_stage != 0 {
-        checker.error(op, format!("has {} blocks, which do not divide evenly into {} stages x {} chunks", p.blocks, p.stages, p.chunks));
+    if p.stages > 0 && p.chunks > 0 && chunk_assignment(p.blocks, p.stages, p.chunks, 0, 0).is_none() {
+        checker.error(
+            op,
+            format!(
+                "has {} blocks over {} stages x {} chunks: every stage needs a block and the fullest stage's {} blocks must split evenly into the chunks",
+                p.blocks,
+                p.stages,
+                p.chunks,
+                fullest_stage_blocks(p.blocks, p.stages)
+            ),
+        );
     }
     match enum_attr::<PipelineSchedule>(op, "schedule") {
         Some(kind @ (PipelineSchedule::OneFOneB | PipelineSchedule::Gpipe)) if p.chunks != 1 => {
@@ -150,15 +159,6 @@ fn check_pipeline(checker: &mut Checker, p: &Pipeline, meshes: &Meshes) {
         }
         Some(PipelineSchedule::InterleavedOneFOneB) if p.chunks < 2 => {
             checker.error(op, "schedule 'interleaved_one_f_one_b' needs at least 2 chunks per stage");
-        }
-        Some(PipelineSchedule::InterleavedOneFOneB) if p.stages > 0 && p.microbatches % p.stages != 0 => {
-            checker.error(
-                op,
-                format!(
-                    "schedule 'interleaved_one_f_one_b' needs the microbatches ({}) to be a multiple of the stages ({})",
-                    p.microbatches, p.stages
-                ),
-            );
         }
         _ => {}
     }
@@ -182,15 +182,16 @@ fn check_chunk<'c, 'a>(checker: &mut Checker, op: OperationRef<'c, 'a>, p: &mut 
         return;
     }
     p.chunk_ops.insert((stage, chunk), op);
-    let per_chunk = p.blocks / p.stages.saturating_mul(p.chunks).max(1);
-    let blocks = count(op, "blocks");
-    if blocks != per_chunk {
-        checker.error(op, format!("holds {blocks} blocks, but the pipeline gives each chunk {per_chunk}"));
-    }
-    let first = (chunk * p.stages + stage) * per_chunk;
-    let first_block = count(op, "first_block");
-    if first_block != first {
-        checker.error(op, format!("has first_block = {first_block}, but chunk {chunk} of stage {stage} starts at block {first} (Megatron's interleaved assignment)"));
+    // The pipeline's own check reports a block count with no assignment.
+    if let Some((first, per_chunk)) = chunk_assignment(p.blocks, p.stages, p.chunks, stage, chunk) {
+        let blocks = count(op, "blocks");
+        if blocks != per_chunk {
+            checker.error(op, format!("holds {blocks} blocks, but the pipeline gives chunk {chunk} of stage {stage} {per_chunk}"));
+        }
+        let first_block = count(op, "first_block");
+        if first_block != first {
+            checker.error(op, format!("has first_block = {first_block}, but chunk {chunk} of stage {stage} starts at block {first} (Megatron's interleaved assignment)"));
+        }
     }
     let token = format!("!{dialect}.token");
     for (index, name) in ["template", "boundary"].iter().enumerate() {

@@ -232,10 +232,13 @@ pub(crate) const MESH: &str = "block_mesh";
 pub(crate) const WORLD: &str = "world";
 pub(crate) const PIPELINE: &str = "step";
 
-/// Megatron's assignment: the first block of chunk `chunk` of `stage`.
+/// Megatron's assignment: the first block of chunk `chunk` of `stage`
+/// (virtual stages in order `chunk · pp + stage`). In an uneven pipeline
+/// the short stages' last chunks hold one block fewer
+/// ([`TrainingSpec::chunk_blocks`]).
 #[must_use]
 pub fn first_block(spec: &TrainingSpec, stage: u64, chunk: u64) -> u64 {
-    (chunk * spec.mapping.pp + stage) * spec.blocks_per_virtual_chunk()
+    spec.chunk_first_block(stage, chunk)
 }
 
 /// The symbol of a chunk.
@@ -250,8 +253,8 @@ pub fn chunk_symbol(stage: u64, chunk: u64) -> String {
 pub fn stage_memory(spec: &TrainingSpec, derivation: &BlockDerivation, stage: u64) -> [(MemoryKind, u64, u64); 8] {
     let memory = &derivation.memory;
     let schedule = Schedule::of(spec);
-    let bpp = spec.blocks_per_rank();
-    let in_flight = schedule.peak_in_flight(stage) * spec.blocks_per_virtual_chunk();
+    let bpp = spec.stage_blocks(stage);
+    let in_flight = crate::analysis::schedule::stage_in_flight_blocks(spec, &schedule, stage);
     let full = spec.mapping.recompute == Recompute::Full;
     let shards = memory.shards.max(1);
     [
@@ -425,7 +428,7 @@ impl Step<'_> {
             stage,
             chunk,
             first_block: first_block(self.spec, stage, chunk),
-            blocks: self.spec.blocks_per_virtual_chunk(),
+            blocks: self.spec.chunk_blocks(stage, chunk),
             optional: Default::default(),
         }
         .build(b, location, vec![template, boundary])

@@ -17,7 +17,7 @@ import json, os, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ORACLES = os.path.join(HERE, '..', '..', 'oracles', 'calculon')
-# (file, how many of its cases): training, tiled, multi-query, inference.
+# (file, how many of its cases): training, tiled, multi-query, inference, offload, uneven pipelines.
 SELECTION = [
     (os.path.join(ORACLES, 'fullmodel-random.json'), 4),
     (os.path.join(HERE, 'estimate-cases.json'), 4),
@@ -25,6 +25,7 @@ SELECTION = [
     (os.path.join(ORACLES, 'multiquery-cases.json'), 6),
     (os.path.join(ORACLES, 'inference-cases.json'), 8),
     (os.path.join(ORACLES, 'offload-cases.json'), 27),
+    (os.path.join(ORACLES, 'uneven-cases.json'), 8),
 ]
 
 

@@ -9,11 +9,15 @@
   oracle.py pipeline ORACLE.json [PASS [PREFIX]]      run every training case (named PREFIX[,PREFIX...]...) through the
                                                       MLIR pipeline (import, distribute, [PASS], plan, checks, summary)
                                                       and compare "block" and "per_processor" with the case's
+  oracle.py pipeline-exact ORACLE.json [PASS [PREFIX]]  the same, every field (times too) bit for bit
 """
 import json
 import os
 import subprocess
 import sys
+
+# pipeline-exact: every field equal, not within 1e-9.
+EXACT = False
 
 PIPELINE = ("distribute-transformer-training", "{extra}", "plan-transformer-training", "check-mesh-strategy",
             "check-collective-groups", "check-conservation", "check-recompute")
@@ -29,6 +33,8 @@ def agrees(got, want, time=False):
     divides the block's total) and every time to a relative 1e-9."""
     if got is None:
         return False
+    if EXACT:
+        return got == want
     if float(want).is_integer() and not time:
         return got == want
     return abs(got - want) <= 1e-9 * abs(want)
@@ -110,7 +116,9 @@ def case(path, name):
 
 
 def main():
-    if sys.argv[1] == "pipeline":
+    if sys.argv[1] in ("pipeline", "pipeline-exact"):
+        global EXACT
+        EXACT = sys.argv[1] == "pipeline-exact"
         run_pipeline(sys.argv[2], *sys.argv[3:5])
         return
     mode, path, name = sys.argv[1:4]

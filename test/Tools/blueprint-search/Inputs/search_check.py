@@ -13,6 +13,11 @@ Calculon's oracle files or from the MLIR pipeline, never from the search).
       configuration is one of Calculon's tied best, the configuration
       count equals Calculon's configurations_evaluated, and how many of
       the top K equal Calculon's in order
+  search_check.py exact SEARCH.json ORACLE.json
+      the fitting count equals Calculon's good_configurations, and the top K
+      equal Calculon's in order bit for bit: every sample rate and total
+      time, and every configuration one of Calculon's with that rate; says
+      which entries are interleaved with microbatches PP does not divide
   search_check.py strip SEARCH.json
       the report without what depends on the machine (wall time, rate,
       threads), for comparing runs
@@ -102,6 +107,24 @@ def oracle(search_path, oracle_path):
     print(f"top {same} of {len(want['top'])} equal Calculon's")
 
 
+def exact(search_path, oracle_path):
+    report, want = json.load(open(search_path)), json.load(open(oracle_path))
+    print(f"fit: {report['totals']['fit']} (Calculon good {want['good_configurations']})")
+    same = 0
+    for rank, (mine, theirs) in enumerate(zip(report["top"], want["top"]), 1):
+        ours = execution(mine)
+        config_ok = any(all(t["execution"][k] == v for k, v in ours.items())
+                        for t in want["top"] if t["sample_rate"] == theirs["sample_rate"])
+        ok = (mine["sample_rate"] == theirs["sample_rate"] and mine["total_time"] == theirs["total_time"] and config_ok)
+        same += ok
+        e = theirs["execution"]
+        m = e["batch_size"] // (e["data_par"] * e["microbatch_size"])
+        short = e["pipeline_interleaving"] > 1 and m % e["pipeline_par"] != 0
+        print(f"rank {rank}: {'equal' if ok else 'DIFFERENT'}; pp {e['pipeline_par']} x {e['pipeline_interleaving']} chunks, "
+              f"{m} microbatches{' (not a multiple of pp)' if short else ''}")
+    print(f"top {same} of {len(want['top'])} equal Calculon's bit for bit")
+
+
 def strip(search_path):
     report = json.load(open(search_path))
     for key in ("wall_seconds", "configurations_per_second", "threads"):
@@ -162,6 +185,8 @@ def main():
         two_paths(*sys.argv[2:4])
     elif mode == "oracle":
         oracle(*sys.argv[2:4])
+    elif mode == "exact":
+        exact(sys.argv[2], sys.argv[3])
     elif mode == "strip":
         strip(sys.argv[2])
     elif mode == "tier-count":
