@@ -279,11 +279,15 @@ pub enum Verdict<'a> {
 /// Sees every configuration of a key in the canonical order, as it is
 /// evaluated (`blueprint-search --all`).
 pub trait Visit {
+    /// Whether the visitor lists what it sees: then every configuration is
+    /// estimated (no shortcut prunes one without its times).
+    const LISTS: bool = true;
     fn visit(&mut self, index: u64, config: &Config, verdict: Verdict<'_>);
 }
 
 /// The search without a listing: sees nothing (compiled away).
 impl Visit for () {
+    const LISTS: bool = false;
     #[inline(always)]
     fn visit(&mut self, _: u64, _: &Config, _: Verdict<'_>) {}
 }
@@ -388,7 +392,8 @@ pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, 
                         continue;
                     }
                     // Without a memory miss yet there is nothing to be farther from.
-                    let gate = plain_memory.as_ref().filter(|_| out.pruned.values().any(|p| p.nearest.is_some()));
+                    // (A listing shows every configuration's estimate.)
+                    let gate = plain_memory.as_ref().filter(|_| !V::LISTS && out.pruned.values().any(|p| p.nearest.is_some()));
                     for (data_par_overlap, offload) in space.binding_choices() {
                         let options = EstimateOptions { data_par_overlap, offload, ..price_options };
                         if let Some(plain) = gate.filter(|_| !cx.sampled(index)) {
@@ -404,7 +409,14 @@ pub fn evaluate_key_with<V: Visit>(cx: &Context, space: &KeySpace, offset: u64, 
                             None => compose_estimate(times, &block, &spec, cx.system, &networks, &options),
                         };
                         match composed {
-                            Err(error @ EstimateError::NotFinite { .. }) => out.prune(NOT_FINITE, index, 1, || error.to_string()),
+                            Err(error @ EstimateError::NotFinite { .. }) => {
+                                visit.visit(
+                                    index,
+                                    &config(data_par_overlap, offload),
+                                    Verdict::Pruned { reason: NOT_FINITE, estimate: None },
+                                );
+                                out.prune(NOT_FINITE, index, 1, || error.to_string());
+                            }
                             Err(error @ EstimateError::Offload(_)) => {
                                 let verdict = Verdict::Pruned { reason: OFFLOAD_BLOCKS, estimate: None };
                                 visit.visit(index, &config(data_par_overlap, offload), verdict);

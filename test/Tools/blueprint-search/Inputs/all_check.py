@@ -5,8 +5,8 @@
       Every row of Calculon's llm-all-executions is a row of the listing
       (the same space); every listed estimate equals Calculon's to the last
       bit (sample rate, ten times, memory per processor, both tiers); the
-      configurations the listing has no estimate for are the ones
-      Blueprint's schedule rule prunes (interleaved_microbatches).
+      configurations the listing has no estimate for, if any, are counted
+      by reason.
   all_check.py report LISTING.csv REPORT.json
       One line per configuration, indices 0..N-1 in order; fit and pruned
       counts equal the report's totals; the listing's best K (sample rate
