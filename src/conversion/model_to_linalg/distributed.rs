@@ -509,6 +509,15 @@ fn split_of(whole: Type, local: Type, tp: i64) -> Result<Option<Split>, String> 
     match differ[..] {
         [] if w.len() == l.len() => Ok(None),
         [d] if w.len() == l.len() && l[d] * tp == w[d] => Ok(Some(Split { dim: d as i64, axis: "tp".into(), flat: None })),
+        // Held in fewer parts than ranks: key/value heads replicated in
+        // groups (tp a multiple of kv_heads > 1).
+        [d] if w.len() == l.len() && l[d] > 0 && w[d] % l[d] == 0 && tp % (w[d] / l[d]) == 0 => Err(format!(
+            "is {} but a rank's shard is {}: {} parts, each held by {} of the {tp} tensor-parallel ranks (key/value heads replicated in groups, tp > kv_heads > 1), which the lowering does not run yet; derive the step with tp dividing kv_heads, or kv_heads = 1",
+            type_string(whole),
+            type_string(local),
+            w[d] / l[d],
+            tp / (w[d] / l[d])
+        )),
         _ => Err(format!(
             "is {} but a rank's shard is {}: not one dimension split over the {tp} tensor-parallel ranks",
             type_string(whole),
