@@ -4,7 +4,9 @@ no DP overlap), for record-estimate-cases.py. Deterministic (fixed seed):
 
     python3 make-inference-input.py > inference-cases.input.json
 """
-import json, random
+import random
+
+from cases_common import divisors, print_unique
 
 MODELS = {  # Calculon's model files: (blocks, heads, hidden, ffn)
     'megatron-126M': (12, 16, 768, 3072), 'megatron-5B': (24, 32, 4096, 16384), 'gpt3-13B': (40, 40, 5140, 20560),
@@ -12,10 +14,6 @@ MODELS = {  # Calculon's model files: (blocks, heads, hidden, ffn)
     'anthropic-52B': (64, 64, 8192, 32768), 'megatron-1T': (128, 160, 25600, 102400),
 }
 SYSTEMS = ['a100_80e', 'a100_80g', 'h100_80g_nvl8', 'a100_80g_roofline']
-
-
-def divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def case(rng, forced_tp=None, forced_overlap=None, forced_pp=None):
@@ -58,10 +56,4 @@ rng = random.Random(274)
 cases = [case(rng, forced_tp=tp, forced_overlap=ov, forced_pp=True) for tp in (2, 8) for ov in ('none', 'ring', 'pipe')]
 cases += [case(rng, forced_tp=1, forced_pp=False), case(rng, forced_tp=1, forced_pp=True)]
 cases += [case(rng) for _ in range(24)]
-names = set()
-unique = []
-for c in cases:
-    if c['name'] not in names:
-        names.add(c['name'])
-        unique.append(c)
-print(json.dumps(unique, indent=1))
+print_unique(cases)

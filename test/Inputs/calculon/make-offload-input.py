@@ -5,17 +5,15 @@ Deterministic (fixed seed):
 
     python3 make-offload-input.py > offload-cases.input.json
 """
-import json, random
+import random
+
+from cases_common import divisors, print_unique
 
 MODELS = {  # Calculon's model files: (blocks, heads, hidden, ffn)
     'megatron-126M': (12, 16, 768, 3072), 'megatron-5B': (24, 32, 4096, 16384), 'gpt3-13B': (40, 40, 5140, 20560),
     'megatron-22B': (48, 64, 6144, 24576), 'gpt3-175B': (96, 96, 12288, 49152), 'megatron-40B': (48, 64, 8192, 32768),
 }
 SYSTEMS = ['a100_80g', 'a100_80e', 'a100_80g_roofline']
-
-
-def divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def case(rng, offload, training):
@@ -62,10 +60,4 @@ kinds = [dict(weight=True), dict(activations=True), dict(optimizer=True), dict(w
          dict(weight=True, activations=True, optimizer=True)]
 cases = [case(rng, kind, True) for kind in kinds for _ in range(3)]
 cases += [case(rng, kind, False) for kind in kinds[:2] + kinds[3:4] for _ in range(2)]
-names = set()
-unique = []
-for c in cases:
-    if c['name'] not in names:
-        names.add(c['name'])
-        unique.append(c)
-print(json.dumps(unique, indent=1))
+print_unique(cases)

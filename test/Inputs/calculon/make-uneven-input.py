@@ -9,7 +9,9 @@ DP overlap and offload. Deterministic (fixed seed):
 
     python3 make-uneven-input.py > uneven-cases.input.json
 """
-import json, random
+import random
+
+from cases_common import divisors, print_unique
 
 MODELS = {  # Calculon's model files: (blocks, heads, hidden, ffn)
     'megatron-126M': (12, 16, 768, 3072), 'megatron-5B': (24, 32, 4096, 16384), 'gpt3-13B': (40, 40, 5140, 20560),
@@ -17,10 +19,6 @@ MODELS = {  # Calculon's model files: (blocks, heads, hidden, ffn)
     'chinchilla': (80, 64, 8192, 32768), 'gpt3-175B': (96, 96, 12288, 49152),
 }
 SYSTEMS = ['a100_80e', 'a100_80g', 'h100_80g_nvl8']  # the 80 GB ones for the two small models
-
-
-def divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def ceil_div(a, b):
@@ -82,10 +80,4 @@ cases = [case(rng, True, False) for _ in range(10)]          # blocks % pp != 0
 cases += [case(rng, True, True) for _ in range(6)]            # both
 cases += [case(rng, False, True) for _ in range(6)]           # interleaving, m % pp != 0
 cases += [case(rng, True, False, dict(weight=True, optimizer=True)), case(rng, True, True, dict(activations=True))]
-names = set()
-unique = []
-for c in cases:
-    if c['name'] not in names:
-        names.add(c['name'])
-        unique.append(c)
-print(json.dumps(unique, indent=1))
+print_unique(cases)
