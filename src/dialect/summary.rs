@@ -957,41 +957,47 @@ pub fn model_work_in<'c, 'a>(
         });
     }
     if let (Some(facts), Some(spec)) = (&facts, &spec) {
-        let transfer = |id: &'static str, phase: &'static str, engine: &'static str, class: TaskClass, bytes: u64, runs: u64| TaskWork {
-            id: Cow::Borrowed(id),
-            phase,
-            engine: Cow::Borrowed(engine),
-            class,
-            primitive: None,
-            ops: 0,
-            read_bytes: 0,
-            write_bytes: 0,
-            message_bytes: bytes,
-            shared_by: 1,
-            tiling: None,
-            site: Site::Flat,
-            runs,
-            representative: false,
-            lineage: None,
-        };
+        let transfer =
+            |id: Cow<'static, str>, phase: &'static str, engine: &'static str, class: TaskClass, bytes: u64, runs: u64| TaskWork {
+                id,
+                phase,
+                engine: Cow::Borrowed(engine),
+                class,
+                primitive: None,
+                ops: 0,
+                read_bytes: 0,
+                write_bytes: 0,
+                message_bytes: bytes,
+                shared_by: 1,
+                tiling: None,
+                site: Site::Flat,
+                runs,
+                representative: false,
+                lineage: None,
+            };
         let map = &spec.mapping;
         let boundaries = (map.pp * map.pipeline_interleaving).saturating_sub(1).saturating_mul(microbatches);
         let bytes = pipeline_message_bytes(spec);
         if map.pp > 1 {
-            tasks.push(transfer("send_activation", "forward", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
-            tasks.push(transfer("send_gradient", "activation_gradient", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
+            tasks.push(transfer("send_activation".into(), "forward", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
+            tasks.push(transfer("send_gradient".into(), "activation_gradient", "point_to_point", TaskClass::Pipeline, bytes, boundaries));
         }
         let elem = spec.workload.datatype.bytes();
         for p in &partial {
-            let mut sum = transfer("", "optimizer", "all_reduce", TaskClass::TensorParallel, p.message_bytes(elem), blocks);
-            sum.id = Cow::Owned(p.name());
-            tasks.push(sum);
+            tasks.push(transfer(p.name().into(), "optimizer", "all_reduce", TaskClass::TensorParallel, p.message_bytes(elem), blocks));
         }
         if map.dp > 1 {
             let reduce = if map.optimizer_sharding { "reduce_scatter" } else { "all_reduce" };
-            tasks.push(transfer("dp.grad_reduce", "optimizer", reduce, TaskClass::DataParallel, facts.block_dp_size, blocks));
+            tasks.push(transfer("dp.grad_reduce".into(), "optimizer", reduce, TaskClass::DataParallel, facts.block_dp_size, blocks));
             if map.optimizer_sharding {
-                tasks.push(transfer("dp.param_gather", "optimizer", "all_gather", TaskClass::DataParallel, facts.block_dp_size, blocks));
+                tasks.push(transfer(
+                    "dp.param_gather".into(),
+                    "optimizer",
+                    "all_gather",
+                    TaskClass::DataParallel,
+                    facts.block_dp_size,
+                    blocks,
+                ));
             }
         }
     }

@@ -605,14 +605,15 @@ pub fn estimate_calculon(args: &EstimateArgs) -> Result<EstimateOutput, String> 
         CalculonError::Model(e) => format!("{}: error: {e}", model_path.to_string_lossy()),
         other => format!("{}: error: {other}", execution_path.to_string_lossy()),
     })?;
+    let (binding, options) = (crate::analysis::estimate::calculon_binding(&run), EstimateOptions::of_calculon(&run));
     let args = EstimateArgs {
         system: Some(system_path.clone()),
-        tp_net: Some(run.tp_net),
-        pp_net: Some(run.pp_net),
-        dp_net: Some(run.dp_net),
-        dp_overlap: run.data_par_overlap,
-        forward_only: !run.training,
-        offload: Offload { weights: run.weight_offload, activations: run.activations_offload, optimizer: run.optimizer_offload },
+        tp_net: Some(binding.tp),
+        pp_net: Some(binding.pp),
+        dp_net: Some(binding.dp),
+        dp_overlap: options.data_par_overlap,
+        forward_only: options.forward_only,
+        offload: options.offload,
         calculon: None,
         ..args.clone()
     };

@@ -235,54 +235,38 @@ pub fn tables(rows: &[Row]) -> String {
         let _ = writeln!(out, "Max,,{max:.2}%");
         let _ = writeln!(out, ",");
     };
-    let modes_header = |groups: &[(String, Vec<&Row>)], cells: &str| {
-        groups.first().map_or(String::new(), |(_, rows)| rows.iter().map(|r| format!(",|,{}{cells}", r.mode)).collect::<String>())
-    };
-
-    for (quantity, title) in [("par_opt_gib", "*Params & Opt"), ("act_gib", "*Activations")] {
+    // One table: a title row (each mode over its columns), the column
+    // names per mode, a row per model (each mode's cells), the summary.
+    let mut table = |quantity: &str, title: &str, names: &[&str], cells: &dyn Fn(&Row) -> String| {
         let groups = by_model(rows.iter().filter(|r| r.quantity == quantity));
-        let _ = writeln!(out, "{title}{},", modes_header(&groups, ",,"));
-        let _ = writeln!(out, "Model{}", ",|,Profile,Calc,Delta".repeat(groups.first().map_or(0, |g| g.1.len())) + ",");
+        // The mode's name over its first column, empty cells over the rest.
+        let filler = ",".repeat(names.len() - 1);
+        let columns = format!(",|,{}", names.join(","));
+        let modes = groups.first().map_or(String::new(), |(_, rows)| rows.iter().map(|r| format!(",|,{}{filler}", r.mode)).collect());
+        let _ = writeln!(out, "{title}{modes},");
+        let _ = writeln!(out, "Model{}", columns.repeat(groups.first().map_or(0, |g| g.1.len())) + ",");
         let mut errors = Vec::new();
         for (model, rows) in &groups {
             let _ = write!(out, "{model},");
             for r in rows {
-                let _ = write!(out, "|,{},{:.2},{:.2}%,", python_float(r.measured), r.estimated, r.error_percent);
+                let _ = write!(out, "|,{}", cells(r));
                 errors.push(r.error_percent);
             }
             let _ = writeln!(out);
         }
         summary(&mut out, &errors);
-    }
-
-    let groups = by_model(rows.iter().filter(|r| r.quantity == "act_percent"));
-    let _ = writeln!(out, "Activations{},", modes_header(&groups, ",,"));
-    let _ = writeln!(out, "Model{}", ",|,Profile,Calc,Delta".repeat(groups.first().map_or(0, |g| g.1.len())) + ",");
-    let mut errors = Vec::new();
-    for (model, rows) in &groups {
-        let _ = write!(out, "{model},");
-        for r in rows {
-            let _ = write!(out, "|,{}%,{:.2}%,{:.2}%,", python_float(r.measured), r.estimated, r.error_percent);
-            errors.push(r.error_percent);
-        }
-        let _ = writeln!(out);
-    }
-    summary(&mut out, &errors);
-
-    let groups = by_model(rows.iter().filter(|r| r.quantity == "step_seconds"));
-    let _ = writeln!(out, "End-to-end{},", modes_header(&groups, ",,,"));
-    let _ = writeln!(out, "Model{}", ",|,Profile,Calc,Delta,GiB".repeat(groups.first().map_or(0, |g| g.1.len())) + ",");
-    let mut errors = Vec::new();
-    for (model, rows) in &groups {
-        let _ = write!(out, "{model},");
-        for r in rows {
-            let gib = r.stats.proc_mem_tier1_cap_req / GIB;
-            let _ = write!(out, "|,{},{:.2},{:.2}%,{gib:.2},", python_float(r.measured), r.estimated, r.error_percent);
-            errors.push(r.error_percent);
-        }
-        let _ = writeln!(out);
-    }
-    summary(&mut out, &errors);
+    };
+    let gib = |r: &Row| format!("{},{:.2},{:.2}%,", python_float(r.measured), r.estimated, r.error_percent);
+    let columns = ["Profile", "Calc", "Delta"];
+    table("par_opt_gib", "*Params & Opt", &columns, &gib);
+    table("act_gib", "*Activations", &columns, &gib);
+    table("act_percent", "Activations", &columns, &|r| {
+        format!("{}%,{:.2}%,{:.2}%,", python_float(r.measured), r.estimated, r.error_percent)
+    });
+    table("step_seconds", "End-to-end", &["Profile", "Calc", "Delta", "GiB"], &|r| {
+        let gib = r.stats.proc_mem_tier1_cap_req / GIB;
+        format!("{},{:.2},{:.2}%,{gib:.2},", python_float(r.measured), r.estimated, r.error_percent)
+    });
     out
 }
 

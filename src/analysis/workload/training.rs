@@ -55,7 +55,7 @@ pub fn partial_gradients(spec: &TrainingSpec) -> Result<Vec<super::PartialGradie
             partial(source, &["scale"], dims.hidden, 1)
         }
     };
-    let [attn_norm, mlp_norm] = if layer_norm { ["attn.ln", "mlp.ln"] } else { ["attn.norm", "mlp.norm"] };
+    let [attn_norm, mlp_norm] = norm_ids(layer_norm);
     if dims.sequence_parallel {
         out.push(norm(attn_norm));
     }
@@ -69,6 +69,16 @@ pub fn partial_gradients(spec: &TrainingSpec) -> Result<Vec<super::PartialGradie
         out.push(norm(mlp_norm));
     }
     Ok(out)
+}
+
+/// The block's two norms' op ids (as `model-decompose-transformer` names
+/// them): `attn.ln` / `mlp.ln`, or `attn.norm` / `mlp.norm` for RMS norms.
+const fn norm_ids(layer_norm: bool) -> [&'static str; 2] {
+    if layer_norm {
+        ["attn.ln", "mlp.ln"]
+    } else {
+        ["attn.norm", "mlp.norm"]
+    }
 }
 
 /// Sizes shared by the whole block. Products stay below 2^64 because
@@ -192,7 +202,7 @@ fn derive_validated(spec: &TrainingSpec) -> BlockDerivation {
             b.rms_norm(id, boundary, hidden, runs, SHARED_UNSTORED);
         }
     };
-    let [attn_norm, mlp_norm] = if layer_norm { ["attn.ln", "mlp.ln"] } else { ["attn.norm", "mlp.norm"] };
+    let [attn_norm, mlp_norm] = norm_ids(layer_norm);
 
     // Attention half.
     b.fork("attn.fork", boundary, 2, true);

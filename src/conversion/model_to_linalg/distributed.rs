@@ -592,6 +592,17 @@ pub(super) fn rank_part<'c, 'a>(
     }
     let built = |e: crate::dialect::builder::BuildError| e.to_string();
     let mesh = crate::ir::read::symbol_attr(template, "mesh").ok_or_else(|| format!("'{}' names no mesh", name_of(template)))?;
+    let coordinate = axis_coordinate(lin, block, mesh, stride, group)?;
+    let rows = shape[SEQUENCE] / group;
+    let offset = lin.index_mul(block, coordinate, lin.index_constant(block, rows).map_err(built)?).map_err(built)?;
+    let sizes = [shape[0], rows, shape[2]];
+    lin.extract_at(block, whole, &[0, 0, 0], &sizes, Some((SEQUENCE, offset))).map_err(built)
+}
+
+/// The running rank's coordinate along a mesh axis of `size` ranks whose
+/// stride in the row-major rank numbering is `stride`:
+/// `(dist.rank / stride) % size`, as an index.
+fn axis_coordinate<'c, 'a>(lin: Lin<'c>, block: &BlockRef<'c, 'a>, mesh: &str, stride: i64, size: i64) -> Result<Value<'c, 'a>, String> {
     let index = lin.index;
     let op = |name: &str, operands: &[Value<'c, 'a>], attributes: &[(&str, melior::ir::Attribute<'c>)]| -> Result<Value<'c, 'a>, String> {
         let named: Vec<(Identifier<'c>, melior::ir::Attribute<'c>)> =
@@ -601,15 +612,12 @@ pub(super) fn rank_part<'c, 'a>(
             .map_err(|e| e.to_string())
             .and_then(|r| r.into_iter().next().ok_or_else(|| "no result".to_string()))
     };
+    let built = |e: crate::dialect::builder::BuildError| e.to_string();
     let rank = op("dist.rank", &[], &[("mesh", lin.b.symbol(mesh))])?;
     let stride = lin.index_constant(block, stride).map_err(built)?;
-    let size = lin.index_constant(block, group).map_err(built)?;
+    let size = lin.index_constant(block, size).map_err(built)?;
     let coordinate = op("arith.divui", &[rank, stride], &[])?;
-    let coordinate = op("arith.remui", &[coordinate, size], &[])?;
-    let rows = shape[SEQUENCE] / group;
-    let offset = lin.index_mul(block, coordinate, lin.index_constant(block, rows).map_err(built)?).map_err(built)?;
-    let sizes = [shape[0], rows, shape[2]];
-    lin.extract_at(block, whole, &[0, 0, 0], &sizes, Some((SEQUENCE, offset))).map_err(built)
+    op("arith.remui", &[coordinate, size], &[])
 }
 
 /// The bytes a communication `template` states are `bytes`, those of the
@@ -686,20 +694,7 @@ pub(super) fn optimize_sharded<'c, 'g, 'm>(
     // The rank's data-parallel coordinate: (rank / stride) % dp.
     let at = axes.iter().position(|a| a == "dp").ok_or_else(|| fail(format!("mesh @{mesh} has no dp axis")))?;
     let stride: i64 = shape[at + 1..].iter().product();
-    let index = l.index;
-    let op = |name: &str, operands: &[Value<'c, 'g>], attributes: &[(&str, melior::ir::Attribute<'c>)]| {
-        let named: Vec<(Identifier<'c>, melior::ir::Attribute<'c>)> =
-            attributes.iter().map(|(n, a)| (Identifier::new(l.ctx, n), *a)).collect();
-        let built = OperationBuilder::new(name, l.loc).add_operands(operands).add_results(&[index]).add_attributes(&named).build();
-        l.push(entry, built, "index arithmetic")
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.into_iter().next().ok_or_else(|| "no result".to_string()))
-    };
-    let rank = op("dist.rank", &[], &[("mesh", l.b.symbol(mesh))]).map_err(fail)?;
-    let stride = l.index_constant(entry, stride).map_err(built)?;
-    let dps = l.index_constant(entry, dp).map_err(built)?;
-    let coordinate = op("arith.divui", &[rank, stride], &[]).map_err(fail)?;
-    let coordinate = op("arith.remui", &[coordinate, dps], &[]).map_err(fail)?;
+    let coordinate = axis_coordinate(l, entry, mesh, stride, dp).map_err(fail)?;
     let dims = |v: Value| super::linalg::type_dims(v.r#type());
     let flatten = |v: Value<'c, 'g>| -> Result<Value<'c, 'g>, crate::dialect::builder::BuildError> {
         let d = dims(v);

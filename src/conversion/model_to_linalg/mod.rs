@@ -636,6 +636,13 @@ pub(super) struct Template<'c, 'm> {
     pub partial_sums: Vec<(String, OperationRef<'c, 'm>)>,
 }
 
+impl<'c, 'm> Template<'c, 'm> {
+    /// Its once-per-step reductions.
+    fn reductions(&self) -> Reductions<'_, 'c, 'm> {
+        Reductions { gradient: self.gradient_reduction, gather: self.parameter_gather, partial_sums: &self.partial_sums }
+    }
+}
+
 /// A tensor split along `dim` over the mesh axis `axis`; or, with `flat`,
 /// flattened (from that rank shape) and split into contiguous parts (a
 /// sharded optimizer's state and summed gradient), always the last split.
@@ -665,6 +672,11 @@ impl<'c, 'm> Distribution<'c, 'm> {
             partial_sums: Vec::new(),
             mesh: (String::new(), Vec::new(), Vec::new()),
         }
+    }
+
+    /// Its (stage 0's first chunk's) once-per-step reductions.
+    fn reductions(&self) -> Reductions<'_, 'c, 'm> {
+        Reductions { gradient: self.gradient_reduction, gather: self.parameter_gather, partial_sums: &self.partial_sums }
     }
 
     /// A rank's type of `value`.
@@ -915,21 +927,8 @@ fn train_step<'c, 'g, 'm>(
     let params_of: Vec<Vec<Value<'c, 'g>>> = (0..blocks).map(block_params).collect::<Result<_, _>>().map_err(built)?;
     let mut returned = vec![summed[0], summed[1]];
     returned.extend(
-        optimize(
-            l,
-            &entry,
-            Reductions {
-                gradient: distribution.gradient_reduction,
-                gather: distribution.parameter_gather,
-                partial_sums: &distribution.partial_sums,
-            },
-            distribution,
-            &phases,
-            &(0..blocks).collect::<Vec<_>>(),
-            &params_of,
-            per_block,
-        )
-        .map_err(|(op, m)| (op.unwrap_or(function), m))?,
+        optimize(l, &entry, distribution.reductions(), distribution, &phases, &(0..blocks).collect::<Vec<_>>(), &params_of, per_block)
+            .map_err(|(op, m)| (op.unwrap_or(function), m))?,
     );
     entry.append_operation(lin.b.func_return(&returned, loc).map_err(built)?);
     Ok(())
@@ -981,27 +980,27 @@ fn optimize<'c, 'g, 'm>(
     mut grads: Vec<Vec<Value<'c, 'g>>>,
 ) -> Result<Vec<Value<'c, 'g>>, (Option<OperationRef<'c, 'm>>, String)> {
     let built = |e: BuildError| (None, e.to_string());
-    for (block, block_grads) in blocks.iter().zip(grads.iter_mut()) {
-        for (k, g) in block_grads.iter_mut().enumerate() {
-            let step = &phases.steps[k].0;
-            let Some((_, template)) = partial_sums.iter().find(|(s, _)| s == step) else { continue };
-            let bytes = Some(shape_of(*g).iter().product::<i64>() * 4);
-            let suffix = format!("b{block}.{step}");
-            *g = distributed::gradient_reduction(l, entry, *template, *g, bytes, &suffix).map_err(|m| (Some(*template), m))?;
-        }
-    }
-    if let (Some(scatter), Some(gather)) = (reduction, gather) {
-        return distributed::optimize_sharded(l, entry, (scatter, gather), distribution, phases, blocks, params, grads);
-    }
-    if let Some(template) = reduction {
+    // Runs on each block's summed gradient of each step the reduction
+    // `pick` names for the step (if any).
+    let reduce = |grads: &mut Vec<Vec<Value<'c, 'g>>>,
+                  pick: &dyn Fn(&str) -> Option<OperationRef<'c, 'm>>|
+     -> Result<(), (Option<OperationRef<'c, 'm>>, String)> {
         for (block, block_grads) in blocks.iter().zip(grads.iter_mut()) {
             for (k, g) in block_grads.iter_mut().enumerate() {
+                let step = &phases.steps[k].0;
+                let Some(template) = pick(step) else { continue };
                 let bytes = Some(shape_of(*g).iter().product::<i64>() * 4);
-                let suffix = format!("b{block}.{}", phases.steps[k].0);
+                let suffix = format!("b{block}.{step}");
                 *g = distributed::gradient_reduction(l, entry, template, *g, bytes, &suffix).map_err(|m| (Some(template), m))?;
             }
         }
+        Ok(())
+    };
+    reduce(&mut grads, &|step| partial_sums.iter().find(|(s, _)| s == step).map(|(_, template)| *template))?;
+    if let (Some(scatter), Some(gather)) = (reduction, gather) {
+        return distributed::optimize_sharded(l, entry, (scatter, gather), distribution, phases, blocks, params, grads);
     }
+    reduce(&mut grads, &|_| reduction)?;
     let shape = linalg::type_dims;
     let zeros: Vec<Value<'c, 'g>> =
         phases.states.iter().map(|ty| l.full(entry, &shape(*ty), 0.0)).collect::<Result<_, _>>().map_err(built)?;

@@ -61,22 +61,8 @@ pub(super) fn stage_steps<'c, 'g, 'm>(
         let mut own = Vec::new();
         for (c, chunk) in stage.chunks.iter().enumerate() {
             own.push(match &chunk.template {
-                Some(template) => (
-                    stage_phases(&format!("s{k}.c{c}"), template)?,
-                    super::Reductions {
-                        gradient: template.gradient_reduction,
-                        gather: template.parameter_gather,
-                        partial_sums: &template.partial_sums,
-                    },
-                ),
-                None => (
-                    phases.clone(),
-                    super::Reductions {
-                        gradient: distribution.gradient_reduction,
-                        gather: distribution.parameter_gather,
-                        partial_sums: &distribution.partial_sums,
-                    },
-                ),
+                Some(template) => (stage_phases(&format!("s{k}.c{c}"), template)?, template.reductions()),
+                None => (phases.clone(), distribution.reductions()),
             });
         }
         let chunk_blocks: Vec<Vec<usize>> = stage

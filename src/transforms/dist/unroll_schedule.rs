@@ -361,15 +361,10 @@ impl<'c, 'g> Unroller<'_, 'c, '_, 'g> {
             // A collective on a tensor: its instance is on the stage's token
             // chain, so it takes and gives a token (its attributes kept).
             Ok(result) if melior::ir::ValueLike::r#type(&result) != token_type => {
-                let mut attributes = Vec::new();
-                for i in 0..task.attribute_count() {
-                    let Ok((name, value)) = task.attribute_at(i) else { continue };
-                    attributes.push((b.identifier(crate::ir::raw::identifier_str(name)), value));
-                }
                 melior::ir::operation::OperationBuilder::new(&crate::ir::read::name_of(task), task.location())
                     .add_operands(&[self.previous[s]])
                     .add_results(&[token_type])
-                    .add_attributes(&attributes)
+                    .add_attributes(&crate::ir::rewrite::attributes_of(task))
                     .build()
                     .map_err(|_| format!("cannot rebuild '{}' on tokens", str_attr(task, "id").unwrap_or_default()))?
             }

@@ -411,9 +411,8 @@ fn outputs_of<'c>(value: impl ValueLike<'c>) -> Vec<(String, Option<Role>)> {
         .collect()
 }
 
-/// Builds the decomposed replacement of the function holding `block` into
-/// `generated`; returns the function to replace.
-/// Decomposes the coarse training `block` into a new function in `scratch`
+/// Decomposes the coarse `block` — a training block, or the prefill of a
+/// served block with its decode steps — into a new function in `scratch`
 /// (the input is not changed); returns that function.
 ///
 /// # Errors
@@ -423,10 +422,16 @@ pub(super) fn decompose_into<'c, 'a, 's>(
     block: OperationRef<'c, 'a>,
     scratch: &'s Module<'c>,
 ) -> Result<OperationRef<'c, 's>, Failure<'c, 'a>> {
-    plan(module, block, scratch)?;
+    if OpKind::of(block) == Some(OpKind::ModelDecoderInference) {
+        plan_inference(module, block, scratch)?;
+    } else {
+        plan(module, block, scratch)?;
+    }
     scratch.body().first_operation().ok_or_else(|| fail(block, "decomposes to nothing"))
 }
 
+/// Builds the decomposed replacement of the function holding `block` into
+/// `generated`; returns the function to replace.
 fn plan<'c, 'a>(
     module: OperationRef<'c, 'a>,
     block: OperationRef<'c, 'a>,
@@ -809,18 +814,6 @@ enum Mlp<'c, 'g> {
 /// Builds the decomposition of a served block (the function holding the
 /// prefill `op` and its decode steps) into `generated`; returns the
 /// function to replace.
-/// The served block of `prefill` (a prefill `model.decoder_inference`
-/// with its decode steps) decomposed into a function of `scratch`, which
-/// it returns; `module` is left as it is.
-pub(super) fn decompose_inference_into<'c, 'a, 's>(
-    module: OperationRef<'c, 'a>,
-    prefill: OperationRef<'c, 'a>,
-    scratch: &'s Module<'c>,
-) -> Result<OperationRef<'c, 's>, Failure<'c, 'a>> {
-    plan_inference(module, prefill, scratch)?;
-    scratch.body().first_operation().ok_or_else(|| fail(prefill, "decomposes to nothing"))
-}
-
 fn plan_inference<'c, 'a>(
     module: OperationRef<'c, 'a>,
     prefill: OperationRef<'c, 'a>,

@@ -471,7 +471,7 @@ impl Step<'_> {
                     let own: Vec<usize> = wgrads.iter().copied().filter(|&i| invocations[i].source == partial.source).collect();
                     let deps = wait_for(if own.is_empty() { &wgrads } else { &own }, &tokens, None, &mut waited, input);
                     let id = format!("{prefix}{}", partial.name());
-                    let collective = Collective { kind: DpCollective::AllReduce, axis: "tp", lineage, id: &id };
+                    let collective = Collective { kind: CollectiveKind::AllReduce, axis: "tp", lineage, id: &id };
                     let sum = token(e.push(self.step_collective(e, collective, &deps, &slice, partial.message_bytes(elem)))?);
                     summed.push((partial.source.as_str(), sum));
                 }
@@ -480,7 +480,7 @@ impl Step<'_> {
                     // reduced over the data-parallel axis.
                     let mut deps = wait_for(&wgrads, &tokens, None, &mut waited, input);
                     deps.extend(summed.drain(..).map(|(_, sum)| sum));
-                    let kind = if map.optimizer_sharding { DpCollective::ReduceScatter } else { DpCollective::AllReduce };
+                    let kind = if map.optimizer_sharding { CollectiveKind::ReduceScatter } else { CollectiveKind::AllReduce };
                     let id = format!("{prefix}dp.grad_reduce");
                     let collective = Collective { kind, axis: "dp", lineage: "block", id: &id };
                     reduced = Some(token(e.push(self.step_collective(e, collective, &deps, &slice, dp_bytes))?));
@@ -531,7 +531,7 @@ impl Step<'_> {
             let deps = if steps.is_empty() { vec![input] } else { steps };
             sinks.retain(|t| !deps.contains(t));
             let id = format!("{prefix}dp.param_gather");
-            let collective = Collective { kind: DpCollective::AllGather, axis: "dp", lineage: "block", id: &id };
+            let collective = Collective { kind: CollectiveKind::AllGather, axis: "dp", lineage: "block", id: &id };
             sinks.push(token(e.push(self.step_collective(e, collective, &deps, &slice, dp_bytes))?));
         }
         e.push(dist::Yield { optional: dist::YieldOptional { ..Default::default() }, values: &sinks }.build(&b, e.anchor))?;
@@ -552,7 +552,7 @@ impl Step<'_> {
         let axes = Some(e.b.strings(&[axis]));
         let phase = ods::Phase::Optimizer;
         match kind {
-            DpCollective::AllReduce => dist::AllReduce {
+            CollectiveKind::AllReduce => dist::AllReduce {
                 input: previous,
                 deps,
                 id,
@@ -564,7 +564,7 @@ impl Step<'_> {
                 optional: dist::AllReduceOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
             }
             .build(&e.b, location),
-            DpCollective::ReduceScatter => dist::ReduceScatter {
+            CollectiveKind::ReduceScatter => dist::ReduceScatter {
                 input: previous,
                 deps,
                 id,
@@ -577,7 +577,7 @@ impl Step<'_> {
                 optional: dist::ReduceScatterOptional { mesh_axes: axes, slice: Some(slice), ..Default::default() },
             }
             .build(&e.b, location),
-            DpCollective::AllGather => dist::AllGather {
+            CollectiveKind::AllGather => dist::AllGather {
                 input: previous,
                 deps,
                 id,
@@ -674,15 +674,8 @@ fn collective_shape(kind: CollectiveKind, input: &[u64], tp: u64) -> Option<Vec<
 
 /// A once-per-step collective: its kind, mesh axis, lineage and id.
 struct Collective<'s> {
-    kind: DpCollective,
+    kind: CollectiveKind,
     axis: &'s str,
     lineage: &'s str,
     id: &'s str,
-}
-
-#[derive(Clone, Copy)]
-enum DpCollective {
-    AllReduce,
-    ReduceScatter,
-    AllGather,
 }

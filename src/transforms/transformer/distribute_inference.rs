@@ -120,6 +120,9 @@ fn owner(ids: &HashSet<String>, inv: &PrimitiveInvocation, coarse: &str) -> Stri
     }
 }
 
+/// What [`check_decomposed`] compares of a model op: name, id, result types.
+type Signature = (String, String, Vec<String>);
+
 /// The served block is derived from the spec, not read from its ops (the
 /// training distribution reads them; inference does not yet): a
 /// decomposed block must be the one the spec decomposes into, op for op
@@ -145,38 +148,33 @@ fn check_decomposed<'c, 'a>(prefill: OperationRef<'c, 'a>, spec: &InferenceSpec)
         })
         .ok_or_else(|| (prefill, format!("{PASS}: the spec imports no prefill")))?;
     let scratch = Module::new(location);
-    let expected = super::decompose::decompose_inference_into(coarse.as_operation(), coarse_prefill, &scratch)
+    let expected = super::decompose::decompose_into(coarse.as_operation(), coarse_prefill, &scratch)
         .map_err(|(_, e)| (prefill, format!("{PASS}: the spec's served block does not decompose: {e}")))?;
-    let model_ops = |f: OperationRef<'c, '_>| -> Vec<(String, String, Vec<String>)> {
-        collect_ops(f)
-            .into_iter()
-            .filter(|op| dialect_of(&name_of(*op)) == "model")
-            .map(|op| {
-                let types = op.results().map(|r| crate::ir::read::type_string(melior::ir::ValueLike::r#type(&r))).collect();
-                (name_of(op), str_attr(op, "id").unwrap_or_default().to_string(), types)
-            })
-            .collect()
+    // Each model op with what is compared of it: name, id, result types.
+    let signature = |op: &OperationRef| -> Signature {
+        let types = op.results().map(|r| crate::ir::read::type_string(melior::ir::ValueLike::r#type(&r))).collect();
+        (name_of(*op), str_attr(*op, "id").unwrap_or_default().to_string(), types)
     };
-    let found_ops: Vec<OperationRef> = collect_ops(function).into_iter().filter(|op| dialect_of(&name_of(*op)) == "model").collect();
-    let (found, want) = (model_ops(function), model_ops(expected));
+    let is_model = |op: &OperationRef| dialect_of(&name_of(*op)) == "model";
+    let found: Vec<(OperationRef<'c, 'a>, Signature)> =
+        collect_ops(function).into_iter().filter(is_model).map(|op| (op, signature(&op))).collect();
+    let want: Vec<Signature> = collect_ops(expected).into_iter().filter(is_model).map(|op| signature(&op)).collect();
     let edited = |at: OperationRef<'c, 'a>, what: String| {
         (at, format!("{PASS}: {what}; a served block is derived from the spec (its decomposed ops are not read yet), so an edit of them would be ignored: state the change in the spec"))
     };
-    for (i, (got, expect)) in found.iter().zip(&want).enumerate() {
+    for (i, ((op, got), expect)) in found.iter().zip(&want).enumerate() {
         if got != expect {
-            let describe = |(name, id, types): &(String, String, Vec<String>)| format!("'{name}' \"{id}\" -> ({})", types.join(", "));
-            return Err(edited(found_ops[i], format!("op #{i} is {}, but the spec's block has {}", describe(got), describe(expect))));
+            let describe = |(name, id, types): &Signature| format!("'{name}' \"{id}\" -> ({})", types.join(", "));
+            return Err(edited(*op, format!("op #{i} is {}, but the spec's block has {}", describe(got), describe(expect))));
         }
     }
-    match found.len().cmp(&want.len()) {
-        std::cmp::Ordering::Equal => Ok(()),
-        std::cmp::Ordering::Greater => {
-            Err(edited(found_ops[want.len()], format!("'{}' \"{}\" is not in the spec's block", found[want.len()].0, found[want.len()].1)))
-        }
-        std::cmp::Ordering::Less => Err(edited(
-            found_ops.last().copied().unwrap_or(prefill),
-            format!("the spec's block goes on with '{}' \"{}\", which this block lacks", want[found.len()].0, want[found.len()].1),
+    match (found.get(want.len()), want.get(found.len())) {
+        (Some((op, (name, id, _))), _) => Err(edited(*op, format!("'{name}' \"{id}\" is not in the spec's block"))),
+        (None, Some((name, id, _))) => Err(edited(
+            found.last().map_or(prefill, |(op, _)| *op),
+            format!("the spec's block goes on with '{name}' \"{id}\", which this block lacks"),
         )),
+        (None, None) => Ok(()),
     }
 }
 
