@@ -57,8 +57,9 @@ use serde::{Deserialize, Serialize};
 
 use super::facts::WorkTotals;
 use super::inference_spec::{InferencePhase, InferenceSpec};
-use super::invocation::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation};
-use super::rules::{self, Activation, Work};
+use super::invocation::{BlockDerivation, Phase, Primitive};
+use super::rules::Activation;
+use super::serving::{AttentionDims, Output, ServedBuilder};
 use super::spec::SpecError;
 
 /// One derived inference pass: the block's invocations plus the KV-cache
@@ -147,246 +148,57 @@ pub const fn invocation_phase(pass: InferencePhase) -> Phase {
 /// Primitive of the gated MLP's `silu(gate)·up`.
 pub const GATED_ACTIVATION: Primitive = Primitive::Swiglu;
 
-/// Sizes of one pass on one rank. Products stay below 2^64 because
-/// validation bounds `b·seq_len·h·max(h, f, seq_len)`.
-struct Dims {
-    batch: u64,
-    /// Tokens per sequence computed by the pass.
-    new: u64,
-    /// Tokens per sequence attended over.
-    context: u64,
-    hidden: u64,
-    ffn_local: u64,
-    heads_local: u64,
-    kv_local: u64,
-    head_dim: u64,
-    tp: u64,
-    elem: u64,
-    kv_elem: u64,
-}
-
-impl Dims {
-    /// Rows of every linear, `b·new`.
-    fn tokens(&self) -> u64 {
-        self.batch * self.new
-    }
-
-    /// Block activation `b·new·h` elements.
-    fn activation(&self) -> u64 {
-        self.tokens() * self.hidden
-    }
-
-    /// Local score elements `b·(a/t)·new·context`.
-    fn scores(&self) -> u64 {
-        self.batch * self.heads_local * self.new * self.context
-    }
-
-    /// Elements of one of K or V for `tokens` tokens on this rank.
-    fn kv_elems(&self, tokens: u64) -> u64 {
-        self.batch * self.kv_local * tokens * self.head_dim
-    }
-}
-
-/// Where a linear's output goes.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Output {
-    Activation,
-    /// Appended to the KV cache, in the KV datatype.
-    KvCache,
-}
-
-/// Accumulates one pass's invocations, memory and traffic.
-struct Builder<'a> {
-    dims: &'a Dims,
-    phase: Phase,
-    invocations: Vec<PrimitiveInvocation>,
-    weights: u64,
-    matmul_weights: u64,
-    act_working: u64,
-    kv_read: u64,
-    kv_write: u64,
-}
-
-impl<'a> Builder<'a> {
-    fn new(dims: &'a Dims, phase: Phase) -> Self {
-        Self { dims, phase, invocations: Vec::new(), weights: 0, matmul_weights: 0, act_working: 0, kv_read: 0, kv_write: 0 }
-    }
-
-    fn push(&mut self, source: &str, primitive: Primitive, work: Work, collective: Option<CollectiveFacts>) {
-        self.invocations.push(rules::invocation(source, primitive, self.phase, work, collective));
-    }
-
-    /// A branch point: no work; it owns the branched `elems` tensor.
-    fn fork(&mut self, elems: u64) {
-        self.act_working += elems * self.dims.elem;
-    }
-
-    /// Layer-norm with replicated `2h` parameters over the fork's tensor.
-    fn layer_norm(&mut self, source: &str, elems: u64) {
-        let e = self.dims.elem;
-        let params = 2 * self.dims.hidden;
-        let work = rules::layer_norm_forward(elems, params, e);
-        self.push(source, Primitive::LayerNorm, work, None);
-        self.weights += params * e;
-    }
-
-    /// `Y[m,k] = X[m,n]·W[n,k]`, already TP-local. `owned_input`: the input
-    /// tensor is counted here rather than by a fork or a sibling linear.
-    fn linear(&mut self, source: &str, (m, n, k): (u64, u64, u64), owned_input: bool, out: Output) {
-        let d = self.dims;
-        let (x, w) = (m * n * d.elem, n * k * d.elem);
-        let y = match out {
-            Output::Activation => m * k * d.elem,
-            Output::KvCache => m * k * d.kv_elem,
-        };
-        let work = Work { ops: 2 * m * n * k, read: x + w, write: y };
-        self.push(source, Primitive::Matmul, work, None);
-        self.weights += w;
-        self.matmul_weights += w;
-        if owned_input {
-            self.act_working += x;
-        }
-        if out == Output::KvCache {
-            self.kv_write += y;
-        }
-    }
-
-    /// `Q·Kᵀ` for every local query head: `[new, d]·[d, context]`, each KV
-    /// head's cached K read once for its query group.
-    fn scores(&mut self, source: &str) {
-        let d = self.dims;
-        let q = d.batch * d.heads_local * d.new * d.head_dim * d.elem;
-        let k_cache = d.kv_elems(d.context) * d.kv_elem;
-        let work =
-            Work { ops: 2 * d.batch * d.heads_local * d.new * d.head_dim * d.context, read: q + k_cache, write: d.scores() * d.elem };
-        self.push(source, Primitive::BatchMatmul, work, None);
-        self.kv_read += k_cache;
-        self.act_working += q + d.kv_elems(d.new) * d.kv_elem;
-    }
-
-    /// `P·V` for every local query head: `[new, context]·[context, d]`.
-    fn context(&mut self, source: &str) {
-        let d = self.dims;
-        let p = d.scores() * d.elem;
-        let v_cache = d.kv_elems(d.context) * d.kv_elem;
-        let work = Work {
-            ops: 2 * d.batch * d.heads_local * d.new * d.context * d.head_dim,
-            read: p + v_cache,
-            write: d.batch * d.heads_local * d.new * d.head_dim * d.elem,
-        };
-        self.push(source, Primitive::BatchMatmul, work, None);
-        self.kv_read += v_cache;
-        self.act_working += p + d.kv_elems(d.new) * d.kv_elem;
-    }
-
-    /// Elementwise primitive doing `work` on `inputs` tensors of `elems`
-    /// elements, owning its inputs.
-    fn elementwise(&mut self, source: &str, primitive: Primitive, work: Work, elems: u64, inputs: u64) {
-        self.push(source, primitive, work, None);
-        self.act_working += inputs * elems * self.dims.elem;
-    }
-
-    /// Dropout as Calculon keeps it in inference: one op per element and a
-    /// one-byte-per-element mask written and held.
-    fn dropout(&mut self, source: &str, elems: u64) {
-        let work = rules::dropout_forward(elems, self.dims.elem);
-        self.push(source, Primitive::Dropout, work, None);
-        self.act_working += elems;
-    }
-
-    /// `y = x + r` over tensors owned by the fork.
-    fn residual(&mut self, source: &str, elems: u64) {
-        let work = rules::residual_forward(elems, self.dims.elem);
-        self.push(source, Primitive::ResidualAdd, work, None);
-    }
-
-    /// Megatron's `g` after a row-parallel linear: all-reduce of the whole
-    /// `b·new·h` tensor, reading and writing it once and adding `(t-1)/t` of
-    /// its elements; its input buffer is working space. Nothing at t = 1.
-    fn tp_exit(&mut self, source: &str) {
-        let d = self.dims;
-        if d.tp == 1 {
-            return;
-        }
-        let elems = d.activation();
-        let bytes = elems * d.elem;
-        let work = Work { ops: rules::reduction_ops(elems, d.tp), read: bytes, write: bytes };
-        let facts = CollectiveFacts { kind: CollectiveKind::AllReduce, message_bytes: bytes };
-        self.push(source, Primitive::Collective, work, Some(facts));
-        self.act_working += bytes;
-    }
-}
-
-/// Derivation proper; `spec` must be valid and the lengths in range.
+/// Derivation proper; `spec` must be valid and the lengths in range. The
+/// sizes are one rank's; products stay below 2^64 because validation
+/// bounds `b·seq_len·h·max(h, f, seq_len)`.
 fn derive_validated(spec: &InferenceSpec, pass: InferencePhase, new: u64, context: u64) -> InferencePass {
     let (m, map) = (&spec.model, &spec.mapping);
-    let dims = Dims {
-        batch: spec.workload.batch,
-        new,
-        context,
-        hidden: m.hidden,
-        ffn_local: m.ffn_hidden / map.tp,
-        heads_local: m.heads / map.tp,
-        kv_local: spec.kv_heads_per_rank(),
-        head_dim: m.head_dim,
-        tp: map.tp,
-        elem: spec.workload.datatype.bytes(),
-        kv_elem: spec.workload.kv_datatype().bytes(),
-    };
-    let tokens = dims.tokens();
-    let act = dims.activation();
-    let hidden = dims.hidden;
-    let q_width = dims.heads_local * dims.head_dim;
-    let kv_width = dims.kv_local * dims.head_dim;
-    let ffn = dims.ffn_local;
-
-    let mut b = Builder::new(&dims, invocation_phase(pass));
+    let tokens = spec.workload.batch * new;
+    let act = tokens * m.hidden;
+    let hidden = m.hidden;
+    let heads = m.heads / map.tp;
+    let kv_heads = spec.kv_heads_per_rank();
+    let q_width = heads * m.head_dim;
+    let kv_width = kv_heads * m.head_dim;
+    let ffn = m.ffn_hidden / map.tp;
+    let attention = AttentionDims { batch: spec.workload.batch, heads, kv_heads, head_dim: m.head_dim, new, context };
+    let scores = attention.scores();
+    let elem = spec.workload.datatype.bytes();
+    let mut b = ServedBuilder::new(invocation_phase(pass), map.tp, elem, spec.workload.kv_datatype().bytes());
 
     // Attention half. The TP entry (`f`) is the identity in the forward pass.
     b.fork(act);
-    b.layer_norm("attn.ln", act);
+    b.layer_norm("attn.ln", act, 2 * hidden, false);
     b.fork(act); // the Q/K/V input, shared by the three projections
     b.linear("attn.q", (tokens, hidden, q_width), false, Output::Activation);
     b.linear("attn.k", (tokens, hidden, kv_width), false, Output::KvCache);
     b.linear("attn.v", (tokens, hidden, kv_width), false, Output::KvCache);
-    b.scores("attn.scores");
-    b.elementwise("attn.softmax", Primitive::Softmax, rules::softmax_forward(dims.scores(), dims.elem), dims.scores(), 1);
-    b.dropout("attn.prob_dropout", dims.scores());
-    b.context("attn.context");
+    b.scores("attn.scores", attention, true);
+    b.softmax("attn.softmax", scores, true);
+    b.dropout("attn.prob_dropout", scores);
+    b.context("attn.context", attention, true);
     b.linear("attn.proj", (tokens, q_width, hidden), true, Output::Activation);
-    b.tp_exit("attn.tp_exit");
+    b.tp_exit("attn.tp_exit", act);
     b.dropout("attn.dropout", act);
     b.residual("attn.residual", act);
 
     // MLP half.
     b.fork(act);
-    b.layer_norm("mlp.ln", act);
+    b.layer_norm("mlp.ln", act, 2 * hidden, false);
     if m.gated_mlp {
         b.linear("mlp.gate", (tokens, hidden, ffn), true, Output::Activation);
         b.linear("mlp.up", (tokens, hidden, ffn), false, Output::Activation);
-        b.elementwise("mlp.swiglu", GATED_ACTIVATION, rules::swiglu_forward(tokens * ffn, dims.elem), tokens * ffn, 2);
+        b.swiglu("mlp.swiglu", tokens * ffn, 2);
         b.linear("mlp.down", (tokens, ffn, hidden), true, Output::Activation);
     } else {
         b.linear("mlp.fc1", (tokens, hidden, ffn), true, Output::Activation);
-        b.elementwise("mlp.gelu", Primitive::Gelu, rules::activation_forward(Activation::Gelu, tokens * ffn, dims.elem), tokens * ffn, 1);
+        b.activation("mlp.gelu", Activation::Gelu, tokens * ffn, true);
         b.linear("mlp.fc2", (tokens, ffn, hidden), true, Output::Activation);
     }
-    b.tp_exit("mlp.tp_exit");
+    b.tp_exit("mlp.tp_exit", act);
     b.dropout("mlp.dropout", act);
     b.residual("mlp.residual", act);
-
-    InferencePass {
-        derivation: BlockDerivation {
-            invocations: b.invocations,
-            memory: BlockMemory { weights: b.weights, act_working_space: b.act_working, ..BlockMemory::default() },
-        },
-        pass,
-        new_tokens: new,
-        context_tokens: context,
-        matmul_weight_bytes: b.matmul_weights,
-        kv_read_bytes: b.kv_read,
-        kv_write_bytes: b.kv_write,
-    }
+    b.finish(pass, new, context)
 }
 
 // ------------------------------------------------------------------- facts

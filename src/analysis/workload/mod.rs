@@ -30,6 +30,7 @@ pub mod invocation;
 pub mod parameters;
 pub(crate) mod rules;
 pub mod schema;
+pub(crate) mod serving;
 pub mod spec;
 pub mod training;
 

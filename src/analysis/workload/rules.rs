@@ -168,6 +168,26 @@ pub(crate) const fn swiglu_forward(elems: u64, e: u64) -> Work {
     Work { ops: 6 * elems, read: 2 * elems * e, write: elems * e }
 }
 
+/// An RMS norm's forward work: 4 operations per element (square, sum, the
+/// reciprocal root's product, the scale), reading the input and the
+/// scale, writing the output. Training and inference count it so.
+pub(crate) const fn rms_norm_forward(elems: u64, params: u64, e: u64) -> Work {
+    Work { ops: 4 * elems, read: (elems + params) * e, write: elems * e }
+}
+
+/// A rotary embedding's forward work: 3 operations per element (two
+/// products and a sum), one tensor read and one written; the angles'
+/// tables are not counted.
+pub(crate) const fn rope_forward(elems: u64, e: u64) -> Work {
+    Work { ops: 3 * elems, read: elems * e, write: elems * e }
+}
+
+/// A bias add's forward work over `elems` elements with a `width`-element
+/// bias: one operation per element, the input and the bias read.
+pub(crate) const fn bias_add_forward(elems: u64, width: u64, e: u64) -> Work {
+    Work { ops: elems, read: (elems + width) * e, write: elems * e }
+}
+
 /// The reduction work of an all-reduce or reduce-scatter of `elems`
 /// elements over `tp` ranks: `(tp − 1)/tp` of the elements are added (`tp`
 /// divides them).
@@ -424,7 +444,7 @@ impl RuleBuilder {
     /// 3 for the scale's (`Σ dy·x·rstd`).
     pub fn rms_norm(&mut self, source: &str, elems: u64, params: u64, runs: Runs, input: Residency) {
         let e = self.s.elem;
-        let fwd = Work { ops: 4 * elems, read: (elems + params) * e, write: elems * e };
+        let fwd = rms_norm_forward(elems, params, e);
         let agrad = Work { ops: 7 * elems, read: (params + elems) * e, write: elems * e };
         let wgrad = Work { ops: 3 * elems, read: 2 * elems * e, write: params * e };
         self.forward(source, Primitive::RmsNorm, fwd, runs.recompute);
@@ -444,7 +464,7 @@ impl RuleBuilder {
     /// activation (the backward needs only the positions).
     pub fn rope(&mut self, source: &str, elems: u64, recompute: bool) {
         let bytes = elems * self.s.elem;
-        let work = Work { ops: 3 * elems, read: bytes, write: bytes };
+        let work = rope_forward(elems, self.s.elem);
         self.forward(source, Primitive::Rope, work, recompute);
         self.backward(source, Primitive::Rope, work, None);
         self.memory.act_grads += bytes;
@@ -457,7 +477,7 @@ impl RuleBuilder {
     /// activation.
     pub fn bias_add(&mut self, source: &str, elems: u64, width: u64, runs: Runs) {
         let e = self.s.elem;
-        let fwd = Work { ops: elems, read: (elems + width) * e, write: elems * e };
+        let fwd = bias_add_forward(elems, width, e);
         let agrad = Work { ops: 0, read: elems * e, write: elems * e };
         let wgrad = Work { ops: elems, read: elems * e, write: width * e };
         self.forward(source, Primitive::BiasAdd, fwd, runs.recompute);
