@@ -341,3 +341,70 @@ fn the_derivation_from_modelir_equals_the_algebra() {
         assert_eq!(got.memory, want.memory, "spec {i} ({:?}): memory", spec.mapping);
     }
 }
+
+/// The served block's passes derived from its decomposed ModelIR equal the
+/// inference algebra's, invocation by invocation, in memory and in KV
+/// traffic, on every inference oracle case and over a sweep of tensor
+/// parallelism, attention kinds, gated MLPs and datatypes.
+#[test]
+fn the_served_derivation_from_modelir_equals_the_algebra() {
+    use crate::analysis::workload::{derive_decode_pass, derive_prefill_pass, derive_served_pass, InferencePhase};
+    let mut specs: Vec<InferenceSpec> = ["prefill-calculon.json", "llama2-genz.json"]
+        .iter()
+        .flat_map(|file| inference_cases(file))
+        .map(|case| {
+            let spec = serde_json::json!({"model": case["model"], "workload": case["workload"], "mapping": case["mapping"]});
+            InferenceSpec::from_json(&spec.to_string()).expect("oracle case is a valid spec")
+        })
+        .collect();
+    let oracle = specs.len();
+    for (heads, kv_heads) in [(8, 8), (8, 2), (8, 1), (12, 4)] {
+        for tp in [1, 2, 4] {
+            for gated in [false, true] {
+                for (datatype, kv) in [("float16", None), ("bfloat16", Some("float8")), ("float32", None)] {
+                    let mut json = serde_json::json!({
+                        "model": {"name": "sweep", "hidden": heads * 16, "ffn_hidden": 96, "heads": heads, "kv_heads": kv_heads,
+                                  "head_dim": 16, "blocks": 2, "seq_len": 24, "gated_mlp": gated},
+                        "workload": {"batch": 3, "prompt_tokens": 10, "generated_tokens": 5, "datatype": datatype},
+                        "mapping": {"tp": tp, "pp": 1}
+                    });
+                    if let Some(kv) = kv {
+                        json["workload"]["kv_datatype"] = kv.into();
+                    }
+                    specs.push(InferenceSpec::from_json(&json.to_string()).expect("a valid sweep spec"));
+                }
+            }
+        }
+    }
+    assert_eq!(specs.len(), oracle + 72, "the sweep covers the strategies");
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    for (i, spec) in specs.iter().enumerate() {
+        let mut module = parse_module(&context, &sink, inference_text(spec).as_bytes(), "spec").expect("import parses");
+        if let Err(e) = run_pipeline(&context, &mut module, "builtin.module(model-decompose-transformer)") {
+            panic!("{e}: {:?}", sink.take());
+        }
+        let function = crate::ir::read::collect_ops(module.as_operation())
+            .into_iter()
+            .find(|op| crate::ir::read::name_of(*op) == "func.func")
+            .expect("the block's function");
+        let graph = crate::dialect::model::graph::read_served_block(function).unwrap_or_else(|(_, e)| panic!("reads: {e}")).graph;
+        let (prompt, last) = (spec.workload.prompt_tokens, spec.workload.final_context());
+        let mut passes = vec![(InferencePhase::Prefill, prompt, derive_prefill_pass(spec).expect("derives"))];
+        if spec.workload.generated_tokens > 0 {
+            passes.push((InferencePhase::Decode, last, derive_decode_pass(spec, last).expect("derives")));
+        }
+        for (pass, context, want) in passes {
+            let got = derive_served_pass(&graph, spec, pass, context).unwrap_or_else(|e| panic!("spec {i} {pass:?}: {:?}: {e}", e.op));
+            let names =
+                |p: &crate::analysis::workload::InferencePass| p.derivation.invocations.iter().map(|v| v.name.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&got.pass), names(&want), "spec {i} {pass:?} ({:?}): the tasks", spec.mapping);
+            for (g, w) in got.pass.derivation.invocations.iter().zip(&want.derivation.invocations) {
+                assert_eq!(g, w, "spec {i} {pass:?} ({:?})", spec.mapping);
+            }
+            assert_eq!(got.pass, want, "spec {i} {pass:?}: memory and traffic");
+            let cache = got.cache.map(|c| c.2);
+            assert_eq!(cache, Some(crate::analysis::workload::kv_cache_bytes(spec, context)), "spec {i} {pass:?}: the cache on one rank");
+        }
+    }
+}

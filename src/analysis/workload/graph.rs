@@ -6,10 +6,16 @@
 
 use super::spec::OptimizerKind;
 
+/// The extent of a dynamic dimension (`?` in the type), read only where
+/// the caller allows it: the token dimension of a KV cache and of what
+/// attention computes from it, which the served derivation resolves to
+/// the pass's context.
+pub const DYNAMIC: u64 = u64::MAX;
+
 /// A value of the block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraphValue {
-    /// The logical shape (every dimension static).
+    /// The logical shape (static, or [`DYNAMIC`] where the reader allowed).
     pub shape: Vec<u64>,
     /// Bytes per element.
     pub elem_bytes: u64,
@@ -32,6 +38,9 @@ pub enum ValueRole {
     Activation,
     ActivationGradient,
     OptimizerState,
+    /// The input of a served pass (the prompt, then each generated token).
+    Input,
+    KvCache,
     Other,
 }
 
@@ -67,6 +76,18 @@ pub enum GraphOpKind {
     Add,
     /// A bias (the second operand) added to every row.
     BiasAdd,
+    /// `model.batch_matmul`: attention in a served block, reading the KV
+    /// cache as its second operand.
+    BatchMatmul,
+    /// `model.kv_append`: operands `[cache?, keys, values]`; `cached` when
+    /// it appends to an earlier pass's cache.
+    KvAppend {
+        cached: bool,
+    },
+    /// `model.split` along `dim` into equal parts.
+    Split {
+        dim: u64,
+    },
     Rope {
         heads: u64,
     },
@@ -86,6 +107,39 @@ pub enum GraphOpKind {
 }
 
 impl GraphOpKind {
+    /// The ModelIR op name of a kind without attributes of its own
+    /// (`model.batch_matmul`), for diagnostics.
+    #[must_use]
+    pub fn op_name(&self) -> String {
+        let name = match self {
+            Self::Value(_) => "value",
+            Self::Output => "output",
+            Self::Fork => "fork",
+            Self::LayerNorm => "layer_norm",
+            Self::RmsNorm => "rms_norm",
+            Self::Matmul => "matmul",
+            Self::AttentionScores { .. } => "attention_scores",
+            Self::AttentionContext { .. } => "attention_context",
+            Self::Softmax { .. } => "softmax",
+            Self::Gelu => "gelu",
+            Self::Relu => "relu",
+            Self::Silu => "silu",
+            Self::Swiglu => "swiglu",
+            Self::Dropout => "dropout",
+            Self::Add => "add",
+            Self::BiasAdd => "bias_add",
+            Self::BatchMatmul => "batch_matmul",
+            Self::KvAppend { .. } => "kv_append",
+            Self::Split { .. } => "split",
+            Self::Rope { .. } => "rope",
+            Self::ActivationGradient { .. } => "activation_gradient",
+            Self::WeightGradient { .. } => "weight_gradient",
+            Self::OptimizerStep { .. } => "optimizer_step",
+            Self::Other(name) => return name.clone(),
+        };
+        format!("model.{name}")
+    }
+
     /// Whether the op is forward computation (not a value, an output, a
     /// gradient or an optimizer step).
     #[must_use]

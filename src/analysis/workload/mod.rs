@@ -42,7 +42,11 @@ mod tests;
 pub use calculon::{spec_from_calculon, CalculonError, CalculonRun};
 pub use facts::{facts_from_work, pipeline_message_bytes, BlockFacts, FactValue, PhaseSum, WorkItem, WorkTotals, SHARE_TOLERANCE};
 pub use graph::{BlockGraph, GraphOp, GraphOpKind, GraphValue, ValueRole};
-pub use graph_derivation::{derive_from_graph, GraphDerivation, GraphError, PartialGradient};
+pub use graph_derivation::{
+    derive_from_graph,
+    served::{derive_served_pass, ParameterSplit, ServedDep, ServedDerivation, ServedParameter},
+    GraphDerivation, GraphError, PartialGradient,
+};
 pub use inference::{
     derive_decode_block, derive_decode_pass, derive_prefill_block, derive_prefill_pass, invocation_phase, kv_cache_bytes, DecodeRunTotals,
     InferenceFacts, InferencePass, InferencePassFacts, GATED_ACTIVATION,

@@ -85,6 +85,16 @@ impl ServedBuilder {
         Self { phase, tp, elem, kv_elem, invocations: Vec::new(), weights: 0, matmul_weights: 0, act_working: 0, kv_read: 0, kv_write: 0 }
     }
 
+    /// Invocations so far.
+    pub fn len(&self) -> usize {
+        self.invocations.len()
+    }
+
+    /// The name of the last invocation.
+    pub fn last_name(&self) -> String {
+        self.invocations.last().map(|inv| inv.name.clone()).unwrap_or_default()
+    }
+
     fn push(&mut self, source: &str, primitive: Primitive, work: Work, collective: Option<CollectiveFacts>) {
         self.invocations.push(rules::invocation(source, primitive, self.phase, work, collective));
     }

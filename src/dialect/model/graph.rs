@@ -6,7 +6,7 @@
 use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike, Type, TypeLike, Value, ValueLike};
 
 use crate::{
-    analysis::workload::{BlockGraph, GraphOpKind, OptimizerKind, ValueRole, MAX_WORK_SCALE},
+    analysis::workload::{graph::DYNAMIC, BlockGraph, GraphOpKind, OptimizerKind, ValueRole, MAX_WORK_SCALE},
     ir::{
         ods::{self, OpKind, Role},
         read::{enum_attr, int_attr, name_of, str_attr, tensor_element, tensor_shape, type_string},
@@ -54,6 +54,8 @@ fn kind_of(op: OperationRef) -> Result<GraphOpKind, String> {
             Some(Role::Activation) => ValueRole::Activation,
             Some(Role::ActivationGradient) => ValueRole::ActivationGradient,
             Some(Role::OptimizerState) => ValueRole::OptimizerState,
+            Some(Role::Input) => ValueRole::Input,
+            Some(Role::KvCache) => ValueRole::KvCache,
             _ => ValueRole::Other,
         }),
         Some(OpKind::ModelOutput) => GraphOpKind::Output,
@@ -77,6 +79,9 @@ fn kind_of(op: OperationRef) -> Result<GraphOpKind, String> {
         Some(OpKind::ModelSwiglu) => GraphOpKind::Swiglu,
         Some(OpKind::ModelDropout) => GraphOpKind::Dropout,
         Some(OpKind::ModelAdd) => GraphOpKind::Add,
+        Some(OpKind::ModelBatchMatmul) => GraphOpKind::BatchMatmul,
+        Some(OpKind::ModelKvAppend) => GraphOpKind::KvAppend { cached: op.operand_count() == 3 },
+        Some(OpKind::ModelSplit) => GraphOpKind::Split { dim: int_attr(op, "dim").and_then(|d| u64::try_from(d).ok()).unwrap_or(0) },
         Some(OpKind::ModelRope) => GraphOpKind::Rope { heads: count(op, "heads")? },
         Some(OpKind::ModelActivationGradient) => GraphOpKind::ActivationGradient { of: str_attr(op, "of").unwrap_or_default().to_string() },
         Some(OpKind::ModelWeightGradient) => GraphOpKind::WeightGradient { of: str_attr(op, "of").unwrap_or_default().to_string() },
@@ -97,6 +102,21 @@ fn kind_of(op: OperationRef) -> Result<GraphOpKind, String> {
 /// The op at fault and why: a value with a dynamic or non-float type, an
 /// operand defined outside the body, an op without its attributes.
 pub fn read_block<'c, 'a>(function: OperationRef<'c, 'a>) -> Result<ReadBlock<'c, 'a>, (OperationRef<'c, 'a>, String)> {
+    read(function, false)
+}
+
+/// [`read_block`] for a served block: a dynamic dimension (the tokens of a
+/// KV cache, and of the scores computed from it) is read as
+/// [`DYNAMIC`], for the served derivation to resolve to each pass's
+/// context.
+///
+/// # Errors
+/// As [`read_block`], dynamic dimensions aside.
+pub fn read_served_block<'c, 'a>(function: OperationRef<'c, 'a>) -> Result<ReadBlock<'c, 'a>, (OperationRef<'c, 'a>, String)> {
+    read(function, true)
+}
+
+fn read<'c, 'a>(function: OperationRef<'c, 'a>, dynamic: bool) -> Result<ReadBlock<'c, 'a>, (OperationRef<'c, 'a>, String)> {
     let body = function.region(0).ok().and_then(|r| r.first_block()).ok_or((function, "has no body".to_string()))?;
     let mut graph = BlockGraph::default();
     let mut ops = Vec::new();
@@ -119,10 +139,10 @@ pub fn read_block<'c, 'a>(function: OperationRef<'c, 'a>) -> Result<ReadBlock<'c
         for (i, r) in op.results().enumerate() {
             let ty = r.r#type();
             let dims = tensor_shape(ty).ok_or_else(|| (op, format!("result #{i} is not a ranked tensor: {}", type_string(ty))))?;
-            let shape: Option<Vec<u64>> = dims.iter().map(|d| d.and_then(|d| u64::try_from(d).ok())).collect();
+            let shape: Option<Vec<u64>> = dims.iter().map(|d| d.map_or(dynamic.then_some(DYNAMIC), |d| u64::try_from(d).ok())).collect();
             let shape = shape.ok_or_else(|| (op, format!("result #{i} has a dynamic dimension: {}", type_string(ty))))?;
             let elem = element_bytes(ty).ok_or_else(|| (op, format!("result #{i} is not a float tensor: {}", type_string(ty))))?;
-            let elems = shape.iter().try_fold(1u128, |n, &d| n.checked_mul(u128::from(d)));
+            let elems = shape.iter().filter(|&&d| d != DYNAMIC).try_fold(1u128, |n, &d| n.checked_mul(u128::from(d)));
             if elems.is_none_or(|n| n > MAX_WORK_SCALE) {
                 return Err((op, format!("result #{i} ({}) has more elements than Blueprint counts exactly (2^54)", type_string(ty))));
             }

@@ -50,6 +50,7 @@
 //! weight gradient gets no gradient or optimizer work.
 
 mod dataflow;
+pub mod served;
 
 use std::collections::{HashMap, HashSet};
 
@@ -547,6 +548,9 @@ impl<'g> Derivation<'g> {
             }
             GraphOpKind::Other(name) => {
                 return Err(at(&node.id, format!("'{name}' has no distribution rule for training")));
+            }
+            GraphOpKind::BatchMatmul | GraphOpKind::KvAppend { .. } | GraphOpKind::Split { .. } => {
+                return Err(at(&node.id, format!("'{}' has no distribution rule for training (it serves inference)", node.kind.op_name())));
             }
         }
         Ok(())
