@@ -914,8 +914,9 @@ pub fn model_work_in<'c, 'a>(
         let facts = BlockFacts::from_derivation(&derivation, &spec);
         (derivation.invocations, BTreeMap::new(), Some(facts), coarse, Some(spec))
     } else {
-        let (invocations, memory) = model_invocations(module)?;
         let coarse = kinds.contains(&Some(OpKind::ModelDecoderInference));
+        let (invocations, memory, served_lineage) = model_invocations(module)?;
+        lineage = served_lineage;
         (invocations, memory, None, coarse, None)
     };
     // (An op of no known kind is judged by its name.)
@@ -1065,31 +1066,56 @@ pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
 }
 
 /// The model's inference work under its bound strategy: the prefill's and
-/// each decode op's invocations, and the memory facts (weights, working
-/// activations, KV capacity at the end of generation).
+/// each decode op's invocations, the memory facts (weights, working
+/// activations, KV capacity at the end of generation) and the ModelIR op
+/// of each invocation. A coarse block is the spec's; a decomposed one
+/// (found by its KV-cache append) is what its ops say.
+///
+/// # Errors
+/// When the strategy binding or the decomposed block does not derive.
 pub fn model_invocations(
     module: OperationRef,
-) -> Result<(Vec<PrimitiveInvocation>, std::collections::BTreeMap<String, MemoryFact>), SummaryError> {
+) -> Result<
+    (Vec<PrimitiveInvocation>, std::collections::BTreeMap<String, MemoryFact>, std::collections::HashMap<String, String>),
+    SummaryError,
+> {
     let spec: InferenceSpec = read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))?;
+    let ops = collect_ops(module);
+    let coarse = ops.iter().any(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference));
+    let decomposed = ops
+        .iter()
+        .find(|op| OpKind::of(**op) == Some(OpKind::ModelKvAppend))
+        .and_then(|op| op.parent_operation())
+        .filter(|f| crate::ir::raw::identifier_str(f.name()) == "func.func");
+    let memory = |weights: u64, working: u64, cache: u64| {
+        [("weight".to_string(), weights), ("activation_working".to_string(), working), ("kv_cache".to_string(), cache)]
+            .into_iter()
+            .map(|(kind, bytes)| (kind, MemoryFact { bytes, shared_by: 1 }))
+            .collect()
+    };
+    if let (false, Some(function)) = (coarse, decomposed) {
+        let passes = crate::dialect::model::graph::derive_served(function, &spec, spec.workload.final_context())
+            .map_err(|(_, e)| SummaryError::Block(e))?;
+        let prefill = passes.first().map(|p| p.pass.derivation.memory).unwrap_or_default();
+        let cache = passes.last().and_then(|p| p.cache.as_ref()).map_or(0, |c| c.2);
+        let mut lineage = std::collections::HashMap::new();
+        let mut invocations = Vec::new();
+        for pass in passes {
+            lineage.extend(pass.lineage);
+            invocations.extend(pass.pass.derivation.invocations);
+        }
+        return Ok((invocations, memory(prefill.weights, prefill.act_working_space, cache), lineage));
+    }
     let prefill = derive_prefill_block(&spec)?;
     let memory_of = prefill.memory;
     let mut invocations = prefill.invocations;
-    for op in collect_ops(module) {
+    for op in ops {
         if OpKind::of(op) == Some(OpKind::ModelDecoderInference) && enum_attr::<InferencePhase>(op, "phase") == Some(InferencePhase::Decode)
         {
             let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);
             invocations.extend(derive_decode_block(&spec, context)?.invocations);
-        } else if OpKind::of(op) == Some(OpKind::ModelMatmul) && str_attr(op, "id") == Some("decode.attn.q") {
-            invocations.extend(derive_decode_block(&spec, spec.workload.final_context())?.invocations);
         }
     }
-    let memory = [
-        ("weight".to_string(), memory_of.weights),
-        ("activation_working".to_string(), memory_of.act_working_space),
-        ("kv_cache".to_string(), kv_cache_bytes(&spec, spec.workload.final_context())),
-    ]
-    .into_iter()
-    .map(|(kind, bytes)| (kind, MemoryFact { bytes, shared_by: 1 }))
-    .collect();
-    Ok((invocations, memory))
+    let cache = kv_cache_bytes(&spec, spec.workload.final_context());
+    Ok((invocations, memory(memory_of.weights, memory_of.act_working_space, cache), std::collections::HashMap::new()))
 }

@@ -44,7 +44,7 @@ pub use facts::{facts_from_work, pipeline_message_bytes, BlockFacts, FactValue, 
 pub use graph::{BlockGraph, GraphOp, GraphOpKind, GraphValue, ValueRole};
 pub use graph_derivation::{
     derive_from_graph,
-    served::{derive_served_pass, ParameterSplit, ServedDep, ServedDerivation, ServedParameter},
+    served::{derive_served_pass, served_inputs, ParameterSplit, ServedDep, ServedDerivation, ServedParameter},
     GraphDerivation, GraphError, PartialGradient,
 };
 pub use inference::{

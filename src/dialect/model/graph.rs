@@ -6,7 +6,10 @@
 use melior::ir::{block::BlockLike, operation::OperationLike, OperationRef, RegionLike, Type, TypeLike, Value, ValueLike};
 
 use crate::{
-    analysis::workload::{graph::DYNAMIC, BlockGraph, GraphOpKind, OptimizerKind, ValueRole, MAX_WORK_SCALE},
+    analysis::workload::{
+        derive_served_pass, graph::DYNAMIC, served_inputs, BlockGraph, GraphOpKind, InferencePhase, InferenceSpec, OptimizerKind,
+        ServedDerivation, ValueRole, MAX_WORK_SCALE,
+    },
     ir::{
         ods::{self, OpKind, Role},
         read::{enum_attr, int_attr, name_of, str_attr, tensor_element, tensor_shape, type_string},
@@ -156,4 +159,39 @@ fn read<'c, 'a>(function: OperationRef<'c, 'a>, dynamic: bool) -> Result<ReadBlo
         ops.push(op);
     }
     Ok(ReadBlock { graph, ops })
+}
+
+/// Both passes of the served block in `function`, derived from its ops
+/// (see [`crate::analysis::workload::derive_served_pass`]): the prefill,
+/// and the decode step at `decode_context` when the block has one.
+///
+/// # Errors
+/// The op at fault (the function when no op is) and why.
+pub fn derive_served<'c, 'a>(
+    function: OperationRef<'c, 'a>,
+    spec: &InferenceSpec,
+    decode_context: u64,
+) -> Result<Vec<ServedDerivation>, (OperationRef<'c, 'a>, String)> {
+    let read =
+        read_served_block(function).map_err(|(op, e)| (op, format!("'{}' op '{}' {e}", name_of(op), str_attr(op, "id").unwrap_or("?"))))?;
+    // The prefill attends over what it appends: its prompt.
+    let inputs = served_inputs(&read.graph);
+    let prompt = inputs
+        .first()
+        .and_then(|&op| read.graph.ops[op].results.first())
+        .and_then(|&v| read.graph.values[v].shape.get(1).copied())
+        .unwrap_or(spec.workload.prompt_tokens);
+    let mut passes = vec![(InferencePhase::Prefill, prompt)];
+    if inputs.len() > 1 {
+        passes.push((InferencePhase::Decode, decode_context));
+    }
+    passes
+        .into_iter()
+        .map(|(pass, context)| {
+            derive_served_pass(&read.graph, spec, pass, context).map_err(|e| match &e.op {
+                Some(id) => (read.op(id).unwrap_or(function), format!("'{id}': {}", e.message)),
+                None => (function, e.message),
+            })
+        })
+        .collect()
 }

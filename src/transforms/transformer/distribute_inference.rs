@@ -1,6 +1,15 @@
 //! `distribute-transformer-inference`: ModelIR of a served block + its
 //! inference strategy -> DistributedTaskIR with the prefill and the decode
-//! step at the final context as separate phases.
+//! step as separate phases.
+//!
+//! The block is derived from the ModelIR it is given (a coarse op is
+//! decomposed first): [`crate::analysis::workload::derive_served_pass`]
+//! shards its ops and counts them with the served-pass rules, the same
+//! rules the inference algebra applies to a spec, so an edit of the
+//! decomposed block (another activation, a dropout removed, a wider MLP)
+//! is the program's. The decode step is at the coarse decode op's
+//! `context_tokens`, or, decomposed, at the final context
+//! (`prompt_tokens + generated_tokens`).
 //!
 //! The tensor-parallel group is a logical `tp_kv x tp_rep` sub-mesh (under a
 //! `pp` axis for the pipeline degree): key/value heads are split over
@@ -8,13 +17,12 @@
 //! fewer KV heads than TP ranks each head lives on `tp / kv_heads` ranks.
 //! Query heads, projections and the MLP are split over both axes. The KV
 //! cache is a boundary value sharded that way, its capacity a memory fact;
-//! the two all-reduces per block and phase are explicit (none at TP = 1).
-//! Tasks come from the same workload algebra as training, so the same
-//! planning pass and conservation checks apply. The served block is
-//! derived from the spec, not read from its ops: a decomposed block must be
-//! the one the spec decomposes into (op kinds, ids and types), and an
-//! edited one is an error at the first op that differs rather than a
-//! program that ignores the edit.
+//! the all-reduce after each row-parallel linear is explicit (none at
+//! TP = 1). Each task returns its result's shard and waits for the tasks
+//! whose results its ModelIR op reads (through forks, the fused weight's
+//! split and the KV cache: a decode step's attention waits for the
+//! prefill's key and value projections), so the program is the block's
+//! dataflow; the prompt and the generated token are boundary values.
 
 use std::collections::HashSet;
 
@@ -26,14 +34,15 @@ use melior::{
 use super::{
     distribute::MESH,
     emit::{emit_invocation, token, Emitter, Placement},
-    import::{block_parameters, element, kv_cache_shape, tensor_type},
+    import::{element, tensor_type},
     Failure,
 };
-use crate::dialect::model::binding::{read_spec, INFERENCE_SPEC};
+use crate::dialect::model::{
+    binding::{read_spec, INFERENCE_SPEC},
+    graph::derive_served,
+};
 use crate::{
-    analysis::workload::{
-        derive_decode_block, derive_prefill_block, kv_cache_bytes, BlockDerivation, BlockMemory, InferenceSpec, PrimitiveInvocation,
-    },
+    analysis::workload::{InferenceSpec, ParameterSplit, ServedDep, ServedDerivation},
     dialect::{
         builder::{result, BuildError, Builder},
         dist,
@@ -48,9 +57,11 @@ use crate::{
 crate::ir::pass_macro::external_pass!(
     "DistributeTransformerInference",
     "distribute-transformer-inference",
-    "Derive the tensor-parallel dist program of one served block (prefill and decode) from ModelIR and its strategy",
+    "Derive the tensor-parallel dist program of one served block (prefill and decode) from its ModelIR and its strategy",
     run
 );
+
+const PASS: &str = "distribute-transformer-inference";
 
 fn run(module: OperationRef, pass: ExternalPass) {
     super::run_building(module, pass, build);
@@ -58,124 +69,63 @@ fn run(module: OperationRef, pass: ExternalPass) {
 
 fn build<'c, 'a>(module: OperationRef<'c, 'a>, generated: &Module<'c>) -> Result<(), Failure<'c, 'a>> {
     let ops = collect_ops(module);
-    super::ensure_no_dist_program(&ops, "distribute-transformer-inference")?;
+    super::ensure_no_dist_program(&ops, PASS)?;
     let phases: Vec<OperationRef> = ops.iter().copied().filter(|op| OpKind::of(*op) == Some(OpKind::ModelDecoderInference)).collect();
     let phase_of = |op: OperationRef| enum_attr::<InferencePhase>(op, "phase");
-    // A decomposed served block is found by its prefill query projection.
-    let by_id = |id: &str| ops.iter().copied().find(|op| dialect_of(&name_of(*op)) == "model" && str_attr(*op, "id") == Some(id));
-    let Some(prefill) =
-        phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Prefill)).or_else(|| by_id("prefill.attn.q"))
-    else {
-        return Err((
-            module,
-            "distribute-transformer-inference: no prefill 'model.decoder_inference' op (or decomposed served block) to distribute".into(),
-        ));
+    let coarse = phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Prefill));
+    // A decomposed served block is found by its KV-cache append.
+    let decomposed = ops.iter().copied().find(|op| OpKind::of(*op) == Some(OpKind::ModelKvAppend));
+    let Some(anchor) = coarse.or(decomposed) else {
+        return Err((module, format!("{PASS}: no prefill 'model.decoder_inference' op (or decomposed served block) to distribute")));
     };
     let spec: InferenceSpec = read_spec(module, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))
-        .map_err(|e| (prefill, format!("distribute-transformer-inference: {e}")))?;
+        .map_err(|e| (anchor, format!("{PASS}: {e}")))?;
     for &op in &phases {
         check_dimensions(op, &spec)?;
     }
-    if phases.is_empty() {
-        check_decomposed(prefill, &spec)?;
-    }
-    let prefill_work = derive_prefill_block(&spec).map_err(|e| (prefill, e.to_string()))?;
     let decode = phases.iter().copied().find(|op| phase_of(*op) == Some(InferencePhase::Decode));
-    let decode_work = match (decode, by_id("decode.attn.q")) {
-        (Some(op), _) => {
-            let context = int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0);
-            Some((op, derive_decode_block(&spec, context).map_err(|e| (op, e.to_string()))?))
-        }
-        // Decomposed: the decode step at the final context, as imported.
-        (None, Some(op)) => Some((op, derive_decode_block(&spec, spec.workload.final_context()).map_err(|e| (op, e.to_string()))?)),
-        (None, None) => None,
+    let decode_context = match decode {
+        Some(op) => int_attr(op, "context_tokens").and_then(|c| u64::try_from(c).ok()).unwrap_or(0),
+        None => spec.workload.final_context(),
+    };
+    // A coarse block is decomposed first, into a scratch module; the
+    // derivation reads the primitive ops either way.
+    let passes = if coarse.is_some() {
+        let scratch = Module::new(anchor.location());
+        let function = super::decompose::decompose_into(module, anchor, &scratch)?;
+        derive_served(function, &spec, decode_context).map_err(|(_, e)| (anchor, format!("{PASS}: {e}")))?
+    } else {
+        let function = anchor
+            .parent_operation()
+            .filter(|f| name_of(*f) == "func.func")
+            .ok_or_else(|| (anchor, format!("{PASS}: the decomposed served block must be the body of a 'func.func'")))?;
+        derive_served(function, &spec, decode_context).map_err(|(op, e)| (op, format!("{PASS}: {e}")))?
     };
     let model_ids: HashSet<String> =
         ops.iter().filter(|op| dialect_of(&name_of(**op)) == "model").filter_map(|op| str_attr(*op, "id").map(str::to_string)).collect();
     let digest = layer_digest(module, "model");
     let program = || -> Result<(), BuildError> {
-        let (e, prompt) = header(generated, &spec, &prefill_work.memory, &digest, prefill.location())?;
-        let prefill_id = str_attr(prefill, "id").unwrap_or("prefill").to_string();
-        let mut previous = emit_phase(&e, &spec, &prefill_work, &|inv| owner(&model_ids, inv, &prefill_id), prompt, "prompt")?;
-        if let Some((op, work)) = &decode_work {
-            let decode_id = str_attr(*op, "id").unwrap_or("decode").to_string();
-            let e = Emitter::new(e.b, e.block, op.location());
-            previous = emit_phase(&e, &spec, work, &|inv| owner(&model_ids, inv, &decode_id), previous, "token")?;
+        let (e, inputs) = header(generated, &spec, &passes, &digest, anchor.location())?;
+        let mut cache_writers: Vec<Value> = Vec::new();
+        for (index, (pass, input)) in passes.iter().zip(inputs).enumerate() {
+            // The coarse op of the phase owns what the module does not
+            // hold decomposed.
+            let coarse_op = if index == 0 { coarse } else { decode };
+            let coarse_id = coarse_op.and_then(|op| str_attr(op, "id")).unwrap_or(if index == 0 { "prefill" } else { "decode" });
+            let location = coarse_op.map_or(anchor.location(), |op| op.location());
+            let e = Emitter::new(e.b, e.block, location);
+            let owner = |name: &str| -> String {
+                match pass.lineage.get(name) {
+                    Some(id) if model_ids.contains(id) => id.clone(),
+                    _ => coarse_id.to_string(),
+                }
+            };
+            cache_writers = emit_pass(&e, &spec, pass, &owner, input, &cache_writers)?;
         }
-        let _ = previous;
-        e.push(e.b.func_return(&[], prefill.location()))?;
+        e.push(e.b.func_return(&[], anchor.location()))?;
         Ok(())
     };
-    program().map_err(|e| (prefill, e.to_string()))
-}
-
-/// The model op an invocation is attributed to: its decomposed op if the
-/// module has one, else the coarse phase op.
-fn owner(ids: &HashSet<String>, inv: &PrimitiveInvocation, coarse: &str) -> String {
-    let own = crate::ir::lineage::model_op_id(inv);
-    if ids.contains(&own) {
-        own
-    } else {
-        coarse.to_string()
-    }
-}
-
-/// What [`check_decomposed`] compares of a model op: name, id, result types.
-type Signature = (String, String, Vec<String>);
-
-/// The served block is derived from the spec, not read from its ops (the
-/// training distribution reads them; inference does not yet): a
-/// decomposed block must be the one the spec decomposes into, op for op
-/// (kind, id and result types), or the derived program would not be its
-/// program. An edited op is an error at that op.
-fn check_decomposed<'c, 'a>(prefill: OperationRef<'c, 'a>, spec: &InferenceSpec) -> Result<(), Failure<'c, 'a>> {
-    const PASS: &str = "distribute-transformer-inference";
-    let function = prefill
-        .parent_operation()
-        .filter(|f| name_of(*f) == "func.func")
-        .ok_or_else(|| (prefill, format!("{PASS}: the decomposed served block must be the body of a 'func.func'")))?;
-    // SAFETY: the op's context outlives this pass.
-    let context = unsafe { prefill.context().to_ref() };
-    let location = Location::unknown(context);
-    let coarse = super::import::import_inference(context, spec, location).map_err(|e| (prefill, format!("{PASS}: {e}")))?;
-    let coarse_ops = collect_ops(coarse.as_operation());
-    let coarse_prefill = coarse_ops
-        .iter()
-        .copied()
-        .find(|op| {
-            OpKind::of(*op) == Some(OpKind::ModelDecoderInference)
-                && enum_attr::<InferencePhase>(*op, "phase") == Some(InferencePhase::Prefill)
-        })
-        .ok_or_else(|| (prefill, format!("{PASS}: the spec imports no prefill")))?;
-    let scratch = Module::new(location);
-    let expected = super::decompose::decompose_into(coarse.as_operation(), coarse_prefill, &scratch)
-        .map_err(|(_, e)| (prefill, format!("{PASS}: the spec's served block does not decompose: {e}")))?;
-    // Each model op with what is compared of it: name, id, result types.
-    let signature = |op: &OperationRef| -> Signature {
-        let types = op.results().map(|r| crate::ir::read::type_string(melior::ir::ValueLike::r#type(&r))).collect();
-        (name_of(*op), str_attr(*op, "id").unwrap_or_default().to_string(), types)
-    };
-    let is_model = |op: &OperationRef| dialect_of(&name_of(*op)) == "model";
-    let found: Vec<(OperationRef<'c, 'a>, Signature)> =
-        collect_ops(function).into_iter().filter(is_model).map(|op| (op, signature(&op))).collect();
-    let want: Vec<Signature> = collect_ops(expected).into_iter().filter(is_model).map(|op| signature(&op)).collect();
-    let edited = |at: OperationRef<'c, 'a>, what: String| {
-        (at, format!("{PASS}: {what}; a served block is derived from the spec (its decomposed ops are not read yet), so an edit of them would be ignored: state the change in the spec"))
-    };
-    for (i, ((op, got), expect)) in found.iter().zip(&want).enumerate() {
-        if got != expect {
-            let describe = |(name, id, types): &Signature| format!("'{name}' \"{id}\" -> ({})", types.join(", "));
-            return Err(edited(*op, format!("op #{i} is {}, but the spec's block has {}", describe(got), describe(expect))));
-        }
-    }
-    match (found.get(want.len()), want.get(found.len())) {
-        (Some((op, (name, id, _))), _) => Err(edited(*op, format!("'{name}' \"{id}\" is not in the spec's block"))),
-        (None, Some((name, id, _))) => Err(edited(
-            found.last().map_or(prefill, |(op, _)| *op),
-            format!("the spec's block goes on with '{name}' \"{id}\", which this block lacks"),
-        )),
-        (None, None) => Ok(()),
-    }
+    program().map_err(|e| (anchor, e.to_string()))
 }
 
 fn check_dimensions<'c, 'a>(op: OperationRef<'c, 'a>, spec: &InferenceSpec) -> Result<(), Failure<'c, 'a>> {
@@ -197,15 +147,33 @@ fn check_dimensions<'c, 'a>(op: OperationRef<'c, 'a>, spec: &InferenceSpec) -> R
 /// Mesh axes of the tensor-parallel group: KV-head split, then replication.
 const TP_AXES: [&str; 2] = ["tp_kv", "tp_rep"];
 
-/// The header, mesh, memory facts and the function's boundary values;
-/// returns the emitter of the function body and the prompt value.
+/// The split axes of a parameter of `rank` dimensions.
+fn parameter_axes<'c>(b: &Builder<'c>, split: ParameterSplit, rank: usize) -> melior::ir::Attribute<'c> {
+    let mut axes: Vec<Vec<&str>> = vec![vec![]; rank];
+    let last = rank.saturating_sub(1);
+    match split {
+        ParameterSplit::Whole => {}
+        ParameterSplit::Columns => axes[last] = TP_AXES.to_vec(),
+        ParameterSplit::Rows => axes[0] = TP_AXES.to_vec(),
+        ParameterSplit::KvColumns => axes[last] = vec!["tp_kv"],
+    }
+    b.split_axes(&axes)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The header, mesh, memory facts and the function's boundary values
+/// (parameters, KV cache, each pass's input); returns the emitter of the
+/// function body and the inputs of the passes.
 fn header<'c, 'g>(
     generated: &'g Module<'c>,
     spec: &InferenceSpec,
-    prefill_memory: &BlockMemory,
+    passes: &[ServedDerivation],
     model_digest: &str,
     anchor: Location<'c>,
-) -> Result<(Emitter<'c, 'g>, Value<'c, 'g>), BuildError> {
+) -> Result<(Emitter<'c, 'g>, Vec<Value<'c, 'g>>), BuildError> {
     let b = Builder::of(generated.as_operation());
     let m = &spec.model;
     let w = &spec.workload;
@@ -217,15 +185,19 @@ fn header<'c, 'g>(
         dist::Header { schema_name: "blueprint.dist", schema_version: "1.0", model_digest, optional: Default::default() }
             .build(&b, top.at("dist.header")),
     )?;
-    let shape: Vec<i64> = [spec.mapping.pp, kv_split, tp / kv_split].iter().map(|v| i64::try_from(*v).unwrap_or(i64::MAX)).collect();
+    let shape: Vec<i64> = [spec.mapping.pp, kv_split, tp / kv_split].iter().map(|v| to_i64(*v)).collect();
     top.push(
         dist::Mesh { sym_name: MESH, axes: b.strings(&["pp", "tp_kv", "tp_rep"]), shape: &shape, optional: Default::default() }
             .build(&b, top.at(MESH)),
     )?;
+    let prefill = passes.first().ok_or(BuildError { op: "dist.memory" })?;
+    // The cache at its capacity: after the last pass.
+    let cache = passes.last().and_then(|p| p.cache.clone());
+    let memory = &prefill.pass.derivation.memory;
     for (kind, bytes) in [
-        (MemoryKind::Weight, prefill_memory.weights),
-        (MemoryKind::ActivationWorking, prefill_memory.act_working_space),
-        (MemoryKind::KvCache, kv_cache_bytes(spec, w.final_context())),
+        (MemoryKind::Weight, memory.weights),
+        (MemoryKind::ActivationWorking, memory.act_working_space),
+        (MemoryKind::KvCache, cache.as_ref().map_or(0, |c| c.2)),
     ] {
         let id = format!("mem.{}", kind.name());
         top.push(
@@ -244,47 +216,40 @@ fn header<'c, 'g>(
             0,
         ))
     };
-    let prompt = value(
-        "prompt.in",
-        b.split_axes::<&str>(&[vec![], vec![], vec![]]),
-        "prompt.in",
-        tensor_type(&b, &[w.batch, w.prompt_tokens, m.hidden], dt),
-    )?;
-    let width = m.heads * m.head_dim;
-    let kv_width = m.kv_heads() * m.head_dim;
-    let ffn_in = if m.gated_mlp { 2 * m.ffn_hidden } else { m.ffn_hidden };
-    for (id, shape) in block_parameters(m.hidden, width, kv_width, ffn_in, m.ffn_hidden) {
-        let split = match id {
-            "attn.q.weight" | "mlp.fc1.weight" => b.split_axes(&[vec![], TP_AXES.to_vec()]),
-            "attn.k.weight" | "attn.v.weight" => b.split_axes(&[vec![], vec!["tp_kv"]]),
-            "attn.proj.weight" | "mlp.fc2.weight" => b.split_axes(&[TP_AXES.to_vec(), vec![]]),
-            _ => b.split_axes::<&str>(&[vec![]]),
-        };
-        value(id, split, id, tensor_type(&b, &shape, dt))?;
+    let whole3 = || b.split_axes::<&str>(&[vec![], vec![], vec![]]);
+    let mut inputs = vec![value(&prefill.input.0, whole3(), &prefill.input.0, tensor_type(&b, &prefill.input.1, dt))?];
+    for parameter in &prefill.parameters {
+        let split = parameter_axes(&b, parameter.split, parameter.shape.len());
+        value(&parameter.id, split, &parameter.id, tensor_type(&b, &parameter.shape, dt))?;
     }
-    // The KV cache at its capacity (end of generation): K/V heads split over
-    // `tp_kv`, replicated over `tp_rep`.
-    let cache = b.tensor(&kv_cache_shape(spec, Some(w.final_context())), element(&b, w.kv_datatype()));
-    value("kv.cache", b.split_axes(&[vec![], vec![], vec![], vec!["tp_kv"]]), "prefill", cache)?;
-    Ok((e, prompt))
+    // The KV cache at its capacity (end of generation): K/V heads split
+    // over `tp_kv`, replicated over `tp_rep`.
+    if let Some((shape, _, _)) = &cache {
+        let ty = b.tensor(&shape.iter().map(|d| to_i64(*d)).collect::<Vec<_>>(), element(&b, w.kv_datatype()));
+        value("kv.cache", b.split_axes(&[vec![], vec![], vec![], vec!["tp_kv"]]), "prefill", ty)?;
+    }
+    for pass in passes.iter().skip(1) {
+        inputs.push(value(&pass.input.0, whole3(), &pass.input.0, tensor_type(&b, &pass.input.1, dt))?);
+    }
+    Ok((e, inputs))
 }
 
-/// One phase's tasks on the token chain; its last compute task returns the
-/// phase output (`<output>.out`). Returns the last token.
-fn emit_phase<'c, 'g>(
+/// One pass's tasks, each waiting for what its op reads (`input` for the
+/// pass's input, `cache` for the KV cache an earlier pass filled); the
+/// task returning the pass's output feeds a `dist.output`. Returns the
+/// tasks that appended to the cache.
+fn emit_pass<'c, 'g>(
     e: &Emitter<'c, 'g>,
     spec: &InferenceSpec,
-    derivation: &BlockDerivation,
-    lineage: &dyn Fn(&PrimitiveInvocation) -> String,
-    previous: Value<'c, 'g>,
-    output: &str,
-) -> Result<Value<'c, 'g>, BuildError> {
+    pass: &ServedDerivation,
+    owner: &dyn Fn(&str) -> String,
+    input: Value<'c, 'g>,
+    cache: &[Value<'c, 'g>],
+) -> Result<Vec<Value<'c, 'g>>, BuildError> {
     let b = e.b;
     let tp = spec.mapping.tp;
-    let group: Vec<i64> = (0..i64::try_from(tp).unwrap_or(i64::MAX)).collect();
+    let group: Vec<i64> = (0..to_i64(tp)).collect();
     let dt = element(&b, spec.workload.datatype);
-    let tokens = if output == "prompt" { spec.workload.prompt_tokens } else { 1 };
-    let value_type = tensor_type(&b, &[spec.workload.batch, tokens, spec.model.hidden], dt);
     let place = Placement {
         mesh: MESH,
         slice: None,
@@ -293,29 +258,38 @@ fn emit_phase<'c, 'g>(
         axes: &TP_AXES,
         id_prefix: "",
     };
-    let terminal = derivation.invocations.iter().rposition(|inv| inv.collective.is_none());
-    let mut previous = previous;
-    for (index, inv) in derivation.invocations.iter().enumerate() {
-        let lineage = lineage(inv);
-        let place = if inv.collective.is_some() { Placement { ranks: None, ..place } } else { place };
-        let is_terminal = Some(index) == terminal;
-        let op = emit_invocation(e, inv, place, &lineage, &[previous], is_terminal.then_some(value_type))?;
-        previous = token(op);
-        if is_terminal {
-            let id = format!("{output}.out");
-            let none: [Vec<&str>; 3] = [vec![], vec![], vec![]];
-            e.push(
-                dist::Output {
-                    value: result(op, 1),
-                    id: &id,
-                    mesh: MESH,
-                    split_axes: b.split_axes(&none),
-                    lineage: &id,
-                    optional: Default::default(),
-                }
-                .build(&b, e.at(&id)),
-            )?;
+    // Each task's result: its tensor (a compute task's second result, a
+    // collective's only one) and its token.
+    let mut results: Vec<(Value<'c, 'g>, Value<'c, 'g>)> = Vec::new();
+    let values = |deps: &[ServedDep], results: &[(Value<'c, 'g>, Value<'c, 'g>)]| -> Vec<Value<'c, 'g>> {
+        let mut out = Vec::new();
+        for dep in deps {
+            match dep {
+                ServedDep::Invocation(i) => out.extend(results.get(*i).map(|r| r.0)),
+                ServedDep::Input => out.push(input),
+                ServedDep::Cache => out.extend_from_slice(cache),
+            }
         }
+        if out.is_empty() {
+            out.push(input);
+        }
+        out
+    };
+    for (index, inv) in pass.pass.derivation.invocations.iter().enumerate() {
+        let deps = values(pass.deps.get(index).map_or(&[][..], Vec::as_slice), &results);
+        let place = if inv.collective.is_some() { Placement { ranks: None, ..place } } else { place };
+        let ty = pass.outputs.get(index).cloned().flatten().map(|shape| tensor_type(&b, &shape, dt));
+        let op = emit_invocation(e, inv, place, &owner(&inv.name), &deps, ty)?;
+        let tensor = if inv.collective.is_some() { result(op, 0) } else { result(op, 1) };
+        results.push((tensor, token(op)));
     }
-    Ok(previous)
+    if let Some((id, deps)) = &pass.result {
+        let value = *values(deps, &results).first().ok_or(BuildError { op: "dist.output" })?;
+        let none: [Vec<&str>; 3] = [vec![], vec![], vec![]];
+        e.push(
+            dist::Output { value, id, mesh: MESH, split_axes: b.split_axes(&none), lineage: id, optional: Default::default() }
+                .build(&b, e.at(id)),
+        )?;
+    }
+    Ok(pass.cache_writers.iter().filter_map(|&i| results.get(i).map(|r| r.1)).collect())
 }

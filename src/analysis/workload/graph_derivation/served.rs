@@ -96,6 +96,17 @@ pub struct ServedDerivation {
     /// The KV cache after the pass: its logical shape (the context
     /// resolved), element bytes, and its bytes on one rank.
     pub cache: Option<(Vec<u64>, u64, u64)>,
+    /// The invocations whose results the pass appends to the cache.
+    pub cache_writers: Vec<usize>,
+    /// The pass's input: its ModelIR id and logical shape.
+    pub input: (String, Vec<u64>),
+}
+
+/// The inputs of a served block's passes (`model.value` of role input),
+/// in program order: the prompt's, then the generated token's.
+#[must_use]
+pub fn served_inputs(graph: &BlockGraph) -> Vec<usize> {
+    (0..graph.ops.len()).filter(|&op| graph.ops[op].kind == GraphOpKind::Value(ValueRole::Input)).collect()
 }
 
 /// Derives pass `pass` of the served block `graph` under `spec`'s tensor
@@ -170,7 +181,7 @@ struct Served<'g> {
 
 impl<'g> Served<'g> {
     fn new(g: &'g BlockGraph, spec: &InferenceSpec, pass: InferencePhase, context: u64) -> Result<Self, GraphError> {
-        let inputs: Vec<usize> = (0..g.ops.len()).filter(|&op| g.ops[op].kind == GraphOpKind::Value(ValueRole::Input)).collect();
+        let inputs = served_inputs(g);
         let index = usize::from(pass == InferencePhase::Decode);
         if inputs.len() <= index {
             let which = if index == 0 { "a prompt" } else { "a generated token" };
@@ -184,6 +195,16 @@ impl<'g> Served<'g> {
         }
         if let Some(&third) = inputs.get(2) {
             return Err(at(&g.ops[third].id, "is a third input: a served block has a prompt and a generated token"));
+        }
+        let elem = spec.workload.datatype.bytes();
+        for &input in &inputs {
+            let got = g.ops[input].results.first().map_or(0, |&v| g.values[v].elem_bytes);
+            if got != elem {
+                return Err(at(
+                    &g.ops[input].id,
+                    format!("has {got}-byte elements, but the strategy binding's datatype '{}' has {elem}", spec.workload.datatype.name()),
+                ));
+            }
         }
         // Each op belongs to the latest pass whose input it reads.
         let mut value_pass: Vec<Option<usize>> = vec![None; g.values.len()];
@@ -574,7 +595,9 @@ impl<'g> Served<'g> {
         let mut outputs = Vec::new();
         let mut result = None;
         let mut cache = None;
+        let mut cache_writers = Vec::new();
         let mut new_tokens = 0;
+        let mut input = (String::new(), Vec::new());
         let is_fork = |v: usize| g.ops[g.values[v].producer].kind == GraphOpKind::Fork;
         for (op, node) in g.ops.iter().enumerate() {
             match self.op_pass[op] {
@@ -617,7 +640,9 @@ impl<'g> Served<'g> {
             let before = b.len();
             match &node.kind {
                 GraphOpKind::Value(ValueRole::Input) => {
-                    new_tokens = self.shape(node.results[0]).get(1).copied().unwrap_or(0);
+                    let shape = self.shape(node.results[0]);
+                    new_tokens = shape.get(1).copied().unwrap_or(0);
+                    input = (node.id.clone(), shape);
                     sources[node.results[0]] = vec![ServedDep::Input];
                     continue;
                 }
@@ -642,9 +667,15 @@ impl<'g> Served<'g> {
                 }
                 GraphOpKind::KvAppend { .. } => {
                     let r = node.results[0];
-                    let shape = self.shape(r);
-                    let local = self.local(r) * g.values[r].elem_bytes;
-                    cache = Some((shape, g.values[r].elem_bytes, local));
+                    let elem_bytes = g.values[r].elem_bytes;
+                    if elem_bytes != self.kv_elem {
+                        return Err(at(
+                            &node.id,
+                            format!("has a cache of {elem_bytes}-byte elements, but the strategy's KV datatype has {}", self.kv_elem),
+                        ));
+                    }
+                    cache = Some((self.shape(r), elem_bytes, self.local(r) * elem_bytes));
+                    cache_writers = reads.iter().filter_map(|d| if let ServedDep::Invocation(i) = d { Some(*i) } else { None }).collect();
                     sources[r] = reads.clone();
                     continue;
                 }
@@ -743,7 +774,7 @@ impl<'g> Served<'g> {
             })
             .collect();
         let pass = b.finish(self.pass, new_tokens, self.context);
-        Ok(ServedDerivation { pass, lineage, deps, outputs, result, parameters, cache })
+        Ok(ServedDerivation { pass, lineage, deps, outputs, result, parameters, cache, cache_writers, input })
     }
 }
 
