@@ -57,7 +57,7 @@ use crate::{
 crate::ir::pass_macro::external_pass!(
     "DistributeTransformerInference",
     "distribute-transformer-inference",
-    "Derive the tensor-parallel dist program of one served block (prefill and decode) from its ModelIR and its strategy",
+    "Derive the tensor-parallel dist program of one served block (prefill and decode) from ModelIR and its strategy",
     run
 );
 
