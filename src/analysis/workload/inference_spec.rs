@@ -86,7 +86,10 @@ pub struct InferenceMappingSpec {
     /// of it.
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub tp: u64,
-    /// Pipeline stages; each holds `blocks / pp` consecutive blocks.
+    /// Pipeline stages, at most `model.blocks`; each holds consecutive
+    /// blocks. When `pp` does not divide the blocks, the first
+    /// `blocks mod pp` stages hold `⌈blocks / pp⌉`, the others one fewer
+    /// (Calculon's and Megatron-LM's uneven pipeline).
     #[serde(default = "one")]
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub pp: u64,
@@ -230,8 +233,10 @@ impl InferenceSpec {
             return Err(SpecError::KvHeadsTpMismatch { kv_heads, tp: map.tp });
         }
         tp_divides("model.ffn_hidden", model.ffn_hidden, map.tp)?;
-        if !model.blocks.is_multiple_of(map.pp) {
-            return Err(SpecError::PipelineBlocksNotDivisible { blocks: model.blocks, pp: map.pp });
+        // Uneven pipelines are fine (the first `blocks mod pp` stages hold
+        // one block more); every stage needs at least one block.
+        if map.pp > model.blocks {
+            return Err(SpecError::MoreStagesThanBlocks { blocks: model.blocks, pp: map.pp });
         }
 
         let world = u128::from(map.tp) * u128::from(map.pp);
@@ -265,10 +270,23 @@ impl InferenceSpec {
         }
     }
 
-    /// Blocks held by one pipeline rank: `blocks / pp`.
+    /// Blocks held by the fullest pipeline rank, `⌈blocks / pp⌉` (`blocks /
+    /// pp` when `pp` divides the blocks): the rank whose weights and KV
+    /// cache are largest, so per-rank facts are that rank's. 0 on an
+    /// unvalidated spec with `pp = 0`.
     #[must_use]
     pub fn blocks_per_rank(&self) -> u64 {
-        self.model.blocks.checked_div(self.mapping.pp).unwrap_or(0)
+        crate::analysis::schedule::fullest_stage_blocks(self.model.blocks, self.mapping.pp)
+    }
+
+    /// Blocks held by pipeline stage `stage` (`0 .. pp`): the first
+    /// `blocks mod pp` stages hold `⌈blocks / pp⌉`, the others
+    /// `⌊blocks / pp⌋` (all `blocks / pp` when `pp` divides the blocks).
+    /// 0 on an unvalidated spec with `pp = 0`.
+    #[must_use]
+    pub fn stage_blocks(&self, stage: u64) -> u64 {
+        let (blocks, pp) = (self.model.blocks, self.mapping.pp);
+        blocks.checked_div(pp).map_or(0, |fewer| fewer + u64::from(stage < blocks % pp))
     }
 
     /// `tp × pp` (saturating).

@@ -615,12 +615,39 @@ fn rule_tp_divides_ffn_hidden() {
 }
 
 #[test]
-fn rule_blocks_divisible_by_pp() {
-    let err = error_of(|s| s.mapping.pp = 5);
-    assert_eq!(err, SpecError::PipelineBlocksNotDivisible { blocks: 32, pp: 5 });
-    assert_eq!(err.to_string(), "model.blocks = 32 must be divisible by mapping.pp = 5");
+fn uneven_pipeline_is_accepted() {
+    // Even: 32 blocks on pp 8, 4 per stage.
     let spec = with(|s| s.mapping.pp = 8);
     assert_eq!((spec.blocks_per_rank(), spec.world_size()), (4, 32));
+    assert_eq!((0..8).map(|s| spec.stage_blocks(s)).collect::<Vec<_>>(), vec![4; 8]);
+    // Uneven: 32 = 5·6 + 2, so the first 2 stages hold 7 blocks and the
+    // other 3 hold 6 (7 + 7 + 6 + 6 + 6 = 32); the fullest rank holds 7.
+    let spec = with(|s| s.mapping.pp = 5);
+    assert_eq!(spec.validate(), Ok(()));
+    assert_eq!((spec.blocks_per_rank(), spec.world_size()), (7, 20));
+    assert_eq!((0..5).map(|s| spec.stage_blocks(s)).collect::<Vec<_>>(), vec![7, 7, 6, 6, 6]);
+    // One block per stage, and a single stage holding all of them.
+    assert_eq!((with(|s| s.mapping.pp = 32).blocks_per_rank(), with(|s| s.mapping.pp = 1).blocks_per_rank()), (1, 32));
+    // The facts stay per block per TP rank (the pipeline does not change
+    // a block); their rank count is the fullest rank's.
+    let facts = InferenceFacts::from_spec(&spec).expect("facts");
+    let even = InferenceFacts::from_spec(&llama()).expect("facts");
+    assert_eq!(facts.blocks_per_rank, 7);
+    assert_eq!(InferenceFacts { blocks_per_rank: 32, ..facts }, even);
+    // KV cache of one block on one TP rank at the end of generation:
+    // 2·b·tokens·d·(kv_heads/tp) = 2·8·576·128·8 elements of 2 bytes,
+    // 18 874 368 bytes; the fullest rank holds 7 blocks of it.
+    assert_eq!(facts.kv_cache_bytes_end_of_generation, 18_874_368);
+    assert_eq!(facts.kv_cache_bytes_end_of_generation * facts.blocks_per_rank, 132_120_576);
+}
+
+#[test]
+fn rule_pp_at_most_blocks() {
+    let err = error_of(|s| s.mapping.pp = 33);
+    assert_eq!(err, SpecError::MoreStagesThanBlocks { blocks: 32, pp: 33 });
+    assert_eq!(err.to_string(), "mapping.pp = 33 exceeds model.blocks = 32: every pipeline stage holds at least one block");
+    let err = InferenceSpec::from_json(&serde_json::to_string(&with(|s| s.mapping.pp = 33)).expect("serialize")).expect_err("pp > blocks");
+    assert_eq!(err, SpecError::MoreStagesThanBlocks { blocks: 32, pp: 33 });
 }
 
 #[test]

@@ -54,11 +54,11 @@ pub struct ModelSpec {
     /// `attn_size`); the attention width `a·d` may differ from `h`.
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub head_dim: u64,
-    /// Decoder blocks in the whole model. Inference: `mapping.pp` divides
-    /// it. Training: at least `mapping.pp`; when `mapping.pp` does not
-    /// divide it, the first `blocks mod pp` stages hold one block more
-    /// (Calculon's uneven pipeline; planned, estimated and searched, not
-    /// executed by the derived program).
+    /// Decoder blocks in the whole model, at least `mapping.pp`; when
+    /// `mapping.pp` does not divide it, the first `blocks mod pp` stages
+    /// hold one block more (Calculon's uneven pipeline; in training,
+    /// planned, estimated and searched, not executed by the derived
+    /// program).
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub blocks: u64,
     /// Vocabulary size, recorded; embeddings and the LM head are not part
@@ -740,8 +740,6 @@ pub enum SpecError {
     InferenceParse(String),
     #[error("mapping.tp = {tp} must divide model.kv_heads = {kv_heads} or be a multiple of it (KV heads are split over TP ranks, or replicated when there are fewer KV heads than ranks)")]
     KvHeadsTpMismatch { kv_heads: u64, tp: u64 },
-    #[error("model.blocks = {blocks} must be divisible by mapping.pp = {pp}")]
-    PipelineBlocksNotDivisible { blocks: u64, pp: u64 },
     #[error("workload.prompt_tokens + workload.generated_tokens = {context} must not exceed model.seq_len = {seq_len}")]
     ContextExceedsSeqLen { context: u64, seq_len: u64 },
     #[error("workload.phase = prefill requires workload.generated_tokens = 0, got {generated_tokens}")]
