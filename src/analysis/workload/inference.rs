@@ -347,7 +347,9 @@ pub struct InferenceFacts {
     pub kv_cache_bytes_end_of_generation: u64,
     /// All decode steps of the run.
     pub decode_run: DecodeRunTotals,
-    /// Blocks per pipeline rank: multiply per-block facts by it for a rank.
+    /// Blocks on the fullest pipeline rank, `ceil(blocks / pp)` (the first
+    /// `blocks mod pp` ranks of an uneven pipeline hold one more): multiply
+    /// per-block facts by it for that rank.
     pub blocks_per_rank: u64,
 }
 
