@@ -55,31 +55,14 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use super::serving::InferencePass;
+
 use super::facts::WorkTotals;
 use super::inference_spec::{InferencePhase, InferenceSpec};
 use super::invocation::{BlockDerivation, Phase, Primitive};
 use super::rules::Activation;
 use super::serving::{AttentionDims, Output, ServedBuilder};
 use super::spec::SpecError;
-
-/// One derived inference pass: the block's invocations plus the KV-cache
-/// and weight traffic that the invocation bytes contain.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InferencePass {
-    pub derivation: BlockDerivation,
-    /// Which pass this is.
-    pub pass: InferencePhase,
-    /// Tokens per sequence computed by the pass (prompt, or 1).
-    pub new_tokens: u64,
-    /// Tokens per sequence attended over (prompt, or the decode context).
-    pub context_tokens: u64,
-    /// Bytes of matmul weights read (part of the matmuls' read bytes).
-    pub matmul_weight_bytes: u64,
-    /// K and V cache bytes read by the attention matmuls.
-    pub kv_read_bytes: u64,
-    /// K and V cache bytes appended by the K and V projections.
-    pub kv_write_bytes: u64,
-}
 
 /// Derives the prefill of one block per TP rank (`spec` validated first).
 ///

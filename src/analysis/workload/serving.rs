@@ -21,10 +21,30 @@
 //!   KV datatype (its write bytes); the attention products read the K and
 //!   V of every cached token from the cache.
 
-use super::inference::InferencePass;
+use serde::{Deserialize, Serialize};
+
 use super::inference_spec::InferencePhase;
 use super::invocation::{BlockDerivation, BlockMemory, CollectiveFacts, CollectiveKind, Phase, Primitive, PrimitiveInvocation};
 use super::rules::{self, Activation, Work};
+
+/// One derived inference pass: the block's invocations plus the KV-cache
+/// and weight traffic that the invocation bytes contain.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InferencePass {
+    pub derivation: BlockDerivation,
+    /// Which pass this is.
+    pub pass: InferencePhase,
+    /// Tokens per sequence computed by the pass (prompt, or 1).
+    pub new_tokens: u64,
+    /// Tokens per sequence attended over (prompt, or the decode context).
+    pub context_tokens: u64,
+    /// Bytes of matmul weights read (part of the matmuls' read bytes).
+    pub matmul_weight_bytes: u64,
+    /// K and V cache bytes read by the attention matmuls.
+    pub kv_read_bytes: u64,
+    /// K and V cache bytes appended by the K and V projections.
+    pub kv_write_bytes: u64,
+}
 
 /// Where a linear's output goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
