@@ -236,10 +236,8 @@ pub fn prepare(context: &melior::Context, module: &mut Module) -> Result<Signatu
             "the step has no training spec ('{TRAINING_SPEC}'): import one with blueprint-translate --import-transformer-training"
         ));
     }
-    let spec: TrainingSpec = read_spec(top, TRAINING_SPEC, |s: &TrainingSpec| {
-        s.validate().and_then(|()| s.check_even_pipeline("blueprint-run --train-step")).map_err(|e| e.to_string())
-    })
-    .map_err(|e| e.to_string())?;
+    let spec: TrainingSpec =
+        read_spec(top, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string())).map_err(|e| e.to_string())?;
     if spec.workload.datatype != Datatype::Float32 {
         let found = crate::transforms::transformer::import::datatype_name(spec.workload.datatype);
         return Err(format!("the step's datatype is {found} (workload.datatype): --train-step executes float32 steps only"));

@@ -223,11 +223,9 @@ fn farther_miss(
 #[must_use]
 pub fn spec_reason(error: &SpecError) -> &'static str {
     match error {
-        SpecError::InterleavedMicrobatches { .. } => "interleaved_microbatches",
         SpecError::SequenceNotSplittable { .. } => "sequence_not_splittable",
         SpecError::MoreStagesThanBlocks { .. } => "more_stages_than_blocks",
         SpecError::InterleavingNotDivisor { .. } => "interleaving_not_divisor",
-        SpecError::UnevenBlocks { .. } => "uneven_blocks",
         SpecError::TooLarge { .. } => "too_large",
         _ => "spec_rule",
     }

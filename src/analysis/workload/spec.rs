@@ -56,9 +56,8 @@ pub struct ModelSpec {
     pub head_dim: u64,
     /// Decoder blocks in the whole model, at least `mapping.pp`; when
     /// `mapping.pp` does not divide it, the first `blocks mod pp` stages
-    /// hold one block more (Calculon's uneven pipeline; in training,
-    /// planned, estimated and searched, not executed by the derived
-    /// program).
+    /// hold one block more (Calculon's and Megatron-LM's uneven
+    /// pipeline).
     #[schemars(range(min = 1, max = 9_007_199_254_740_992_u64))]
     pub blocks: u64,
     /// Vocabulary size, recorded; embeddings and the LM head are not part
@@ -714,16 +713,12 @@ pub enum SpecError {
     MoreStagesThanBlocks { blocks: u64, pp: u64 },
     #[error("mapping.pipeline_interleaving = {interleaving} must divide the blocks of the fullest stage, ⌈model.blocks / mapping.pp⌉ = ⌈{blocks} / {pp}⌉ = {per_stage} (Calculon's rule)")]
     InterleavingNotDivisor { blocks: u64, pp: u64, interleaving: u64, per_stage: u64 },
-    #[error("model.blocks = {blocks} is not a multiple of mapping.pp = {pp} (stages of {more} and {fewer} blocks): {consumer} runs even pipelines only; the estimate and the search price it as Calculon does")]
-    UnevenBlocks { blocks: u64, pp: u64, more: u64, fewer: u64, consumer: &'static str },
     #[error("mapping.pipeline_interleaving = {interleaving} requires mapping.pp > 1")]
     InterleavingWithoutPipeline { interleaving: u64 },
     #[error("mapping.pipeline_schedule = {schedule} runs one model chunk per stage, but mapping.pipeline_interleaving = {interleaving} (use interleaved_1f1b)")]
     ScheduleWithoutChunks { schedule: &'static str, interleaving: u64 },
     #[error("mapping.pipeline_schedule = interleaved_1f1b needs mapping.pipeline_interleaving > 1 (with one chunk per stage it is 1f1b)")]
     InterleavedWithoutChunks,
-    #[error("the microbatch count workload.global_batch / (mapping.dp × workload.microbatch) = {microbatches} is not a multiple of mapping.pp = {pp} under interleaved 1F1B: {consumer} runs it only with full groups of pp microbatches; the estimate and the search price it as Calculon does")]
-    InterleavedMicrobatches { microbatches: u64, pp: u64, consumer: &'static str },
     #[error("mapping.seq_par_ag_redo = true requires mapping.tp_comm = rs_ag (only sequence-parallel all-gathers can be redone)")]
     AgRedoWithoutSequenceParallel,
     #[error("mapping.seq_par_ag_redo = true is incompatible with mapping.recompute = full (full recompute already re-communicates)")]
@@ -1110,23 +1105,5 @@ impl TrainingSpec {
     pub fn chunk_first_block(&self, stage: u64, chunk: u64) -> u64 {
         let (blocks, pp, v) = (self.model.blocks, self.mapping.pp, self.mapping.pipeline_interleaving);
         crate::analysis::schedule::chunk_assignment(blocks, pp, v, stage, chunk).map_or(0, |(first, _)| first)
-    }
-
-    /// The derived program (its lowering and execution) runs even
-    /// pipelines only: `pp` divides the blocks and, interleaved, the
-    /// microbatches; `consumer` names what refuses.
-    ///
-    /// # Errors
-    /// [`SpecError::UnevenBlocks`] or [`SpecError::InterleavedMicrobatches`].
-    pub fn check_even_pipeline(&self, consumer: &'static str) -> Result<(), SpecError> {
-        let (blocks, pp) = (self.model.blocks, self.mapping.pp);
-        if self.uneven_blocks() {
-            let more = self.blocks_per_rank();
-            return Err(SpecError::UnevenBlocks { blocks, pp, more, fewer: more - 1, consumer });
-        }
-        if self.mapping.pipeline_interleaving > 1 && !self.microbatch_count().is_multiple_of(pp) {
-            return Err(SpecError::InterleavedMicrobatches { microbatches: self.microbatch_count(), pp, consumer });
-        }
-        Ok(())
     }
 }

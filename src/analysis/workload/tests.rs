@@ -715,20 +715,6 @@ fn rule_blocks_per_stage() {
 }
 
 #[test]
-fn even_pipeline_rule_of_the_derived_program() {
-    let mut spec = base_spec();
-    assert_eq!(spec.check_even_pipeline("x"), Ok(()));
-    spec.mapping.pp = 5;
-    assert_eq!(spec.check_even_pipeline("x"), Err(SpecError::UnevenBlocks { blocks: 48, pp: 5, more: 10, fewer: 9, consumer: "x" }));
-    // Interleaved with microbatches not a multiple of pp: valid, but not run.
-    spec.mapping.pp = 4;
-    spec.mapping.pipeline_interleaving = 2;
-    spec.workload.global_batch = spec.workload.microbatch * spec.mapping.dp * 6;
-    assert_eq!(spec.validate(), Ok(()));
-    assert_eq!(spec.check_even_pipeline("x"), Err(SpecError::InterleavedMicrobatches { microbatches: 6, pp: 4, consumer: "x" }));
-}
-
-#[test]
 fn rule_interleaving_needs_pipeline() {
     let err = error_of(|s| s.mapping.pipeline_interleaving = 2);
     assert_eq!(err, SpecError::InterleavingWithoutPipeline { interleaving: 2 });

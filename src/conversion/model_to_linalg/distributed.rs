@@ -75,10 +75,8 @@ fn build<'c, 'm>(module: OperationRef<'c, 'm>, generated: &Module<'c>) -> Result
         module,
         format!("{PASS}: the module holds no derived program (dist.pipeline): run distribute-transformer-training first"),
     ))?;
-    let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| {
-        s.validate().and_then(|()| s.check_even_pipeline("the derived program's execution")).map_err(|e| e.to_string())
-    })
-    .map_err(|e| (module, format!("{PASS}: {e}")))?;
+    let spec: TrainingSpec = read_spec(module, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
+        .map_err(|e| (module, format!("{PASS}: {e}")))?;
     let context_ref = module.context();
     // SAFETY: as in `convert-model-to-linalg`: the reference lives until
     // `build` returns and nothing built keeps it.
