@@ -181,6 +181,13 @@ struct Served<'g> {
 
 impl<'g> Served<'g> {
     fn new(g: &'g BlockGraph, spec: &InferenceSpec, pass: InferencePhase, context: u64) -> Result<Self, GraphError> {
+        // Program order: every operand is defined by an earlier op (as
+        // the IR reader guarantees), so the walks below end.
+        for (op, node) in g.ops.iter().enumerate() {
+            if node.operands.iter().any(|&v| g.values.get(v).is_none_or(|value| value.producer >= op)) {
+                return Err(at(&node.id, "reads a value not defined before it"));
+            }
+        }
         let inputs = served_inputs(g);
         let index = usize::from(pass == InferencePhase::Decode);
         if inputs.len() <= index {
@@ -260,27 +267,32 @@ impl<'g> Served<'g> {
     fn local_shape(&self, value: usize) -> Vec<u64> {
         let mut shape = self.shape(value);
         let last = shape.len().saturating_sub(1);
-        match self.layout[value].map_or(Split::Whole, |l| l.split) {
-            Split::Whole => {}
-            Split::Last => shape[last] /= self.tp,
-            Split::Heads => shape[1] /= self.tp,
-            Split::KvGroups(groups) => shape[last] /= groups,
+        let (dim, parts) = match self.layout[value].map_or(Split::Whole, |l| l.split) {
+            Split::Whole => return shape,
+            Split::Last => (last, self.tp),
+            Split::Heads => (1, self.tp),
+            Split::KvGroups(groups) => (last, groups),
+        };
+        if let Some(d) = shape.get_mut(dim) {
+            *d /= parts.max(1);
         }
         shape
     }
 
+    /// Elements of `value` on one rank (bounded by [`Self::check_scale`]).
     fn local(&self, value: usize) -> u64 {
-        self.local_shape(value).iter().product()
+        elems(&self.local_shape(value))
     }
 
     fn run(mut self) -> Result<ServedDerivation, GraphError> {
+        self.check_structure()?;
         self.find_attention()?;
+        self.check_scale()?;
         for op in 0..self.g.ops.len() {
             if self.in_pass(op) {
                 self.shard(op)?;
             }
         }
-        self.check_scale()?;
         self.emit()
     }
 
@@ -289,6 +301,7 @@ impl<'g> Served<'g> {
     /// `[2, b, t, kv_heads x d]` cache give `[b, heads, s, t]` scores.
     fn find_attention(&mut self) -> Result<(), GraphError> {
         let g = self.g;
+        let mut contexts = Vec::new();
         for (op, node) in g.ops.iter().enumerate() {
             if node.kind != GraphOpKind::BatchMatmul || !self.in_pass(op) {
                 continue;
@@ -304,8 +317,32 @@ impl<'g> Served<'g> {
                 ));
             }
             let (qs, cs, os) = (self.shape(q), self.shape(cache), self.shape(out));
-            if qs.len() != 3 || cs.len() != 4 || os.len() != 4 {
-                continue; // the context product: sized by the scores
+            let mismatch = |what: &str| Err(at(&node.id, format!("reads {qs:?} and a cache {cs:?} into {os:?}: {what} differ")));
+            match (qs.len(), cs.len(), os.len()) {
+                (3, 4, 4) => {
+                    if qs[0] != cs[1] || os[0] != qs[0] {
+                        return mismatch("the batches");
+                    }
+                    if os[2] != qs[1] || os[3] != cs[2] {
+                        return mismatch("the query or cached tokens");
+                    }
+                }
+                (4, 4, 3) => {
+                    if qs[0] != cs[1] || os[0] != qs[0] {
+                        return mismatch("the batches");
+                    }
+                    if os[1] != qs[2] || qs[3] != cs[2] {
+                        return mismatch("the query or cached tokens");
+                    }
+                    contexts.push((op, producer, qs[1], os[2]));
+                    continue; // sized by the scores (checked below)
+                }
+                _ => {
+                    return Err(at(
+                        &node.id,
+                        format!("reads {qs:?} and a cache {cs:?} into {os:?}: attention reads [b, s, heads x d] queries into [b, heads, s, t] scores, or those into [b, s, heads x d], over a [2, b, t, kv_heads x d] cache"),
+                    ))
+                }
             }
             let heads = os[1];
             let head_dim = qs[2].checked_div(heads).unwrap_or(0);
@@ -317,6 +354,15 @@ impl<'g> Served<'g> {
                 ));
             }
             self.attention.insert(producer, (heads, kv_heads, head_dim));
+        }
+        // A context product reads probabilities over the scores' heads and
+        // returns them concatenated.
+        for (op, append, heads, width) in contexts {
+            match self.attention.get(&append) {
+                Some(&(h, _, d)) if h == heads && h * d == width => {}
+                Some(_) => return Err(at(self.id(op), "reads probabilities or returns heads that differ from its scores'")),
+                None => return Err(at(self.id(op), "reads a KV cache no attention scores read")),
+            }
         }
         Ok(())
     }
@@ -489,13 +535,13 @@ impl<'g> Served<'g> {
             }
             GraphOpKind::BatchMatmul => {
                 let lhs = self.summed(op, 0)?;
-                let cache = self.summed(op, 1)?;
+                // The cache's split was checked where it was appended.
+                self.summed(op, 1)?;
                 let scores = self.shape(node.operands[0]).len() == 3;
                 let want = if scores { Split::Last } else { Split::Heads };
                 if self.tp > 1 && lhs.split != want {
                     return Err(at(&node.id, format!("reads operand #0 split as {:?}, but attention needs it split by heads", lhs.split)));
                 }
-                let _ = cache;
                 self.set(op, Layout { split: if scores { Split::Heads } else { Split::Last }, partial: false });
             }
             GraphOpKind::AttentionScores { .. }
@@ -555,28 +601,98 @@ impl<'g> Served<'g> {
     /// bounds the algebra's).
     fn check_scale(&self) -> Result<(), GraphError> {
         let mut total = 0u128;
+        let product = |s: &[u64]| s.iter().try_fold(1u128, |n, &d| n.checked_mul(u128::from(d))).unwrap_or(u128::MAX);
         for (op, node) in self.g.ops.iter().enumerate() {
             if self.op_pass[op] != Some(self.index) {
                 continue;
             }
-            let product = |s: &[u64]| s.iter().try_fold(1u128, |n, &d| n.checked_mul(u128::from(d))).unwrap_or(u128::MAX);
-            let scale = match node.kind {
-                GraphOpKind::Matmul => {
-                    let (x, w) = (self.shape(node.operands[0]), self.shape(node.operands[1]));
-                    product(&x).saturating_mul(u128::from(w.get(1).copied().unwrap_or(0)))
-                }
+            let shape = |i: usize| node.operands.get(i).map(|&v| self.shape(v)).unwrap_or_default();
+            let last = |s: &[u64]| u128::from(s.last().copied().unwrap_or(0));
+            // A product's multiply-adds (the context product's bounded by
+            // its heads' width), and every tensor it reads and writes.
+            let out = node.results.first().map(|&v| self.shape(v)).unwrap_or_default();
+            let product_work = match node.kind {
+                GraphOpKind::Matmul => product(&shape(0)).saturating_mul(last(&out)),
                 GraphOpKind::BatchMatmul => {
-                    let (a, b) = (self.shape(node.operands[0]), self.shape(node.operands[1]));
-                    product(&a).saturating_mul(u128::from(b.last().copied().unwrap_or(0)))
+                    // `b·heads·new·d·context`, as the attention rules count.
+                    let (lhs, cache) = (shape(0), shape(1));
+                    let append = node.operands.get(1).map(|&v| self.g.values[v].producer);
+                    let (heads, _, head_dim) = append.and_then(|a| self.attention.get(&a)).copied().unwrap_or((0, 0, 0));
+                    let new = lhs.get(if lhs.len() == 3 { 1 } else { 2 }).copied().unwrap_or(0);
+                    let dims = [lhs.first().copied().unwrap_or(0), heads, new, head_dim, cache.get(2).copied().unwrap_or(0)];
+                    product(&dims)
                 }
-                _ => node.operands.iter().chain(&node.results).map(|&v| product(&self.shape(v))).sum(),
+                _ => 0,
             };
-            total = total.saturating_add(scale);
+            let tensors: u128 = node.operands.iter().chain(&node.results).map(|&v| product(&self.shape(v))).fold(0, u128::saturating_add);
+            total = total.saturating_add(product_work).saturating_add(tensors);
             if total > MAX_WORK_SCALE {
                 return Err(at(
                     &node.id,
                     format!("brings the pass's work to {total} multiply-adds and elements, more than Blueprint counts exactly (2^54)"),
                 ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every op of the pass has the operands and results its kind takes,
+    /// and the products and the cache the ranks their rules read.
+    fn check_structure(&self) -> Result<(), GraphError> {
+        for (op, node) in self.g.ops.iter().enumerate() {
+            if !self.in_pass(op) {
+                continue;
+            }
+            let shared = matches!(node.kind, GraphOpKind::Value(_) | GraphOpKind::Split { .. });
+            if self.op_pass[op].is_none() && !shared {
+                return Err(at(&node.id, "reads no pass's input, only parameters: a served pass computes from its prompt or token"));
+            }
+            let (operands, results): (&[usize], usize) = match &node.kind {
+                GraphOpKind::Value(_) => (&[0], 1),
+                GraphOpKind::Output => (&[1], 0),
+                GraphOpKind::Fork | GraphOpKind::Split { .. } => (&[1], 1),
+                GraphOpKind::LayerNorm => (&[3], 1),
+                GraphOpKind::RmsNorm => (&[2], 1),
+                GraphOpKind::Softmax { .. }
+                | GraphOpKind::Gelu
+                | GraphOpKind::Relu
+                | GraphOpKind::Silu
+                | GraphOpKind::Dropout
+                | GraphOpKind::Rope { .. } => (&[1], 1),
+                GraphOpKind::Matmul | GraphOpKind::BatchMatmul | GraphOpKind::Swiglu | GraphOpKind::Add | GraphOpKind::BiasAdd => (&[2], 1),
+                GraphOpKind::KvAppend { cached: true } => (&[3], 1),
+                GraphOpKind::KvAppend { cached: false } => (&[2], 1),
+                _ => continue, // no rule: refused where it is sharded
+            };
+            if !operands.contains(&node.operands.len()) || node.results.len() < results {
+                return Err(at(
+                    &node.id,
+                    format!(
+                        "has {} operands and {} results, but '{}' takes {} and {results}",
+                        node.operands.len(),
+                        node.results.len(),
+                        node.kind.op_name(),
+                        operands[0]
+                    ),
+                ));
+            }
+            let rank = |v: usize| self.g.values[v].shape.len();
+            let ranked = match &node.kind {
+                GraphOpKind::Matmul => rank(node.operands[0]) >= 2 && rank(node.operands[1]) == 2,
+                GraphOpKind::KvAppend { .. } => rank(node.results[0]) == 4,
+                GraphOpKind::Value(ValueRole::Input) => rank(node.results[0]) == 3,
+                GraphOpKind::Value(_) | GraphOpKind::Output => true,
+                _ => node.operands.iter().chain(&node.results).all(|&v| rank(v) >= 1),
+            };
+            if !ranked {
+                return Err(at(&node.id, format!("has operand or result ranks its '{}' rule does not read", node.kind.op_name())));
+            }
+            if node.kind == GraphOpKind::Matmul {
+                let (x, w, y) = (self.shape(node.operands[0]), self.shape(node.operands[1]), self.shape(node.results[0]));
+                let rows = |s: &[u64]| s[..s.len() - 1].to_vec();
+                if x.last() != w.first() || y.last() != w.last() || rows(&x) != rows(&y) {
+                    return Err(at(&node.id, format!("multiplies {x:?} by {w:?} into {y:?}: the shapes do not chain")));
+                }
             }
         }
         Ok(())
@@ -614,7 +730,7 @@ impl<'g> Served<'g> {
             // The exits before this op: their all-reduce, then the sum.
             for exit in self.exits.iter().filter(|x| x.first_consumer == op) {
                 let before = b.len();
-                b.tp_exit(&exit.name, self.shape(exit.value).iter().product());
+                b.tp_exit(&exit.name, elems(&self.shape(exit.value)));
                 if b.len() > before {
                     deps.push(sources[exit.value].clone());
                     outputs.push(None);
@@ -681,7 +797,7 @@ impl<'g> Served<'g> {
                 }
                 GraphOpKind::LayerNorm | GraphOpKind::RmsNorm => {
                     let x = node.operands[0];
-                    let params: u64 = node.operands[1..].iter().map(|&p| g.values[p].elems()).sum();
+                    let params = node.operands[1..].iter().map(|&p| elems(&self.shape(p))).fold(0, u64::saturating_add);
                     let own = owned(x);
                     if node.kind == GraphOpKind::LayerNorm {
                         b.layer_norm(source, self.local(x), params, own);
@@ -690,14 +806,13 @@ impl<'g> Served<'g> {
                     }
                 }
                 GraphOpKind::Matmul => {
-                    let (x, w, y) = (node.operands[0], node.operands[1], node.results[0]);
+                    let (x, y) = (node.operands[0], node.results[0]);
                     let xs = self.local_shape(x);
                     let n = xs.last().copied().unwrap_or(0);
-                    let m: u64 = xs[..xs.len().saturating_sub(1)].iter().product();
+                    let m = elems(&xs[..xs.len().saturating_sub(1)]);
                     let k = self.local_shape(y).last().copied().unwrap_or(0);
                     let cached = self.consumers[y].iter().any(|&(user, _)| matches!(g.ops[user].kind, GraphOpKind::KvAppend { .. }));
                     let out = if cached { Output::KvCache } else { Output::Activation };
-                    let _ = w;
                     b.linear(source, (m, n, k), owned(x), out);
                 }
                 GraphOpKind::BatchMatmul => {
@@ -741,9 +856,8 @@ impl<'g> Served<'g> {
                     b.rope(source, self.local(x), owned(x));
                 }
                 GraphOpKind::BiasAdd => {
-                    let (x, bias) = (node.operands[0], node.operands[1]);
+                    let x = node.operands[0];
                     let width = self.local_shape(x).last().copied().unwrap_or(0);
-                    let _ = bias;
                     b.bias_add(source, self.local(x), width, owned(x));
                 }
                 GraphOpKind::Add => b.residual(source, self.local(node.operands[0])),
@@ -763,19 +877,25 @@ impl<'g> Served<'g> {
             .iter()
             .enumerate()
             .filter(|(_, n)| n.kind == GraphOpKind::Value(ValueRole::Parameter))
-            .map(|(op, n)| {
-                let value = &g.values[n.results[0]];
-                ServedParameter {
+            .filter_map(|(op, n)| {
+                let value = &g.values[*n.results.first()?];
+                Some(ServedParameter {
                     id: n.id.clone(),
                     shape: value.shape.clone(),
                     elem_bytes: value.elem_bytes,
                     split: self.splits.get(&op).copied().unwrap_or(ParameterSplit::Whole),
-                }
+                })
             })
             .collect();
         let pass = b.finish(self.pass, new_tokens, self.context);
         Ok(ServedDerivation { pass, lineage, deps, outputs, result, parameters, cache, cache_writers, input })
     }
+}
+
+/// Elements of a shape (saturating: [`Served::check_scale`] bounds what
+/// the pass counts well below).
+fn elems(shape: &[u64]) -> u64 {
+    shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
 }
 
 /// `prefill` or `decode`: the prefix of a pass's op ids.
