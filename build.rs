@@ -938,6 +938,8 @@ fn emit_builder(out: &mut String, op: &OpDef) {
     }
     out.push_str("            });\n");
     let regions = if op.regions.is_empty() { "Vec::new()" } else { "regions" };
+    // `self.results` is already a slice; the local arrays are borrowed.
+    let mut results = "&results";
     if op.inferred_results {
         // `AllTypesMatch<["input", "result"]>`: the data result has the
         // input's type (after the handle of an async form).
@@ -945,8 +947,9 @@ fn emit_builder(out: &mut String, op: &OpDef) {
         let _ = writeln!(out, "            let results = [{handle}::melior::ir::ValueLike::r#type(&self.input)];");
     } else if !op.results.is_empty() {
         out.push_str("            let results = self.results;\n");
+        results = "results";
     } else {
         out.push_str("            let results: [::melior::ir::Type<'c>; 0] = [];\n");
     }
-    let _ = writeln!(out, "            b.create({full:?}, location, &operands, &attributes, &results, {regions})\n        }}\n    }}\n");
+    let _ = writeln!(out, "            b.create({full:?}, location, &operands, &attributes, {results}, {regions})\n        }}\n    }}\n");
 }

@@ -496,7 +496,7 @@ fn stage_before(stage: u64, stages: u64) -> u64 {
 /// A list whose length is not a multiple of three, or a negative or unknown
 /// entry, naming its position.
 pub fn slots_from_triples(values: &[i64]) -> Result<Vec<Slot>, String> {
-    if values.len() % 3 != 0 {
+    if !values.len().is_multiple_of(3) {
         return Err(format!("{} slot entries are not (microbatch, chunk, direction) triples", values.len()));
     }
     values

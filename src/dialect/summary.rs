@@ -1073,6 +1073,8 @@ pub fn summarize(module: OperationRef) -> Result<WorkSummary, SummaryError> {
 ///
 /// # Errors
 /// When the strategy binding or the decomposed block does not derive.
+// The three parts are named in the doc above; an alias would hide them.
+#[allow(clippy::type_complexity)]
 pub fn model_invocations(
     module: OperationRef,
 ) -> Result<

@@ -203,59 +203,6 @@ impl OpSpec {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_dialect_has_ops_with_summaries() {
-        for dialect in DIALECTS {
-            assert!(DIALECT_NAMES.contains(&dialect.name));
-            assert!(!dialect.ops.is_empty(), "{} has no ops", dialect.name);
-            for op in dialect.ops {
-                assert!(!op.summary.is_empty(), "{} has no summary", op.name);
-            }
-        }
-    }
-
-    #[test]
-    fn collectives_require_exactly_their_own_metadata() {
-        let ar = op_spec("dist.all_reduce").expect("all_reduce is defined");
-        assert!(!ar.attribute("reduction").expect("reduction").optional);
-        assert!(ar.attribute("root").is_none());
-        let bc = op_spec("dist.broadcast").expect("broadcast is defined");
-        assert!(bc.attribute("reduction").is_none());
-        assert!(!bc.attribute("root").expect("root").optional);
-        assert!(op_spec("dist.all_reduce_start").is_some());
-    }
-
-    #[test]
-    fn op_kinds_round_trip_and_pair_sync_with_async() {
-        for kind in OpKind::ALL {
-            assert_eq!(OpKind::from_name(kind.name()), Some(kind));
-            assert_eq!(kind.spec().name, kind.name());
-            if let Some(start) = kind.async_form() {
-                assert!(start.is_async() && start.sync_form() == Some(kind));
-                assert_eq!(start.name(), format!("{}_start", kind.name()));
-            }
-        }
-        assert!(OpKind::DistAllReduce.is_collective() && !OpKind::DistP2P.is_collective());
-        assert!(OpKind::DistP2P.is_communication() && OpKind::DistP2PStart.is_async());
-        assert!(OpKind::DistCopyReshape.is_copy() && OpKind::DistCopyReshape.is_async());
-        assert!(OpKind::DistCompute.is_task() && OpKind::PlanComputeTask.is_task());
-        assert!(!OpKind::DistWait.is_async() && !OpKind::ModelMatmul.is_task());
-    }
-
-    #[test]
-    fn enums_carry_the_ods_spellings() {
-        assert_eq!(Phase::from_name("activation_gradient"), Some(Phase::ActivationGradient));
-        assert_eq!(Phase::ActivationGradient.value(), 2);
-        assert_eq!(Reduction::from_value(0), Some(Reduction::Sum));
-        assert_eq!(PipelineSchedule::InterleavedOneFOneB.name(), "interleaved_one_f_one_b");
-        assert!(EFFECTS_FLAGS.iter().any(|(name, _)| *name == "random_state"));
-    }
-}
-
 // The workload algebra's enums as ODS enum cases.
 
 use crate::analysis::workload as w;
@@ -326,5 +273,58 @@ pub fn communication_capability(kind: OpKind) -> CommunicationCapability {
         OpKind::DistAllToAll => CommunicationCapability::AllToAll,
         OpKind::DistBroadcast => CommunicationCapability::Broadcast,
         _ => CommunicationCapability::PointToPoint,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_dialect_has_ops_with_summaries() {
+        for dialect in DIALECTS {
+            assert!(DIALECT_NAMES.contains(&dialect.name));
+            assert!(!dialect.ops.is_empty(), "{} has no ops", dialect.name);
+            for op in dialect.ops {
+                assert!(!op.summary.is_empty(), "{} has no summary", op.name);
+            }
+        }
+    }
+
+    #[test]
+    fn collectives_require_exactly_their_own_metadata() {
+        let ar = op_spec("dist.all_reduce").expect("all_reduce is defined");
+        assert!(!ar.attribute("reduction").expect("reduction").optional);
+        assert!(ar.attribute("root").is_none());
+        let bc = op_spec("dist.broadcast").expect("broadcast is defined");
+        assert!(bc.attribute("reduction").is_none());
+        assert!(!bc.attribute("root").expect("root").optional);
+        assert!(op_spec("dist.all_reduce_start").is_some());
+    }
+
+    #[test]
+    fn op_kinds_round_trip_and_pair_sync_with_async() {
+        for kind in OpKind::ALL {
+            assert_eq!(OpKind::from_name(kind.name()), Some(kind));
+            assert_eq!(kind.spec().name, kind.name());
+            if let Some(start) = kind.async_form() {
+                assert!(start.is_async() && start.sync_form() == Some(kind));
+                assert_eq!(start.name(), format!("{}_start", kind.name()));
+            }
+        }
+        assert!(OpKind::DistAllReduce.is_collective() && !OpKind::DistP2P.is_collective());
+        assert!(OpKind::DistP2P.is_communication() && OpKind::DistP2PStart.is_async());
+        assert!(OpKind::DistCopyReshape.is_copy() && OpKind::DistCopyReshape.is_async());
+        assert!(OpKind::DistCompute.is_task() && OpKind::PlanComputeTask.is_task());
+        assert!(!OpKind::DistWait.is_async() && !OpKind::ModelMatmul.is_task());
+    }
+
+    #[test]
+    fn enums_carry_the_ods_spellings() {
+        assert_eq!(Phase::from_name("activation_gradient"), Some(Phase::ActivationGradient));
+        assert_eq!(Phase::ActivationGradient.value(), 2);
+        assert_eq!(Reduction::from_value(0), Some(Reduction::Sum));
+        assert_eq!(PipelineSchedule::InterleavedOneFOneB.name(), "interleaved_one_f_one_b");
+        assert!(EFFECTS_FLAGS.iter().any(|(name, _)| *name == "random_state"));
     }
 }

@@ -45,6 +45,11 @@ pub fn text_of(bytes: &[u8]) -> &str {
 }
 
 /// A print callback that appends MLIR's bytes to a `Vec<u8>`, never failing.
+///
+/// # Safety
+/// `data` must point to a live `Vec<u8>` not otherwise borrowed during the
+/// call, and `text` must be a valid (pointer, length) pair, as MLIR's print
+/// functions pass.
 pub unsafe extern "C" fn append_bytes(text: mlir_sys::MlirStringRef, data: *mut c_void) {
     if text.data.is_null() || text.length == 0 {
         return;

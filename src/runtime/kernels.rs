@@ -55,7 +55,7 @@ unsafe fn matmul(rank_a: i64, a: *const c_void, rank_b: i64, b: *const c_void, r
     if !agrees {
         return Err(RtError::memref("matmul", format!("shapes {:?} x {:?} -> {:?} do not multiply", a.sizes(), b.sizes(), c.sizes())));
     }
-    if [&a, &b, &c].iter().any(|v| v.numel() > 0 && v.first_element() as usize % std::mem::align_of::<f32>() != 0) {
+    if [&a, &b, &c].iter().any(|v| v.numel() > 0 && !(v.first_element() as usize).is_multiple_of(std::mem::align_of::<f32>())) {
         return Err(RtError::memref("matmul", "an operand's data is not aligned for f32"));
     }
     // An input that shares memory with C is read from a packed copy, so

@@ -51,7 +51,7 @@ mod tests {
         assert_eq!(axis_group(&shape, &[], 7).collect::<Vec<_>>(), vec![7]);
         // Every rank is in its own group, and the groups partition the mesh.
         for axes in [vec![0], vec![1], vec![2], vec![0, 2]] {
-            let mut seen = vec![0; 12];
+            let mut seen = [0; 12];
             for rank in 0..12 {
                 let group: Vec<i64> = axis_group(&shape, &axes, rank).collect();
                 assert!(group.contains(&rank));

@@ -269,7 +269,7 @@ pub fn estimate_tasks(work: &LayerWork) -> Vec<TaskFacts> {
         .filter_map(|t| {
             Some(TaskFacts {
                 id: crate::ir::lineage::base_id(&t.id).to_string(),
-                phase: crate::analysis::estimate::phase_from_name(&t.phase)?,
+                phase: crate::analysis::estimate::phase_from_name(t.phase)?,
                 capability: Capability::from_name(&t.engine)?,
                 class: if t.class == TaskClass::Compute { EstimateClass::Compute } else { EstimateClass::TensorParallel },
                 ops: t.ops,

@@ -64,6 +64,12 @@ impl Tensor {
     pub fn len(&self) -> usize {
         self.shape.iter().map(|d| usize::try_from(*d).unwrap_or(0)).product()
     }
+
+    /// Whether the tensor has no elements (a zero dimension).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// The signature of `@train_step`.

@@ -31,7 +31,7 @@ pub fn escape(text: &str) -> String {
 /// A tick step of 1, 2 or 5 × 10^k giving about `target` ticks over `span`.
 #[must_use]
 pub fn tick_step(span: f64, target: f64) -> f64 {
-    if !(span > 0.0) || !span.is_finite() {
+    if span <= 0.0 || !span.is_finite() {
         return 1.0;
     }
     let raw = span / target.max(1.0);

@@ -278,7 +278,7 @@ impl HuggingFaceConfig {
         }
         let head_dim = match self.head_dim {
             Some(d) => d,
-            None if self.num_attention_heads > 0 && self.hidden_size % self.num_attention_heads == 0 => {
+            None if self.num_attention_heads > 0 && self.hidden_size.is_multiple_of(self.num_attention_heads) => {
                 self.hidden_size / self.num_attention_heads
             }
             None => {

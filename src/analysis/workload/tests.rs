@@ -624,6 +624,8 @@ fn rule_kv_heads_divide_heads() {
 #[test]
 fn derivation_refuses_what_it_does_not_count() {
     use super::spec::{Dropout, OptimizerKind, OptimizerSpec, Real};
+    // An (edit, feature) table; the annotation makes the closures fn pointers.
+    #[allow(clippy::type_complexity)]
     let cases: [(fn(&mut TrainingSpec), &str); 1] = [(
         |s| s.workload.optimizer = Some(OptimizerSpec { kind: OptimizerKind::Sgd, lr: Real(0.1), beta1: None, beta2: None, eps: None }),
         "workload.optimizer.kind = sgd",
@@ -821,6 +823,8 @@ fn derive_rejects_invalid_spec() {
 /// evaluated exactly: every term over the common denominator
 /// `2 · hidden² · heads` (so the rational formula's value is an integer
 /// here, as it must be).
+// One parameter per term of Megatron's formula, named as in it.
+#[allow(clippy::too_many_arguments)]
 fn megatron_block_flops(b: u64, s: u64, h: u64, ffn: u64, heads: u64, query_groups: u64, kv_channels: u64, swiglu: bool) -> u128 {
     let [b, s, h, f, a, g, d] = [b, s, h, ffn, heads, query_groups, kv_channels].map(u128::from);
     // Attention: (1 + g/a + s/h) · (d·a/h) = (a·h + g·h + s·a) · d·a / (a·h²).

@@ -354,17 +354,13 @@ fn check_collective(checker: &mut Checker, op: OperationRef, kind: OpKind, async
                 }
             }
         }
-        (OpKind::DistReduceScatter | OpKind::DistAllGather, _, _) => {
-            if input_ty != result_ty && (tensor_shape(input_ty).is_some() || tensor_shape(result_ty).is_some()) {
-                checker.error(
-                    op,
-                    format!(
-                        "result type {} must be the gathered or scattered input type {}",
-                        type_string(result_ty),
-                        type_string(input_ty)
-                    ),
-                );
-            }
+        (OpKind::DistReduceScatter | OpKind::DistAllGather, _, _)
+            if input_ty != result_ty && (tensor_shape(input_ty).is_some() || tensor_shape(result_ty).is_some()) =>
+        {
+            checker.error(
+                op,
+                format!("result type {} must be the gathered or scattered input type {}", type_string(result_ty), type_string(input_ty)),
+            );
         }
         _ => {}
     }

@@ -40,7 +40,7 @@ fn element_bytes(ty: Type) -> Option<u64> {
             return None;
         }
         let bits = mlir_sys::mlirFloatTypeGetWidth(element.to_raw());
-        u64::try_from(bits).ok().map(|b| b.div_ceil(8))
+        Some(u64::from(bits).div_ceil(8))
     }
 }
 

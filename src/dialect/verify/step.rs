@@ -218,7 +218,7 @@ fn check_schedule<'c, 'a>(checker: &mut Checker, op: OperationRef<'c, 'a>, p: &m
     }
     p.schedule_ops.insert(stage, op);
     let slots = i64_array_attr(op, "slots").unwrap_or_default();
-    if slots.len() % 3 != 0 {
+    if !slots.len().is_multiple_of(3) {
         checker.error(op, format!("'slots' must be (microbatch, chunk, direction) triples, but has {} values", slots.len()));
         return;
     }

@@ -130,7 +130,7 @@ fn mismatched_shapes_and_ranks_are_errors() {
 #[test]
 fn misaligned_data_is_an_error() {
     let mut storage = vec![0u8; 64];
-    let misaligned = storage.as_mut_ptr().wrapping_add(if storage.as_ptr() as usize % 4 == 0 { 1 } else { 0 }).cast::<f32>();
+    let misaligned = storage.as_mut_ptr().wrapping_add(if (storage.as_ptr() as usize).is_multiple_of(4) { 1 } else { 0 }).cast::<f32>();
     let mut a_desc = descriptor(misaligned, 0, &[2, 2], &[2, 1]);
     let mut b = OwnedMemRef::filled(&[2, 2], 1.0f32);
     let mut c = OwnedMemRef::filled(&[2, 2], 0.0f32);

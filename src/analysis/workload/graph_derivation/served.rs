@@ -403,7 +403,7 @@ impl<'g> Served<'g> {
     }
 
     fn divisible(&self, op: usize, size: u64, what: &str) -> Result<(), GraphError> {
-        if size % self.tp != 0 {
+        if !size.is_multiple_of(self.tp) {
             return Err(at(self.id(op), format!("cannot split {what} ({size}) over mapping.tp = {}", self.tp)));
         }
         Ok(())
