@@ -409,13 +409,102 @@ fn the_served_derivation_from_modelir_equals_the_algebra() {
     }
 }
 
+/// Random edits of a block graph: shapes of any rank and size, operands
+/// dropped, added or redirected, op kinds swapped. `as_read`: only what a
+/// block read off the IR can be (static shapes of at most 2^54 elements,
+/// each op with its kind's operands, an operand defined before its reader).
+fn edit_graph(
+    graph: &crate::analysis::workload::BlockGraph,
+    next: &mut impl FnMut() -> u64,
+    as_read: bool,
+) -> crate::analysis::workload::BlockGraph {
+    use crate::analysis::workload::{graph::DYNAMIC, GraphOpKind, OptimizerKind, ValueRole};
+    let kinds = [
+        GraphOpKind::Fork,
+        GraphOpKind::LayerNorm,
+        GraphOpKind::RmsNorm,
+        GraphOpKind::Matmul,
+        GraphOpKind::BatchMatmul,
+        GraphOpKind::AttentionScores { heads: 4, kv_heads: 2, head_dim: 16 },
+        GraphOpKind::AttentionContext { heads: 4, kv_heads: 4, head_dim: 16 },
+        GraphOpKind::Softmax { dim: 3 },
+        GraphOpKind::Softmax { dim: 9 },
+        GraphOpKind::Gelu,
+        GraphOpKind::Swiglu,
+        GraphOpKind::Dropout,
+        GraphOpKind::Add,
+        GraphOpKind::BiasAdd,
+        GraphOpKind::Rope { heads: 3 },
+        GraphOpKind::KvAppend { cached: true },
+        GraphOpKind::KvAppend { cached: false },
+        GraphOpKind::Split { dim: 1 },
+        GraphOpKind::Output,
+        GraphOpKind::Value(ValueRole::Input),
+        GraphOpKind::Value(ValueRole::Activation),
+        GraphOpKind::Value(ValueRole::Parameter),
+        GraphOpKind::ActivationGradient { of: "attn.q".into() },
+        GraphOpKind::WeightGradient { of: "mlp.fc1".into() },
+        GraphOpKind::OptimizerStep { kind: OptimizerKind::Adam },
+        GraphOpKind::Other("model.unknown".into()),
+    ];
+    let dims = [0, 1, 2, 3, 7, 16, 64, DYNAMIC, 1 << 40];
+    let dims = if as_read { &dims[..7] } else { &dims[..] };
+    let mut g = graph.clone();
+    for _ in 0..1 + next() % 3 {
+        match next() % 4 {
+            0 => {
+                let v = (next() as usize) % g.values.len();
+                let rank = (next() % 6) as usize;
+                g.values[v].shape = (0..rank).map(|_| dims[(next() as usize) % dims.len()]).collect();
+            }
+            _ if as_read => {
+                // Redirect an operand to a value defined before its op.
+                let op = (next() as usize) % g.ops.len();
+                let earlier = g.values.iter().filter(|v| v.producer < op).count();
+                if !g.ops[op].operands.is_empty() && earlier > 0 {
+                    let at = (next() as usize) % g.ops[op].operands.len();
+                    let pick = (next() as usize) % earlier;
+                    let value = g.values.iter().enumerate().filter(|(_, v)| v.producer < op).nth(pick).map(|(i, _)| i);
+                    g.ops[op].operands[at] = value.unwrap_or(0);
+                }
+            }
+            1 => {
+                let op = (next() as usize) % g.ops.len();
+                if !g.ops[op].operands.is_empty() && next().is_multiple_of(2) {
+                    let at = (next() as usize) % g.ops[op].operands.len();
+                    g.ops[op].operands.remove(at);
+                } else {
+                    let v = (next() as usize) % g.values.len();
+                    g.ops[op].operands.push(v);
+                }
+            }
+            2 => {
+                let op = (next() as usize) % g.ops.len();
+                g.ops[op].kind = kinds[(next() as usize) % kinds.len()].clone();
+            }
+            _ => {
+                let op = (next() as usize) % g.ops.len();
+                if !g.ops[op].operands.is_empty() {
+                    let at = (next() as usize) % g.ops[op].operands.len();
+                    g.ops[op].operands[at] = (next() as usize) % g.values.len();
+                }
+            }
+        }
+    }
+    g
+}
+
+/// Edits per block in the never-panics tests (`BLUEPRINT_FUZZ_EDITS`
+/// overrides, for a longer run by hand).
+fn fuzz_edits() -> usize {
+    std::env::var("BLUEPRINT_FUZZ_EDITS").ok().and_then(|v| v.parse().ok()).unwrap_or(1500)
+}
+
 /// Whatever a served block's ops and types say, its derivation returns a
-/// result or an error naming the op, never a panic: random edits of the
-/// decomposed blocks of a few specs (shapes of any rank and size, operands
-/// dropped, repeated or pointing anywhere, op kinds swapped).
+/// result or an error naming the op, never a panic.
 #[test]
 fn the_served_derivation_never_panics_on_edited_blocks() {
-    use crate::analysis::workload::{derive_served_pass, graph::DYNAMIC, GraphOpKind, InferencePhase, ValueRole};
+    use crate::analysis::workload::{derive_served_pass, InferencePhase};
     let files = ["tiny-inf-mha.json", "tiny-inf-gqa.json", "tiny-inf-mqa.json", "tiny-inf-tp1.json"];
     let context = create_context();
     let sink = DiagnosticSink::attach(&context);
@@ -431,64 +520,10 @@ fn the_served_derivation_never_panics_on_edited_blocks() {
             .find(|op| crate::ir::read::name_of(*op) == "func.func")
             .expect("the block's function");
         let graph = crate::dialect::model::graph::read_served_block(function).expect("reads").graph;
-        let kinds = [
-            GraphOpKind::Fork,
-            GraphOpKind::LayerNorm,
-            GraphOpKind::RmsNorm,
-            GraphOpKind::Matmul,
-            GraphOpKind::BatchMatmul,
-            GraphOpKind::Softmax { dim: 3 },
-            GraphOpKind::Softmax { dim: 9 },
-            GraphOpKind::Gelu,
-            GraphOpKind::Swiglu,
-            GraphOpKind::Dropout,
-            GraphOpKind::Add,
-            GraphOpKind::BiasAdd,
-            GraphOpKind::Rope { heads: 3 },
-            GraphOpKind::KvAppend { cached: true },
-            GraphOpKind::KvAppend { cached: false },
-            GraphOpKind::Split { dim: 1 },
-            GraphOpKind::Output,
-            GraphOpKind::Value(ValueRole::Input),
-            GraphOpKind::Value(ValueRole::Parameter),
-            GraphOpKind::Other("model.unknown".into()),
-        ];
-        let dims = [0, 1, 2, 3, 7, 16, 64, DYNAMIC, 1 << 40];
-        for _ in 0..1500 {
-            let mut g = graph.clone();
-            for _ in 0..1 + next() % 3 {
-                match next() % 4 {
-                    0 => {
-                        let v = (next() as usize) % g.values.len();
-                        let rank = (next() % 6) as usize;
-                        g.values[v].shape = (0..rank).map(|_| dims[(next() as usize) % dims.len()]).collect();
-                    }
-                    1 => {
-                        let op = (next() as usize) % g.ops.len();
-                        if !g.ops[op].operands.is_empty() && next().is_multiple_of(2) {
-                            let at = (next() as usize) % g.ops[op].operands.len();
-                            g.ops[op].operands.remove(at);
-                        } else {
-                            let v = (next() as usize) % g.values.len();
-                            g.ops[op].operands.push(v);
-                        }
-                    }
-                    2 => {
-                        let op = (next() as usize) % g.ops.len();
-                        g.ops[op].kind = kinds[(next() as usize) % kinds.len()].clone();
-                    }
-                    _ => {
-                        let op = (next() as usize) % g.ops.len();
-                        if !g.ops[op].operands.is_empty() {
-                            let at = (next() as usize) % g.ops[op].operands.len();
-                            g.ops[op].operands[at] = (next() as usize) % g.values.len();
-                        }
-                    }
-                }
-            }
+        for _ in 0..fuzz_edits() {
+            let g = edit_graph(&graph, &mut next, false);
             for (pass, context) in [(InferencePhase::Prefill, 8), (InferencePhase::Decode, 12)] {
-                let result = std::panic::catch_unwind(|| derive_served_pass(&g, &spec, pass, context));
-                match result {
+                match std::panic::catch_unwind(|| derive_served_pass(&g, &spec, pass, context)) {
                     Ok(r) => outcomes[usize::from(r.is_ok())] += 1,
                     Err(_) => panic!("{file} {pass:?}: the derivation panicked on {g:#?}"),
                 }
@@ -496,5 +531,28 @@ fn the_served_derivation_never_panics_on_edited_blocks() {
         }
     }
     // Most edits are refused; some (a shape nothing reads) still derive.
+    assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
+}
+
+/// The same for a training block, edited as its IR can be (the reader
+/// refuses dynamic shapes, oversized tensors and operands defined after
+/// their op; ODS fixes each op's operands): the derivation from ModelIR
+/// refuses what it cannot shard or count, never panics.
+#[test]
+fn the_training_derivation_never_panics_on_edited_blocks() {
+    use crate::analysis::workload::derive_from_graph;
+    let mut next = crate::runtime::dtype::xorshift(0x0007_a1e5_0f0b);
+    let mut outcomes = [0usize; 2];
+    let specs: Vec<TrainingSpec> = strategy_sweep().into_iter().step_by(20).collect();
+    for spec in &specs {
+        let graph = decomposed_graph(spec);
+        for _ in 0..fuzz_edits() / 4 {
+            let g = edit_graph(&graph, &mut next, true);
+            match std::panic::catch_unwind(|| derive_from_graph(&g, spec)) {
+                Ok(r) => outcomes[usize::from(r.is_ok())] += 1,
+                Err(_) => panic!("{:?}: the derivation panicked on {g:#?}", spec.mapping),
+            }
+        }
+    }
     assert!(outcomes[0] > 0 && outcomes[1] > 0, "{outcomes:?}");
 }

@@ -51,6 +51,7 @@
 
 mod dataflow;
 pub mod served;
+mod shapes;
 
 use std::collections::{HashMap, HashSet};
 
@@ -277,6 +278,10 @@ impl<'g> Derivation<'g> {
     }
 
     fn run(mut self) -> Result<GraphDerivation, GraphError> {
+        shapes::check_program_order(self.g)?;
+        for op in 0..self.g.ops.len() {
+            shapes::check_forward_op(self.g, op)?;
+        }
         let input = self.block_input()?;
         self.check_datatype(input)?;
         for op in 0..self.g.ops.len() {

@@ -181,13 +181,8 @@ struct Served<'g> {
 
 impl<'g> Served<'g> {
     fn new(g: &'g BlockGraph, spec: &InferenceSpec, pass: InferencePhase, context: u64) -> Result<Self, GraphError> {
-        // Program order: every operand is defined by an earlier op (as
-        // the IR reader guarantees), so the walks below end.
-        for (op, node) in g.ops.iter().enumerate() {
-            if node.operands.iter().any(|&v| g.values.get(v).is_none_or(|value| value.producer >= op)) {
-                return Err(at(&node.id, "reads a value not defined before it"));
-            }
-        }
+        // Program order, so the walks below end.
+        super::shapes::check_program_order(g)?;
         let inputs = served_inputs(g);
         let index = usize::from(pass == InferencePhase::Decode);
         if inputs.len() <= index {
@@ -647,22 +642,15 @@ impl<'g> Served<'g> {
             if self.op_pass[op].is_none() && !shared {
                 return Err(at(&node.id, "reads no pass's input, only parameters: a served pass computes from its prompt or token"));
             }
+            super::shapes::check_forward_op(self.g, op)?;
             let (operands, results): (&[usize], usize) = match &node.kind {
                 GraphOpKind::Value(_) => (&[0], 1),
                 GraphOpKind::Output => (&[1], 0),
-                GraphOpKind::Fork | GraphOpKind::Split { .. } => (&[1], 1),
-                GraphOpKind::LayerNorm => (&[3], 1),
-                GraphOpKind::RmsNorm => (&[2], 1),
-                GraphOpKind::Softmax { .. }
-                | GraphOpKind::Gelu
-                | GraphOpKind::Relu
-                | GraphOpKind::Silu
-                | GraphOpKind::Dropout
-                | GraphOpKind::Rope { .. } => (&[1], 1),
-                GraphOpKind::Matmul | GraphOpKind::BatchMatmul | GraphOpKind::Swiglu | GraphOpKind::Add | GraphOpKind::BiasAdd => (&[2], 1),
+                GraphOpKind::Split { .. } => (&[1], 1),
+                GraphOpKind::BatchMatmul => (&[2], 1),
                 GraphOpKind::KvAppend { cached: true } => (&[3], 1),
                 GraphOpKind::KvAppend { cached: false } => (&[2], 1),
-                _ => continue, // no rule: refused where it is sharded
+                _ => continue, // checked above, or refused where it is sharded
             };
             if !operands.contains(&node.operands.len()) || node.results.len() < results {
                 return Err(at(
@@ -678,7 +666,6 @@ impl<'g> Served<'g> {
             }
             let rank = |v: usize| self.g.values[v].shape.len();
             let ranked = match &node.kind {
-                GraphOpKind::Matmul => rank(node.operands[0]) >= 2 && rank(node.operands[1]) == 2,
                 GraphOpKind::KvAppend { .. } => rank(node.results[0]) == 4,
                 GraphOpKind::Value(ValueRole::Input) => rank(node.results[0]) == 3,
                 GraphOpKind::Value(_) | GraphOpKind::Output => true,
@@ -686,13 +673,6 @@ impl<'g> Served<'g> {
             };
             if !ranked {
                 return Err(at(&node.id, format!("has operand or result ranks its '{}' rule does not read", node.kind.op_name())));
-            }
-            if node.kind == GraphOpKind::Matmul {
-                let (x, w, y) = (self.shape(node.operands[0]), self.shape(node.operands[1]), self.shape(node.results[0]));
-                let rows = |s: &[u64]| s[..s.len() - 1].to_vec();
-                if x.last() != w.first() || y.last() != w.last() || rows(&x) != rows(&y) {
-                    return Err(at(&node.id, format!("multiplies {x:?} by {w:?} into {y:?}: the shapes do not chain")));
-                }
             }
         }
         Ok(())
