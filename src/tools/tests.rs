@@ -250,11 +250,27 @@ fn decomposed_graph(spec: &TrainingSpec) -> crate::analysis::workload::BlockGrap
     if let Err(e) = run_pipeline(&context, &mut module, "builtin.module(model-decompose-transformer)") {
         panic!("{e}: {:?}", sink.take());
     }
-    let function = crate::ir::read::collect_ops(module.as_operation())
+    crate::dialect::model::graph::read_block(block_function(&module)).map(|read| read.graph).unwrap_or_else(|(_, e)| panic!("reads: {e}"))
+}
+
+/// The block's function of a decomposed module.
+fn block_function<'c, 'a>(module: &'a melior::ir::Module<'c>) -> melior::ir::OperationRef<'c, 'a> {
+    crate::ir::read::collect_ops(module.as_operation())
         .into_iter()
         .find(|op| crate::ir::read::name_of(*op) == "func.func")
-        .expect("the block's function");
-    crate::dialect::model::graph::read_block(function).map(|read| read.graph).unwrap_or_else(|(_, e)| panic!("reads: {e}"))
+        .expect("the block's function")
+}
+
+/// The decomposed served block of an inference spec, read as the served
+/// derivation reads it.
+fn served_graph(spec: &InferenceSpec) -> crate::analysis::workload::BlockGraph {
+    let context = create_context();
+    let sink = DiagnosticSink::attach(&context);
+    let mut module = parse_module(&context, &sink, inference_text(spec).as_bytes(), "spec").expect("import parses");
+    if let Err(e) = run_pipeline(&context, &mut module, "builtin.module(model-decompose-transformer)") {
+        panic!("{e}: {:?}", sink.take());
+    }
+    crate::dialect::model::graph::read_served_block(block_function(&module)).unwrap_or_else(|(_, e)| panic!("reads: {e}")).graph
 }
 
 /// Specs over every strategy choice the block's derivation reads (TP
@@ -377,18 +393,8 @@ fn the_served_derivation_from_modelir_equals_the_algebra() {
         }
     }
     assert_eq!(specs.len(), oracle + 72, "the sweep covers the strategies");
-    let context = create_context();
-    let sink = DiagnosticSink::attach(&context);
     for (i, spec) in specs.iter().enumerate() {
-        let mut module = parse_module(&context, &sink, inference_text(spec).as_bytes(), "spec").expect("import parses");
-        if let Err(e) = run_pipeline(&context, &mut module, "builtin.module(model-decompose-transformer)") {
-            panic!("{e}: {:?}", sink.take());
-        }
-        let function = crate::ir::read::collect_ops(module.as_operation())
-            .into_iter()
-            .find(|op| crate::ir::read::name_of(*op) == "func.func")
-            .expect("the block's function");
-        let graph = crate::dialect::model::graph::read_served_block(function).unwrap_or_else(|(_, e)| panic!("reads: {e}")).graph;
+        let graph = served_graph(spec);
         let (prompt, last) = (spec.workload.prompt_tokens, spec.workload.final_context());
         let mut passes = vec![(InferencePhase::Prefill, prompt, derive_prefill_pass(spec).expect("derives"))];
         if spec.workload.generated_tokens > 0 {
@@ -506,20 +512,12 @@ fn fuzz_edits() -> usize {
 fn the_served_derivation_never_panics_on_edited_blocks() {
     use crate::analysis::workload::{derive_served_pass, InferencePhase};
     let files = ["tiny-inf-mha.json", "tiny-inf-gqa.json", "tiny-inf-mqa.json", "tiny-inf-tp1.json"];
-    let context = create_context();
-    let sink = DiagnosticSink::attach(&context);
     let mut next = crate::runtime::dtype::xorshift(0x005e_7ed0_fa11);
     let mut outcomes = [0usize; 2];
     for file in files {
         let path = format!("{}/test/Inputs/specs/{file}", env!("CARGO_MANIFEST_DIR"));
         let spec = InferenceSpec::from_json(&std::fs::read_to_string(&path).expect("spec")).expect("valid spec");
-        let mut module = parse_module(&context, &sink, inference_text(&spec).as_bytes(), "spec").expect("import parses");
-        run_pipeline(&context, &mut module, "builtin.module(model-decompose-transformer)").expect("decomposes");
-        let function = crate::ir::read::collect_ops(module.as_operation())
-            .into_iter()
-            .find(|op| crate::ir::read::name_of(*op) == "func.func")
-            .expect("the block's function");
-        let graph = crate::dialect::model::graph::read_served_block(function).expect("reads").graph;
+        let graph = served_graph(&spec);
         for _ in 0..fuzz_edits() {
             let g = edit_graph(&graph, &mut next, false);
             for (pass, context) in [(InferencePhase::Prefill, 8), (InferencePhase::Decode, 12)] {

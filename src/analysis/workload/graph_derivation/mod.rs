@@ -422,13 +422,7 @@ impl<'g> Derivation<'g> {
     }
 
     fn unique(&mut self, name: &str) -> String {
-        let mut candidate = name.to_string();
-        let mut n = 2;
-        while !self.names.insert(candidate.clone()) {
-            candidate = format!("{name}.{n}");
-            n += 1;
-        }
-        candidate
+        unique(&mut self.names, name)
     }
 
     /// Assigns the layouts of `op`'s results (forward ops only).
@@ -1002,6 +996,17 @@ impl<'g> Derivation<'g> {
         }
         Ok(())
     }
+}
+
+/// `name`, or `name.2`, `name.3`, ... : the first not in `names` (added).
+fn unique(names: &mut HashSet<String>, name: &str) -> String {
+    let mut candidate = name.to_string();
+    let mut n = 2;
+    while !names.insert(candidate.clone()) {
+        candidate = format!("{name}.{n}");
+        n += 1;
+    }
+    candidate
 }
 
 /// The first dot-separated segment of an id (`attn` of `attn.qkv_fork`).

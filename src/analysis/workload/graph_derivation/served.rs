@@ -37,7 +37,7 @@ use super::super::inference_spec::{InferencePhase, InferenceSpec};
 use super::super::rules::Activation;
 use super::super::serving::{AttentionDims, Output, ServedBuilder};
 use super::super::spec::MAX_WORK_SCALE;
-use super::{at, scope, GraphError};
+use super::{at, scope, unique, GraphError, Layout, Split, WHOLE};
 
 /// What a served task waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,28 +126,6 @@ pub fn derive_served_pass(
     spec.validate().map_err(|e| GraphError { op: None, message: e.to_string() })?;
     Served::new(graph, spec, pass, context)?.run()
 }
-
-/// How a value is split over the `tp` ranks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Split {
-    Whole,
-    /// The last dimension (a column-parallel output, queries by heads).
-    Last,
-    /// Dimension 1 of `[b, heads, s, t]` scores.
-    Heads,
-    /// Keys or values of `groups` KV heads, fewer than `tp`: one head per
-    /// rank (the last dimension divided by `groups`).
-    KvGroups(u64),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Layout {
-    split: Split,
-    /// A partial sum over the ranks (a row-parallel output).
-    partial: bool,
-}
-
-const WHOLE: Layout = Layout { split: Split::Whole, partial: false };
 
 /// An all-reduce of a partial sum before the op first reading it.
 struct Exit {
@@ -265,7 +243,7 @@ impl<'g> Served<'g> {
         let (dim, parts) = match self.layout[value].map_or(Split::Whole, |l| l.split) {
             Split::Whole => return shape,
             Split::Last => (last, self.tp),
-            Split::Heads => (1, self.tp),
+            Split::Heads | Split::Seq => (1, self.tp),
             Split::KvGroups(groups) => (last, groups),
         };
         if let Some(d) = shape.get_mut(dim) {
@@ -362,16 +340,6 @@ impl<'g> Served<'g> {
         Ok(())
     }
 
-    fn unique(&mut self, name: &str) -> String {
-        let mut candidate = name.to_string();
-        let mut n = 2;
-        while !self.names.insert(candidate.clone()) {
-            candidate = format!("{name}.{n}");
-            n += 1;
-        }
-        candidate
-    }
-
     fn layout_of(&self, op: usize, value: usize) -> Result<Layout, GraphError> {
         self.layout[value].ok_or_else(|| at(self.id(op), "reads a value the pass does not compute before it"))
     }
@@ -385,7 +353,8 @@ impl<'g> Served<'g> {
             return Ok(layout);
         }
         let producer = self.g.values[value].producer;
-        let name = self.unique(&format!("{}.tp_exit", scope(self.source(producer))));
+        let base = format!("{}.tp_exit", scope(self.source(producer)));
+        let name = unique(&mut self.names, &base);
         self.exits.push(Exit { value, first_consumer: op, name });
         self.layout[value] = Some(WHOLE);
         Ok(WHOLE)
@@ -465,7 +434,7 @@ impl<'g> Served<'g> {
                 let rank = self.shape(node.operands[0]).len() as u64;
                 let split_dim = match layout.split {
                     Split::Whole => None,
-                    Split::Heads => Some(1),
+                    Split::Heads | Split::Seq => Some(1),
                     Split::Last | Split::KvGroups(_) => Some(rank.saturating_sub(1)),
                 };
                 if split_dim == Some(*dim) {
@@ -491,7 +460,7 @@ impl<'g> Served<'g> {
                         ParameterSplit::Columns
                     }
                     Split::KvGroups(_) => ParameterSplit::KvColumns,
-                    Split::Heads => return Err(at(&node.id, "adds a bias to attention scores split by heads")),
+                    Split::Heads | Split::Seq => return Err(at(&node.id, "adds a bias to attention scores split by heads")),
                 };
                 self.split_parameter(op, bias, split)?;
                 self.set(op, layout);
@@ -585,7 +554,7 @@ impl<'g> Served<'g> {
                 self.split_parameter(op, w, ParameterSplit::Rows)?;
                 Layout { split: Split::Whole, partial: true }
             }
-            Split::Heads => return Err(at(&node.id, "multiplies attention scores split by heads")),
+            Split::Heads | Split::Seq => return Err(at(&node.id, "multiplies attention scores split by heads")),
             Split::KvGroups(_) => return Err(at(&node.id, "multiplies keys or values replicated over tp")),
         };
         self.set(op, layout);
@@ -643,27 +612,15 @@ impl<'g> Served<'g> {
                 return Err(at(&node.id, "reads no pass's input, only parameters: a served pass computes from its prompt or token"));
             }
             super::shapes::check_forward_op(self.g, op)?;
-            let (operands, results): (&[usize], usize) = match &node.kind {
-                GraphOpKind::Value(_) => (&[0], 1),
-                GraphOpKind::Output => (&[1], 0),
-                GraphOpKind::Split { .. } => (&[1], 1),
-                GraphOpKind::BatchMatmul => (&[2], 1),
-                GraphOpKind::KvAppend { cached: true } => (&[3], 1),
-                GraphOpKind::KvAppend { cached: false } => (&[2], 1),
+            let (operands, results) = match &node.kind {
+                GraphOpKind::Value(_) => (0, 1),
+                GraphOpKind::Output => (1, 0),
+                GraphOpKind::Split { .. } => (1, 1),
+                GraphOpKind::BatchMatmul => (2, 1),
+                GraphOpKind::KvAppend { cached } => (2 + usize::from(*cached), 1),
                 _ => continue, // checked above, or refused where it is sharded
             };
-            if !operands.contains(&node.operands.len()) || node.results.len() < results {
-                return Err(at(
-                    &node.id,
-                    format!(
-                        "has {} operands and {} results, but '{}' takes {} and {results}",
-                        node.operands.len(),
-                        node.results.len(),
-                        node.kind.op_name(),
-                        operands[0]
-                    ),
-                ));
-            }
+            super::shapes::check_arity(node, operands, results)?;
             let rank = |v: usize| self.g.values[v].shape.len();
             let ranked = match &node.kind {
                 GraphOpKind::KvAppend { .. } => rank(node.results[0]) == 4,

@@ -5,7 +5,7 @@
 //! edited otherwise gets an error naming the op instead of a count read
 //! out of range.
 
-use super::super::graph::{BlockGraph, GraphOpKind};
+use super::super::graph::{BlockGraph, GraphOp, GraphOpKind};
 use super::{at, GraphError};
 
 /// Every operand of every op is defined by an earlier op (program order,
@@ -25,6 +25,25 @@ pub(super) fn check_program_order(g: &BlockGraph) -> Result<(), GraphError> {
     Ok(())
 }
 
+/// `node` has `operands` operands and at least `results` results.
+///
+/// # Errors
+/// When it has not, at the op.
+pub(super) fn check_arity(node: &GraphOp, operands: usize, results: usize) -> Result<(), GraphError> {
+    if node.operands.len() != operands || node.results.len() < results {
+        return Err(at(
+            &node.id,
+            format!(
+                "has {} operands and {} results, but '{}' takes {operands} and {results}",
+                node.operands.len(),
+                node.results.len(),
+                node.kind.op_name()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The operands, results and shapes of forward op `op` are what its kind
 /// takes (the verifier's rules); other kinds pass.
 ///
@@ -33,20 +52,7 @@ pub(super) fn check_program_order(g: &BlockGraph) -> Result<(), GraphError> {
 pub(super) fn check_forward_op(g: &BlockGraph, op: usize) -> Result<(), GraphError> {
     let node = &g.ops[op];
     let shape = |v: usize| g.values[v].shape.as_slice();
-    let arity = |operands: usize, results: usize| -> Result<(), GraphError> {
-        if node.operands.len() != operands || node.results.len() < results {
-            return Err(at(
-                &node.id,
-                format!(
-                    "has {} operands and {} results, but '{}' takes {operands} and {results}",
-                    node.operands.len(),
-                    node.results.len(),
-                    node.kind.op_name()
-                ),
-            ));
-        }
-        Ok(())
-    };
+    let arity = |operands: usize, results: usize| check_arity(node, operands, results);
     let same_as_input = || -> Result<(), GraphError> {
         let input = shape(node.operands[0]);
         if input.is_empty() || node.results.iter().any(|&r| shape(r) != input) {
