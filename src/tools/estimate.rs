@@ -23,7 +23,7 @@ use crate::{
             schedule::{ProcessorMemory, Schedule, Slot},
             simulate::{simulate, slots_from_triples, ChunkDurations, Communication, Simulation, StepInput},
             system::{NetworkBinding, SystemProfile},
-            workload::TrainingSpec,
+            workload::{InferenceSpec, TrainingSpec},
         },
         dialect::summary::{LayerWork, TaskClass},
     },
@@ -297,7 +297,13 @@ pub fn estimate_tasks(work: &LayerWork) -> Vec<TaskFacts> {
 /// # Errors
 /// No strategy or no plan on the module, and as [`run`].
 pub fn estimate_module(op: melior::ir::OperationRef, name: &str, args: &EstimateArgs) -> Result<EstimateOutput, String> {
-    use crate::dialect::model::binding::{read_spec, TRAINING_SPEC};
+    use crate::dialect::model::binding::{read_spec, INFERENCE_SPEC, TRAINING_SPEC};
+    use melior::ir::operation::OperationLike;
+    if op.attribute(INFERENCE_SPEC).is_ok() && op.attribute(TRAINING_SPEC).is_err() {
+        let spec: InferenceSpec = read_spec(op, INFERENCE_SPEC, |s: &InferenceSpec| s.validate().map_err(|e| e.to_string()))
+            .map_err(|e| format!("{name}: error: {e}"))?;
+        return served(op, name, args, &spec);
+    }
     let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
         .map_err(|e| format!("{name}: error: {e}"))?;
     let ops = crate::ir::read::collect_ops(op);
@@ -627,4 +633,70 @@ pub fn estimate_calculon(args: &EstimateArgs) -> Result<EstimateOutput, String> 
     crate::tools::pipeline::run_pipeline(&context, &mut module, crate::tools::search::PLAN_PIPELINE)
         .map_err(|e| format!("{name}: error: {e}\n{}", render(&sink)))?;
     estimate_module(module.as_operation(), &name, &args)
+}
+
+/// The estimate of a served block's plan (`distribute-transformer-inference`,
+/// `plan-transformer-inference`): the prefill and the decode step on the
+/// system, and the fullest stage's memory (see
+/// [`crate::analysis::estimate::serving`]). Training-step options are
+/// errors; a plan that does not fit is refused unless
+/// `--allow-over-capacity`.
+fn served(op: melior::ir::OperationRef, name: &str, args: &EstimateArgs, spec: &InferenceSpec) -> Result<EstimateOutput, String> {
+    use crate::analysis::estimate::serving::{estimate_served, ServedBlockMemory};
+    let training_only = [
+        (args.dp_net.is_some(), "--dp-net"),
+        (args.dp_overlap, "--dp-overlap"),
+        (args.forward_only, "--forward-only"),
+        (args.offload.any(), "an offload option"),
+        (args.format_calculon, "--format calculon"),
+        (args.tp_overlap.is_some(), "--tp-overlap"),
+        (args.timeline.is_some(), "--timeline"),
+        (args.memory.is_some(), "--memory"),
+        (args.trace.is_some(), "--trace"),
+        (args.simulate.is_some(), "--simulate"),
+    ];
+    if let Some((_, option)) = training_only.iter().find(|(given, _)| *given) {
+        return Err(format!(
+            "blueprint-translate: {option} prices a training step; {name} is a served block's plan (prefill and decode), estimated with --system, --tp-net and --pp-net"
+        ));
+    }
+    let system_path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
+    let shown = system_path.to_string_lossy();
+    let path: &str = &shown;
+    let text = std::fs::read_to_string(system_path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
+    let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
+    let need = |v: Option<usize>, flag: &str| {
+        v.ok_or_else(|| format!("blueprint-translate: --estimate needs {flag} (a network tier index of {path})"))
+    };
+    let (tp_net, pp_net) = (need(args.tp_net, "--tp-net")?, need(args.pp_net, "--pp-net")?);
+    let ops = crate::ir::read::collect_ops(op);
+    let has = |dialect: &str| ops.iter().any(|o| crate::ir::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
+    let layer = if has("plan") {
+        "plan"
+    } else if has("dist") {
+        "dist"
+    } else {
+        return Err(format!(
+            "{name}: error: no plan or dist program to estimate (run distribute-transformer-inference and plan-transformer-inference first)"
+        ));
+    };
+    let work = crate::dialect::summary::estimate_work(op, layer);
+    let fact = |kind: &str| work.memory.get(kind).map_or(0, |m| m.bytes);
+    let memory = ServedBlockMemory { weights: fact("weight"), activation_working: fact("activation_working"), kv_cache: fact("kv_cache") };
+    let estimate =
+        estimate_served(&estimate_tasks(&work), memory, spec, &system, tp_net, pp_net).map_err(|e| format!("{name}: error: {e}"))?;
+    let report = serde_json::json!({
+        "system": path,
+        "networks": {"tp": tp_net, "pp": pp_net},
+        "served": estimate,
+    });
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    let m = &estimate.memory;
+    let refusal = (!m.fits && !args.allow_over_capacity).then(|| {
+        format!(
+            "{name}: error: a processor of the fullest stage needs {} bytes ({} blocks' weights {} and KV cache {}, working activations {}), more than the system's first memory tier ({} bytes); --allow-over-capacity prints the estimate anyway",
+            m.total, m.blocks_per_rank, m.weights, m.kv_cache, m.activation_working, m.capacity
+        )
+    });
+    Ok(EstimateOutput { json, refusal, pictures: Vec::new() })
 }

@@ -29,6 +29,7 @@
 pub mod calculon_stats;
 pub mod edge;
 mod layer_time;
+pub mod serving;
 pub mod step;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -131,6 +132,8 @@ pub fn phase_from_name(name: &str) -> Option<Phase> {
         "weight_gradient" => Some(Phase::WeightGradient),
         "optimizer" => Some(Phase::Optimizer),
         "recommunication" => Some(Phase::Recommunication),
+        "prefill" => Some(Phase::Prefill),
+        "decode" => Some(Phase::Decode),
         _ => None,
     }
 }

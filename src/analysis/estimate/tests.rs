@@ -889,3 +889,79 @@ fn every_calculon_statistic_matches_calculon_llm() {
     assert_eq!(fields, 60 * 96);
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// A served plan's prefill is priced as Calculon prices the forward pass
+/// of the training step with the same block (its inference step, exact
+/// against Calculon's recorded cases): the same block and TP times, bit
+/// for bit; the decode step is priced the same way; the pass runs every
+/// block in turn, plus its pipeline transfers.
+#[test]
+fn served_prefill_is_priced_as_calculons_forward_pass() {
+    use crate::analysis::workload::{
+        derive_decode_pass, derive_prefill_pass, InferenceSpec, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec,
+    };
+    let a100 = system("a100_80g");
+    for (tp, pp, batch, prompt, generated) in [(1, 1, 1, 512, 64), (4, 2, 8, 512, 128), (8, 4, 2, 300, 1), (2, 1, 3, 2048, 0)] {
+        let json = serde_json::json!({
+            "model": {"name": "served", "hidden": 4096, "ffn_hidden": 16384, "heads": 32, "head_dim": 128, "blocks": 32,
+                      "seq_len": prompt + generated},
+            "workload": {"batch": batch, "prompt_tokens": prompt, "generated_tokens": generated, "datatype": "float16"},
+            "mapping": {"tp": tp, "pp": pp}
+        });
+        let spec = InferenceSpec::from_json(&json.to_string()).expect("valid");
+        let prefill = derive_prefill_pass(&spec).expect("derives");
+        let mut tasks: Vec<TaskFacts> = prefill.derivation.invocations.iter().map(TaskFacts::from).collect();
+        if generated > 0 {
+            let decode = derive_decode_pass(&spec, prompt + generated).expect("derives");
+            tasks.extend(decode.derivation.invocations.iter().map(TaskFacts::from));
+        }
+        let memory = serving::ServedBlockMemory {
+            weights: prefill.derivation.memory.weights,
+            activation_working: prefill.derivation.memory.act_working_space,
+            kv_cache: crate::analysis::workload::kv_cache_bytes(&spec, prompt + generated),
+        };
+        let got = serving::estimate_served(&tasks, memory, &spec, &a100, 0, 1).expect("estimates");
+        // Its training twin: the same block over the prompt's tokens.
+        let mut model = spec.model.clone();
+        model.seq_len = prompt;
+        let twin = TrainingSpec {
+            name: None,
+            model,
+            workload: TrainingWorkloadSpec { global_batch: batch, microbatch: batch, datatype: Datatype::Float16, optimizer: None },
+            mapping: TrainingMappingSpec {
+                tp,
+                pp: 1,
+                dp: 1,
+                pipeline_interleaving: 1,
+                recompute: Recompute::None,
+                tp_comm: TpComm::Ar,
+                seq_par_ag_redo: false,
+                fused_activation: false,
+                optimizer_sharding: false,
+                tp_overlap: crate::analysis::workload::TpOverlap::None,
+                pipeline_schedule: None,
+            },
+        };
+        let options = EstimateOptions { forward_only: true, ..EstimateOptions::default() };
+        let forward = price_block(&block_tasks(&derive_training_block(&twin).expect("twin")), &twin, &a100, 0, &options).expect("prices");
+        assert_eq!(got.prefill.block_time, forward.block_fw_time, "tp {tp}");
+        assert_eq!(got.prefill.block_tp_time, forward.baseblock_fw_tp_time_exposed, "tp {tp}");
+        assert!(tp == 1 || got.prefill.block_tp_time > 0.0);
+        let transfer = if pp > 1 { got.prefill.pp_transfer_time } else { 0.0 };
+        let want = 32.0 * (forward.block_fw_time + forward.baseblock_fw_tp_time_exposed) + (pp - 1) as f64 * transfer;
+        assert_eq!(got.prefill.time, want);
+        assert_eq!(got.time_to_first_token, got.prefill.time);
+        match got.decode_at_final_context {
+            Some(decode) => {
+                assert!(decode.time > 0.0 && decode.time < got.prefill.time, "one token is quicker than {prompt}");
+                assert_eq!(got.generation_time_at_most, Some(got.prefill.time + generated as f64 * decode.time));
+                assert_eq!(got.decode_tokens_per_second_at_least, Some(batch as f64 / decode.time));
+            }
+            None => assert_eq!(generated, 0),
+        }
+        // The fullest stage's processor: its blocks' weights and cache.
+        let bpr = 32 / pp;
+        assert_eq!(got.memory.total, bpr * (memory.weights + memory.kv_cache) + memory.activation_working);
+        assert!(got.memory.fits);
+    }
+}
