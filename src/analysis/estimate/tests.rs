@@ -720,10 +720,12 @@ fn plan_names_map_to_task_facts() {
         ("weight_gradient", Phase::WeightGradient),
         ("optimizer", Phase::Optimizer),
         ("recommunication", Phase::Recommunication),
+        ("prefill", Phase::Prefill),
+        ("decode", Phase::Decode),
     ] {
         assert_eq!(phase_from_name(name), Some(phase), "{name}");
     }
-    assert_eq!(phase_from_name("prefill"), None);
+    assert_eq!(phase_from_name("backward"), None);
     let derivation = derive_training_block(&cases_of(&format!("{ORACLES}/seqsel-table5.json"))[0].spec).expect("derives");
     let tasks = block_tasks(&derivation);
     let q = tasks.iter().find(|t| t.id == "attn.q.fwd").expect("attn.q.fwd");
