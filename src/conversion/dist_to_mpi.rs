@@ -142,8 +142,13 @@ fn check_data(op: OperationRef) -> Result<(), String> {
     if !matches!(element.as_str(), "f32" | "f64" | "i8" | "i16" | "i32" | "i64") {
         return Err(format!("communicates {element}, which the mpi dialect's lowering does not support (f32, f64, i8 .. i64); {COVERED}"));
     }
+    let shape = tensor_shape(ty).unwrap_or_default();
     if tensor_shape(ty).is_none_or(|s| s.iter().any(Option::is_none)) || crate::ir::read::tensor_has_encoding(ty) {
         return Err(format!("communicates {}; lower-dist-to-mpi needs a static shape without encoding", type_string(ty)));
+    }
+    // Its 1-D view must be a memref MPI can count.
+    if shape.iter().flatten().try_fold(1i64, |n, &d| n.checked_mul(d)).is_none_or(|n| n > i64::from(i32::MAX)) {
+        return Err(format!("communicates {}, more elements than one MPI message counts (2^31 - 1); split the transfer", type_string(ty)));
     }
     Ok(())
 }

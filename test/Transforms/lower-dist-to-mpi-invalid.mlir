@@ -27,3 +27,14 @@ func.func @async(%x: tensor<8xf32>) -> tensor<8xf32> {
   dist.wait %h
   return %y : tensor<8xf32>
 }
+
+// -----
+
+// More elements than one MPI message counts (its count is a C int).
+dist.header schema "blueprint.dist" version "1.0" model "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+dist.mesh @tp(axes = ["tp"], shape = [2])
+func.func @too_large(%x: tensor<4611686018427387904x3xf64>) -> tensor<4611686018427387904x3xf64> {
+  // expected-error @+1 {{'dist.all_reduce' op communicates tensor<4611686018427387904x3xf64>, more elements than one MPI message counts (2^31 - 1); split the transfer}}
+  %a = dist.all_reduce %x on @tp over [0, 1] reduction = sum phase = forward bytes = 8 {id = "a", lineage = "l"} : tensor<4611686018427387904x3xf64>
+  return %a : tensor<4611686018427387904x3xf64>
+}
