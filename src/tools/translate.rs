@@ -54,6 +54,7 @@ MODES:\n\
 \x20 --transformer-inference-facts SPEC.json   Prefill and decode facts as JSON (Calculon and GenZ names)\n\
 \x20 --export-work-summary [FILE.mlir | -]     Work summary of a plan or dist program as JSON\n\
 \x20 --estimate [FILE.mlir | -]                Step time and memory of a plan on a system, closed form and simulated\n\
+\x20                                           (a served block's plan: prefill, decode step and memory; --tp-net, --pp-net)\n\
 \x20 --estimate --calculon M.json E.json S.json  The same for Calculon's model, execution and system files as they are\n\
 \x20 --parameters MODEL.json                  Parameters of a model (Calculon model file, Hugging Face config or spec) as JSON, also as Calculon counts them\n\
 \x20 --spec-schema training|inference         The JSON Schema of a spec (docs/spec/*.schema.json)\n\
