@@ -264,7 +264,23 @@ def Model_MatmulOp : Model_BinaryOp<"matmul",
 
 def Model_BatchMatmulOp : Model_BinaryOp<"batch_matmul",
     "Batched matrix multiplication over the leading dimensions",
-    "%s = model.batch_matmul \"attn.scores\"(%q, %k) : (tensor<256x2048x96xf16>, tensor<256x96x2048xf16>) -> tensor<256x2048x2048xf16>">;
+    "%s = model.batch_matmul \"attn.scores\"(%q, %k) : (tensor<256x2048x96xf16>, tensor<256x96x2048xf16>) -> tensor<256x2048x2048xf16>"> {
+  let description = [{
+    ```mlir
+    %s = model.batch_matmul "attn.scores"(%q, %k) : (tensor<256x2048x96xf16>, tensor<256x96x2048xf16>) -> tensor<256x2048x2048xf16>
+    ```
+
+    In a served block (`model-decompose-transformer` of a
+    `model.decoder_inference`) it is the attention over the KV cache: its
+    second operand is a `model.kv_append` result `[2, b, t, kv_heads x
+    head_dim]` (keys, then values), and it reads `[b, s, heads x head_dim]`
+    queries into `[b, heads, s, t]` scores, or those probabilities into the
+    `[b, s, heads x head_dim]` context (each query head reading the KV head
+    of its group). That form is counted and distributed
+    (`distribute-transformer-inference`); `convert-model-to-linalg` does not
+    lower it yet (it states no scale or mask).
+  }];
+}
 
 def Model_AddOp : Model_BinaryOp<"add",
     "Element-wise (residual) addition",
