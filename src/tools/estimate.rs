@@ -306,19 +306,37 @@ pub fn estimate_module(op: melior::ir::OperationRef, name: &str, args: &Estimate
     }
     let spec: TrainingSpec = read_spec(op, TRAINING_SPEC, |s: &TrainingSpec| s.validate().map_err(|e| e.to_string()))
         .map_err(|e| format!("{name}: error: {e}"))?;
+    let work = crate::dialect::summary::estimate_work(op, estimated_layer(op, name, "training")?);
+    run(args, &work, &spec)
+}
+
+/// The layer of `op` an estimate reads: its plan, else its dist program
+/// (`kind` names the passes that make them in the error).
+fn estimated_layer(op: melior::ir::OperationRef, name: &str, kind: &str) -> Result<&'static str, String> {
     let ops = crate::ir::read::collect_ops(op);
     let has = |dialect: &str| ops.iter().any(|o| crate::ir::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
-    let layer = if has("plan") {
-        "plan"
+    if has("plan") {
+        Ok("plan")
     } else if has("dist") {
-        "dist"
+        Ok("dist")
     } else {
-        return Err(format!(
-            "{name}: error: no plan or dist program to estimate (run distribute-transformer-training and plan-transformer-training first)"
-        ));
-    };
-    let work = crate::dialect::summary::estimate_work(op, layer);
-    run(args, &work, &spec)
+        Err(format!(
+            "{name}: error: no plan or dist program to estimate (run distribute-transformer-{kind} and plan-transformer-{kind} first)"
+        ))
+    }
+}
+
+/// The system file at `path` (as `--system` gives it) and its name as shown.
+fn read_system(path: &std::path::Path) -> Result<(SystemProfile, String), String> {
+    let shown = path.to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("blueprint-translate: cannot read '{shown}': {e}"))?;
+    let system = SystemProfile::from_json(&text).map_err(|e| format!("{shown}: error: {e}"))?;
+    Ok((system, shown))
+}
+
+/// The network tier `flag` gives, or the error asking for it.
+fn tier_of(value: Option<usize>, flag: &str, system: &str) -> Result<usize, String> {
+    value.ok_or_else(|| format!("blueprint-translate: --estimate needs {flag} (a network tier index of {system})"))
 }
 
 /// The estimate of `work` (a layer of a module bound to `spec`) as JSON,
@@ -330,15 +348,13 @@ pub fn estimate_module(op: melior::ir::OperationRef, name: &str, args: &Estimate
 pub fn run(args: &EstimateArgs, work: &LayerWork, spec: &TrainingSpec) -> Result<EstimateOutput, String> {
     let system_path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
     args.check()?;
-    let shown = system_path.to_string_lossy();
+    let (system, shown) = read_system(system_path)?;
     let path: &str = &shown;
-    let text = std::fs::read_to_string(system_path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
-    let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
-    let need = |v: Option<usize>, name: &str| {
-        v.ok_or_else(|| format!("blueprint-translate: --estimate needs {name} (a network tier index of {path})"))
+    let binding = NetworkBinding {
+        tp: tier_of(args.tp_net, "--tp-net", path)?,
+        pp: tier_of(args.pp_net, "--pp-net", path)?,
+        dp: tier_of(args.dp_net, "--dp-net", path)?,
     };
-    let binding =
-        NetworkBinding { tp: need(args.tp_net, "--tp-net")?, pp: need(args.pp_net, "--pp-net")?, dp: need(args.dp_net, "--dp-net")? };
     if let Some(asked) = args.tp_overlap.filter(|asked| *asked != spec.mapping.tp_overlap) {
         return Err(format!(
             "blueprint-translate: error: --tp-overlap {} does not match the plan, distributed with mapping.tp_overlap = {}: tiling the TP collectives with their linears changes the block's tasks and memory (Q, K and V fuse into one linear, as in Calculon), so it is a strategy choice; set mapping.tp_overlap = \"{}\" in the spec and distribute again",
@@ -661,26 +677,10 @@ fn served(op: melior::ir::OperationRef, name: &str, args: &EstimateArgs, spec: &
         ));
     }
     let system_path = args.system.as_deref().ok_or("blueprint-translate: --estimate needs --system S.json")?;
-    let shown = system_path.to_string_lossy();
+    let (system, shown) = read_system(system_path)?;
     let path: &str = &shown;
-    let text = std::fs::read_to_string(system_path).map_err(|e| format!("blueprint-translate: cannot read '{path}': {e}"))?;
-    let system = SystemProfile::from_json(&text).map_err(|e| format!("{path}: error: {e}"))?;
-    let need = |v: Option<usize>, flag: &str| {
-        v.ok_or_else(|| format!("blueprint-translate: --estimate needs {flag} (a network tier index of {path})"))
-    };
-    let (tp_net, pp_net) = (need(args.tp_net, "--tp-net")?, need(args.pp_net, "--pp-net")?);
-    let ops = crate::ir::read::collect_ops(op);
-    let has = |dialect: &str| ops.iter().any(|o| crate::ir::ods::OpKind::of(*o).is_some_and(|k| k.dialect() == dialect && k.is_task()));
-    let layer = if has("plan") {
-        "plan"
-    } else if has("dist") {
-        "dist"
-    } else {
-        return Err(format!(
-            "{name}: error: no plan or dist program to estimate (run distribute-transformer-inference and plan-transformer-inference first)"
-        ));
-    };
-    let work = crate::dialect::summary::estimate_work(op, layer);
+    let (tp_net, pp_net) = (tier_of(args.tp_net, "--tp-net", path)?, tier_of(args.pp_net, "--pp-net", path)?);
+    let work = crate::dialect::summary::estimate_work(op, estimated_layer(op, name, "inference")?);
     let fact = |kind: &str| work.memory.get(kind).map_or(0, |m| m.bytes);
     let memory = ServedBlockMemory { weights: fact("weight"), activation_working: fact("activation_working"), kv_cache: fact("kv_cache") };
     let estimate =

@@ -40,7 +40,9 @@ use thiserror::Error;
 use crate::analysis::schedule::ProcessorMemory;
 use crate::analysis::system::{datatype_name, NetworkBinding, NetworkBindingError, NetworkOp, SystemProfile};
 pub use crate::analysis::workload::TpOverlap;
-use crate::analysis::workload::{BlockDerivation, BlockFacts, CollectiveKind, Engine, Phase, PrimitiveInvocation, SpecError, TrainingSpec};
+use crate::analysis::workload::{
+    BlockDerivation, BlockFacts, CollectiveKind, Datatype, Engine, Phase, PrimitiveInvocation, SpecError, TrainingSpec,
+};
 
 pub use crate::analysis::schedule::Offload;
 pub use layer_time::BlockTimes;
@@ -473,7 +475,12 @@ pub fn price_block(
 
 /// The rates of `spec`'s datatype on `system`, TP on tier `tp_net`.
 fn rates_of<'s>(spec: &TrainingSpec, system: &'s SystemProfile, tp_net: usize) -> Result<layer_time::Rates<'s>, EstimateError> {
-    let datatype = spec.workload.datatype;
+    rates_for(spec.workload.datatype, spec.mapping.tp, system, tp_net)
+}
+
+/// The rates of `datatype` on `system`, a TP group of `tp` on tier `tp_net`
+/// (training steps and served passes alike).
+fn rates_for(datatype: Datatype, tp: u64, system: &SystemProfile, tp_net: usize) -> Result<layer_time::Rates<'_>, EstimateError> {
     let missing = |unit| EstimateError::MissingDatatype { unit, datatype: datatype_name(datatype) };
     let tp_tier =
         system.network(tp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "tp", tier: tp_net, tiers: system.networks().len() })?;
@@ -483,7 +490,7 @@ fn rates_of<'s>(spec: &TrainingSpec, system: &'s SystemProfile, tp_net: usize) -
         memory: system.mem1(),
         mode: system.processing_mode(),
         tp_net: tp_tier,
-        tp: spec.mapping.tp,
+        tp,
     })
 }
 

@@ -19,7 +19,7 @@
 
 use serde::Serialize;
 
-use super::layer_time::{self, Rates};
+use super::layer_time;
 use super::{EstimateError, TaskFacts};
 use crate::analysis::system::{NetworkBindingError, NetworkOp, SystemProfile};
 use crate::analysis::workload::{InferenceSpec, Phase};
@@ -97,20 +97,9 @@ pub fn estimate_served(
 ) -> Result<ServedEstimate, EstimateError> {
     spec.validate()?;
     let datatype = spec.workload.datatype;
-    let name = crate::analysis::system::datatype_name(datatype);
-    let missing = |unit| EstimateError::MissingDatatype { unit, datatype: name };
-    let tier = |axis: &'static str, tier: usize| {
-        system.network(tier).ok_or(NetworkBindingError::TierOutOfRange { axis, tier, tiers: system.networks().len() })
-    };
-    let rates = Rates {
-        matrix: system.matrix().rate(datatype).ok_or_else(|| missing("matrix"))?,
-        vector: system.vector().rate(datatype).ok_or_else(|| missing("vector"))?,
-        memory: system.mem1(),
-        mode: system.processing_mode(),
-        tp_net: tier("tp", tp_net)?,
-        tp: spec.mapping.tp,
-    };
-    let pp = tier("pp", pp_net)?;
+    let rates = super::rates_for(datatype, spec.mapping.tp, system, tp_net)?;
+    let pp =
+        system.network(pp_net).ok_or(NetworkBindingError::TierOutOfRange { axis: "pp", tier: pp_net, tiers: system.networks().len() })?;
     let (m, w, map) = (&spec.model, &spec.workload, &spec.mapping);
     let pass = |phase: Phase, tokens: u64| -> Result<Option<PassTime>, EstimateError> {
         // Priced as the forward pass it is.

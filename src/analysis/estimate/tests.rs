@@ -899,9 +899,7 @@ fn every_calculon_statistic_matches_calculon_llm() {
 /// block in turn, plus its pipeline transfers.
 #[test]
 fn served_prefill_is_priced_as_calculons_forward_pass() {
-    use crate::analysis::workload::{
-        derive_decode_pass, derive_prefill_pass, InferenceSpec, TrainingMappingSpec, TrainingSpec, TrainingWorkloadSpec,
-    };
+    use crate::analysis::workload::{derive_decode_pass, derive_prefill_pass, InferenceSpec};
     let a100 = system("a100_80g");
     for (tp, pp, batch, prompt, generated) in [(1, 1, 1, 512, 64), (4, 2, 8, 512, 128), (8, 4, 2, 300, 1), (2, 1, 3, 2048, 0)] {
         let json = serde_json::json!({
@@ -924,26 +922,8 @@ fn served_prefill_is_priced_as_calculons_forward_pass() {
         };
         let got = serving::estimate_served(&tasks, memory, &spec, &a100, 0, 1).expect("estimates");
         // Its training twin: the same block over the prompt's tokens.
-        let mut model = spec.model.clone();
-        model.seq_len = prompt;
-        let twin = TrainingSpec {
-            name: None,
-            model,
-            workload: TrainingWorkloadSpec { global_batch: batch, microbatch: batch, datatype: Datatype::Float16, optimizer: None },
-            mapping: TrainingMappingSpec {
-                tp,
-                pp: 1,
-                dp: 1,
-                pipeline_interleaving: 1,
-                recompute: Recompute::None,
-                tp_comm: TpComm::Ar,
-                seq_par_ag_redo: false,
-                fused_activation: false,
-                optimizer_sharding: false,
-                tp_overlap: crate::analysis::workload::TpOverlap::None,
-                pipeline_schedule: None,
-            },
-        };
+        let mut twin = crate::analysis::workload::inference_tests::training_twin(&spec);
+        twin.model.seq_len = prompt;
         let options = EstimateOptions { forward_only: true, ..EstimateOptions::default() };
         let forward = price_block(&block_tasks(&derive_training_block(&twin).expect("twin")), &twin, &a100, 0, &options).expect("prices");
         assert_eq!(got.prefill.block_time, forward.block_fw_time, "tp {tp}");

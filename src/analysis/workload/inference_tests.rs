@@ -151,8 +151,9 @@ fn oracle_case_objects_are_not_whole_specs() {
 
 // ---------------------------------------------- prefill is the training forward
 
-/// A training spec whose forward block is the inference spec's prefill.
-fn training_twin(spec: &InferenceSpec) -> TrainingSpec {
+/// A training spec whose forward block is the inference spec's prefill
+/// (with `model.seq_len` the prompt's tokens).
+pub(crate) fn training_twin(spec: &InferenceSpec) -> TrainingSpec {
     TrainingSpec {
         name: None,
         model: spec.model.clone(),

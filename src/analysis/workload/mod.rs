@@ -35,7 +35,7 @@ pub mod spec;
 pub mod training;
 
 #[cfg(test)]
-mod inference_tests;
+pub(crate) mod inference_tests;
 #[cfg(test)]
 mod tests;
 
