@@ -43,6 +43,8 @@ enum Mode {
     SpecSchema(SpecKind),
     /// `--spec-reference`.
     SpecReference,
+    /// `--kernel-profile-summary PROFILE.json`.
+    KernelProfileSummary,
 }
 
 const HELP: &str = "OVERVIEW: Blueprint translation tool\n\n\
@@ -58,7 +60,8 @@ MODES:\n\
 \x20 --estimate --calculon M.json E.json S.json  The same for Calculon's model, execution and system files as they are\n\
 \x20 --parameters MODEL.json                  Parameters of a model (Calculon model file, Hugging Face config or spec) as JSON, also as Calculon counts them\n\
 \x20 --spec-schema training|inference         The JSON Schema of a spec (docs/spec/*.schema.json)\n\
-\x20 --spec-reference                          The spec field tables of docs/SPEC.md, as Markdown\n\n\
+\x20 --spec-reference                          The spec field tables of docs/SPEC.md, as Markdown\n\
+\x20 --kernel-profile-summary PROFILE.json     Validate a blueprint-calibrate kernel profile; its provenance, rows per section and dispatch cost as JSON\n\n\
 OPTIONS:\n\
 \x20 -o <file>                                 Output file (default: stdout)\n\
 \x20 --mlir-print-op-generic                   Print imported IR in the generic form\n\
@@ -145,6 +148,7 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
                 set(Mode::SpecSchema(kind), &mut mode)?;
             }
             "--spec-reference" => set(Mode::SpecReference, &mut mode)?,
+            "--kernel-profile-summary" => set(Mode::KernelProfileSummary, &mut mode)?,
             "--mlir-print-op-generic" => generic = true,
             "-o" => output = Some(iter.next().ok_or("blueprint-translate: -o needs a file name")?.clone()),
             other if other.starts_with('-') && other != "-" => {
@@ -211,6 +215,7 @@ fn run(args: &[OsString]) -> Result<Printed, String> {
             let counted = crate::analysis::workload::parameters::count(&model).map_err(|e| format!("{name}: error: {e}"))?;
             serde_json::to_string_pretty(&counted).map_err(|e| e.to_string())? + "\n"
         }
+        Mode::KernelProfileSummary => kernel_profile_summary(&name, &bytes)?,
         Mode::SpecSchema(_) | Mode::SpecReference => unreachable!("handled before reading input"),
         Mode::Estimate => return finish_estimate(estimate_plan(&name, &bytes, &estimate)?, output.as_deref()),
     };
@@ -305,6 +310,30 @@ fn estimate_plan(
         return Err(sink.take().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
     };
     crate::tools::estimate::estimate_module(module.as_operation(), name, args)
+}
+
+/// A validated kernel profile's provenance, rows per section and dispatch
+/// cost.
+fn kernel_profile_summary(name: &str, bytes: &[u8]) -> Result<String, String> {
+    use crate::analysis::kernel_profile::KernelProfile;
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("{name}: error: not UTF-8 text: {e}"))?;
+    let profile = KernelProfile::from_json(text).map_err(|e| format!("{name}: error: {e}"))?;
+    let p = profile.provenance();
+    let c = profile.counts();
+    let d = profile.dispatch();
+    let summary = serde_json::json!({
+        "format": crate::analysis::kernel_profile::FORMAT,
+        "device": p.device,
+        "device_type": p.device_type,
+        "backend": p.backend,
+        "dtype": p.dtype.name(),
+        "date": p.date,
+        "incomplete": p.incomplete,
+        "rows": {"gemm": c.gemm, "bmm": c.bmm, "attention": c.attention, "vector": c.vector, "adam": c.adam, "collectives": c.collectives},
+        "collective_ranks": profile.collective_ranks(),
+        "dispatch": {"device_s": d.device_s, "host_s": d.host_s},
+    });
+    serde_json::to_string_pretty(&summary).map(|t| t + "\n").map_err(|e| e.to_string())
 }
 
 fn export_summary(name: &str, bytes: &[u8]) -> Result<String, String> {

@@ -379,7 +379,7 @@ impl ModelSpec {
 }
 
 /// Element type of activations, weights and gradients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Datatype {
     /// One byte per element.
