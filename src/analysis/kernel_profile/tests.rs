@@ -193,3 +193,46 @@ fn bad_profiles_are_refused_naming_the_field() {
     let e = err(&minimal(r#", "tpu": {}"#));
     assert!(e.contains("unknown field `tpu`"), "{e}");
 }
+
+/// Held-out check in a block (reported, with loose bounds): the backward GEMMs of the traced blocks
+/// (`test/Inputs/h200/block-traces.json`: aten::mm ops with their shapes and
+/// device time, run inside a forward + backward step on another H200) against
+/// the profile. `[[a, b], [b, c]]` is a weight gradient `dW = dYᵀ·X` (layout
+/// tn, forward `(m, n, k) = (b, a, c)`) when `b` is the block's token count,
+/// else an input gradient `dX = dY·W` (nn, `(a, b, c)`).
+#[test]
+fn in_block_gemms_match_the_profile() {
+    let p = h200();
+    let traces: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/test/Inputs/h200/block-traces.json")).expect("traces"),
+    )
+    .expect("json");
+    let mut errors = Vec::new();
+    for (name, block) in traces["blocks"].as_object().expect("blocks") {
+        let c = &block["config"];
+        let tokens = c["seq"].as_u64().expect("seq") * c["mb"].as_u64().expect("mb");
+        if tokens == c["hidden"].as_u64().expect("hidden") {
+            continue; // ambiguous layout
+        }
+        for op in block["top_ops"].as_array().expect("ops").iter().filter(|o| o["op"] == "aten::mm") {
+            let s = &op["shapes"];
+            let (a, b, c) = (s[0][0].as_u64().expect("a"), s[0][1].as_u64().expect("b"), s[1][1].as_u64().expect("c"));
+            let cost =
+                if b == tokens { p.gemm(Datatype::Bfloat16, Layout::Tn, b, a, c) } else { p.gemm(Datatype::Bfloat16, Layout::Nn, a, b, c) }
+                    .expect("table");
+            let measured = op["device_us"].as_f64().expect("us") * 1e-6;
+            errors.push((cost.device_s / measured - 1.0, name.clone(), a, b, c));
+        }
+    }
+    assert!(errors.len() >= 20, "{}", errors.len());
+    let mean = errors.iter().map(|e| e.0.abs()).sum::<f64>() / errors.len() as f64;
+    // Measured: the profile is 0-23 % slower than the block (mean 11.8 %
+    // over 26 GEMMs; 4 % on Llama-3-8B's, 16 % on the 2,048-token GPT
+    // blocks'): it clears the L2 before every call, while in a block the
+    // activation operand of a backward GEMM was just written and is still
+    // cached (test/Inputs/h200/README.md).
+    for e in &errors {
+        assert!(e.0 > -0.1 && e.0 < 0.25, "{e:?}");
+    }
+    assert!(mean < 0.13, "mean {mean}");
+}
