@@ -180,6 +180,9 @@ pub(crate) struct Point {
     pub cost: Cost,
 }
 
+/// Forward and backward points of one table.
+type Passes = (Vec<Point>, Vec<Point>);
+
 /// A validated kernel profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelProfile {
@@ -189,8 +192,8 @@ pub struct KernelProfile {
     bmm: BTreeMap<(Datatype, Layout), Vec<Point>>,
     /// Per datatype, causal and whether dropout is applied: forward and
     /// backward points over `(seq, batch·heads, head_dim)`.
-    attention: BTreeMap<(Datatype, bool, bool), (Vec<Point>, Vec<Point>)>,
-    vector: BTreeMap<(Datatype, VectorOp), (Vec<Point>, Vec<Point>)>,
+    attention: BTreeMap<(Datatype, bool, bool), Passes>,
+    vector: BTreeMap<(Datatype, VectorOp), Passes>,
     adam: Vec<Point>,
     collectives: BTreeMap<CollectiveOp, Vec<Point>>,
     collective_ranks: Option<u64>,
@@ -441,7 +444,7 @@ impl RawProfile {
         let gemm = layouts("gemm", k.gemm, 3, "[m, n, k, device_s, host_s]", true)?;
         let bmm = layouts("bmm", k.bmm, 4, "[batch, m, n, k, device_s, host_s]", false)?;
 
-        let mut attention: BTreeMap<(Datatype, bool, bool), (Vec<Point>, Vec<Point>)> = BTreeMap::new();
+        let mut attention: BTreeMap<(Datatype, bool, bool), Passes> = BTreeMap::new();
         for (name, list) in k.attention {
             let field = format!("kernels.attention.{name}");
             let dt = datatype(&field, &name, false)?;
