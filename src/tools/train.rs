@@ -113,6 +113,60 @@ pub fn run_train_step(options: &TrainOptions) -> Result<(), String> {
     result
 }
 
+/// Reads a safetensors file whose header is checked before its data is
+/// read: the header length the first 8 bytes state fits the file (and the
+/// format's 100 MB bound), and the header names no tensor twice (a JSON
+/// object read into a map would silently keep the last entry).
+fn read_safetensors(path: &std::path::Path, name: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    const MAX_HEADER: u64 = 100_000_000;
+    let not_st = |why: String| format!("'{name}' is not a safetensors file: {why}");
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read '{name}': {e}"))?;
+    let len = file.metadata().map_err(|e| format!("cannot read '{name}': {e}"))?.len();
+    let mut prefix = [0u8; 8];
+    file.read_exact(&mut prefix).map_err(|_| not_st(format!("{len} bytes, shorter than the 8-byte header length")))?;
+    let header_len = u64::from_le_bytes(prefix);
+    if header_len > MAX_HEADER || header_len > len - 8 {
+        return Err(not_st(format!("its header length {header_len} exceeds the file ({len} bytes) or the format's {MAX_HEADER}")));
+    }
+    #[allow(clippy::cast_possible_truncation)] // at most MAX_HEADER
+    let mut header = vec![0u8; header_len as usize];
+    file.read_exact(&mut header).map_err(|e| format!("cannot read '{name}': {e}"))?;
+    if let Some(twice) = first_repeated_key(&header) {
+        return Err(format!("'{name}' names tensor '{twice}' twice in its header"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    bytes.extend_from_slice(&prefix);
+    bytes.extend_from_slice(&header);
+    file.read_to_end(&mut bytes).map_err(|e| format!("cannot read '{name}': {e}"))?;
+    Ok(bytes)
+}
+
+/// The first key a JSON object's text repeats (None for anything else: a
+/// malformed header is the safetensors parser's to report).
+fn first_repeated_key(json: &[u8]) -> Option<String> {
+    struct Keys;
+    impl<'de> serde::de::Visitor<'de> for Keys {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut repeated = None;
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                if repeated.is_none() && !seen.insert(key.clone()) {
+                    repeated = Some(key);
+                }
+            }
+            Ok(repeated)
+        }
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(json);
+    serde::Deserializer::deserialize_map(&mut deserializer, Keys).ok().flatten()
+}
+
 fn train_step(options: &TrainOptions) -> Result<(), String> {
     let (name, bytes) = crate::tools::cli::read_input(Some(options.step.as_os_str())).map_err(|e| e.to_string())?;
     let context = create_context();
@@ -123,8 +177,8 @@ fn train_step(options: &TrainOptions) -> Result<(), String> {
     let signature = prepare(&context, &mut module).map_err(|e| with_diagnostics(e, &report(&sink)))?;
     // Every input, read and checked before anything runs.
     let (params_name, inputs_name) = (options.params.to_string_lossy(), options.inputs.to_string_lossy());
-    let params = std::fs::read(&options.params).map_err(|e| format!("cannot read '{params_name}': {e}"))?;
-    let inputs = std::fs::read(&options.inputs).map_err(|e| format!("cannot read '{inputs_name}': {e}"))?;
+    let params = read_safetensors(std::path::Path::new(&options.params), &params_name)?;
+    let inputs = read_safetensors(std::path::Path::new(&options.inputs), &inputs_name)?;
     let params = SafeTensors::deserialize(&params).map_err(|e| format!("'{params_name}' is not a safetensors file: {e}"))?;
     let inputs = SafeTensors::deserialize(&inputs).map_err(|e| format!("'{inputs_name}' is not a safetensors file: {e}"))?;
     let files = [(params_name.as_ref(), &params), (inputs_name.as_ref(), &inputs)];

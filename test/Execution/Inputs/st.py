@@ -3,16 +3,18 @@
 JAX or numpy: the parameters and inputs of a GPT-family spec (layer norms,
 ungated MLP), filled with small values, optionally broken one way.
 
-usage: st.py SPEC PARAMS INPUTS [--drop NAME] [--extra NAME] [--reshape NAME] [--f16 NAME]
+usage: st.py SPEC PARAMS INPUTS [--drop NAME] [--extra NAME] [--reshape NAME] [--f16 NAME] [--duplicate NAME]
        st.py --garbage FILE
+       st.py --long-header FILE
 """
 import json
 import struct
 import sys
 
 
-def write(path, tensors):
-    """tensors: name -> (dtype, shape, float values)."""
+def write(path, tensors, duplicate=None):
+    """tensors: name -> (dtype, shape, float values); `duplicate` names a
+    tensor whose header entry is written twice (the second one first)."""
     header, blobs, offset = {}, [], 0
     for name in sorted(tensors):
         dtype, shape, values = tensors[name]
@@ -24,6 +26,8 @@ def write(path, tensors):
         blobs.append(blob)
         offset += len(blob)
     text = json.dumps(header).encode()
+    if duplicate is not None:
+        text = b"{" + json.dumps(duplicate).encode() + b": " + json.dumps(header[duplicate]).encode() + b", " + text[1:]
     text += b" " * ((8 - len(text) % 8) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
@@ -32,6 +36,10 @@ def write(path, tensors):
 def main(argv):
     if argv[0] == "--garbage":
         open(argv[1], "wb").write(b"not a safetensors file")
+        return 0
+    if argv[0] == "--long-header":
+        # A header length of 2^40 in a 24-byte file.
+        open(argv[1], "wb").write(struct.pack("<Q", 2**40) + b"{}" + b" " * 14)
         return 0
     spec_path, params_path, inputs_path, *edits = argv
     spec = json.load(open(spec_path))
@@ -48,6 +56,7 @@ def main(argv):
     inputs = {"block.in": act, "block.out.grad": act}
     files = [params, inputs]
     dtypes = {}
+    duplicate = None
     it = iter(edits)
     for flag in it:
         name = next(it)
@@ -60,6 +69,8 @@ def main(argv):
             where[name] = where[name] + [1]
         elif flag == "--f16":
             dtypes[name] = "F16"
+        elif flag == "--duplicate":
+            duplicate = name
     for path, shapes in zip([params_path, inputs_path], files):
         tensors = {}
         for name, shape in shapes.items():
@@ -67,7 +78,7 @@ def main(argv):
             for d in shape:
                 n *= d
             tensors[name] = (dtypes.get(name, "F32"), shape, [0.01 * ((i % 7) - 3) for i in range(n)])
-        write(path, tensors)
+        write(path, tensors, duplicate if duplicate in tensors else None)
     return 0
 
 
