@@ -4,6 +4,7 @@
 //! `melior`), so estimate and search run without a context.
 
 pub mod estimate;
+pub(crate) mod json;
 pub mod kernel_profile;
 pub mod pictures;
 pub mod schedule;

@@ -396,16 +396,7 @@ impl SystemProfile {
     /// (with path, line and column); otherwise the first violated rule,
     /// naming its field path (e.g. `networks[1].ops.all_reduce`).
     pub fn from_json(json: &str) -> Result<Self, SystemError> {
-        let mut deserializer = serde_json::Deserializer::from_str(json);
-        let raw: RawSystem = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-            let path = error.path().to_string();
-            let inner = error.into_inner();
-            if path.is_empty() || path == "." {
-                SystemError::Parse(inner.to_string())
-            } else {
-                SystemError::Parse(format!("{path}: {inner}"))
-            }
-        })?;
+        let raw: RawSystem = crate::analysis::json::from_json_located(json).map_err(SystemError::Parse)?;
         raw.validate()
     }
 

@@ -356,6 +356,23 @@ fn datatype(field: &str, name: &str, fp8: bool) -> Result<Datatype, ProfileError
     })
 }
 
+/// A measured point of `coords` whose device and host seconds are the
+/// fields `device_key` and `host_key` of the row at `at`.
+fn measured(
+    coords: Vec<u64>,
+    at: &str,
+    (device_key, device_s): (&str, f64),
+    (host_key, host_s): (&str, f64),
+) -> Result<Point, ProfileError> {
+    Ok(Point {
+        coords,
+        cost: Cost {
+            device_s: seconds(|| format!("{at}.{device_key}"), device_s)?,
+            host_s: seconds(|| format!("{at}.{host_key}"), host_s)?,
+        },
+    })
+}
+
 /// Rows of `sizes` sizes followed by device and host seconds.
 fn rows(field: &str, raw: &[Vec<f64>], sizes: usize, layout: &'static str) -> Result<Vec<Point>, ProfileError> {
     let mut seen = std::collections::HashSet::new();
@@ -468,16 +485,10 @@ impl RawProfile {
                     return Err(ProfileError::Parse(format!("{f}: fwd_s and fwd_host_s are required unless the row states an error")));
                 };
                 let coords = vec![seq, batch * heads, head_dim];
-                let fwd = Point {
-                    coords: coords.clone(),
-                    cost: Cost { device_s: seconds(|| format!("{f}.fwd_s"), fs)?, host_s: seconds(|| format!("{f}.fwd_host_s"), fh)? },
-                };
+                let fwd = measured(coords.clone(), &f, ("fwd_s", fs), ("fwd_host_s", fh))?;
                 let entry = attention.entry((dt, row.causal, row.dropout > 0.0)).or_default();
                 if let (Some(bs), Some(bh)) = (row.bwd_s, row.bwd_host_s) {
-                    entry.1.push(Point {
-                        coords: coords.clone(),
-                        cost: Cost { device_s: seconds(|| format!("{f}.bwd_s"), bs)?, host_s: seconds(|| format!("{f}.bwd_host_s"), bh)? },
-                    });
+                    entry.1.push(measured(coords, &f, ("bwd_s", bs), ("bwd_host_s", bh))?);
                 }
                 entry.0.push(fwd);
             }
@@ -504,21 +515,9 @@ impl RawProfile {
                 for (i, row) in list.into_iter().enumerate() {
                     let g = format!("{f}[{i}]");
                     let elems = size(|| format!("{g}.elems"), row.elems)?;
-                    fwd.push(Point {
-                        coords: vec![elems],
-                        cost: Cost {
-                            device_s: seconds(|| format!("{g}.fwd_s"), row.fwd_s)?,
-                            host_s: seconds(|| format!("{g}.fwd_host_s"), row.fwd_host_s)?,
-                        },
-                    });
+                    fwd.push(measured(vec![elems], &g, ("fwd_s", row.fwd_s), ("fwd_host_s", row.fwd_host_s))?);
                     if let (Some(bs), Some(bh)) = (row.bwd_s, row.bwd_host_s) {
-                        bwd.push(Point {
-                            coords: vec![elems],
-                            cost: Cost {
-                                device_s: seconds(|| format!("{g}.bwd_s"), bs)?,
-                                host_s: seconds(|| format!("{g}.bwd_host_s"), bh)?,
-                            },
-                        });
+                        bwd.push(measured(vec![elems], &g, ("bwd_s", bs), ("bwd_host_s", bh))?);
                     }
                 }
                 if !fwd.is_empty() {
@@ -531,10 +530,7 @@ impl RawProfile {
         if let Some(RawOptimizer { adam: Some(a) }) = k.optimizer {
             for (i, row) in a.rows.into_iter().enumerate() {
                 let f = format!("kernels.optimizer.adam.rows[{i}]");
-                adam.push(Point {
-                    coords: vec![size(|| format!("{f}.params"), row.params)?],
-                    cost: Cost { device_s: seconds(|| format!("{f}.s"), row.s)?, host_s: seconds(|| format!("{f}.host_s"), row.host_s)? },
-                });
+                adam.push(measured(vec![size(|| format!("{f}.params"), row.params)?], &f, ("s", row.s), ("host_s", row.host_s))?);
             }
         }
 
@@ -579,16 +575,7 @@ impl KernelProfile {
     /// field (with its path, line and column); otherwise the first figure
     /// out of range, named by its JSON path.
     pub fn from_json(json: &str) -> Result<Self, ProfileError> {
-        let mut deserializer = serde_json::Deserializer::from_str(json);
-        let raw: RawProfile = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-            let path = error.path().to_string();
-            let inner = error.into_inner();
-            if path.is_empty() || path == "." {
-                ProfileError::Parse(inner.to_string())
-            } else {
-                ProfileError::Parse(format!("{path}: {inner}"))
-            }
-        })?;
+        let raw: RawProfile = crate::analysis::json::from_json_located(json).map_err(ProfileError::Parse)?;
         raw.validate()
     }
 

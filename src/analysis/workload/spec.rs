@@ -868,19 +868,9 @@ impl OptimizerSpec {
 }
 
 /// Deserializes `json`, naming the path of the offending field in the
-/// error (`mapping.recompute: unknown variant ...`), which serde alone does
-/// not for enum values.
+/// error (`crate::analysis::json::from_json_located`).
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, SpecError> {
-    let mut deserializer = serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        if path.is_empty() || path == "." {
-            SpecError::Parse(inner.to_string())
-        } else {
-            SpecError::Parse(format!("{path}: {inner}"))
-        }
-    })
+    crate::analysis::json::from_json_located(json).map_err(SpecError::Parse)
 }
 
 impl TrainingSpec {
