@@ -63,58 +63,83 @@ fn log2(x: u64) -> f64 {
     (x as f64).log2()
 }
 
-/// Interpolates `points` at `query` (see the module documentation); `work`
-/// gives a shape's work in any unit proportional to what the kernel does.
-pub(crate) fn interpolate(points: &[Point], query: &[u64], work: impl Fn(&[u64]) -> f64) -> Option<Cost> {
-    let dims = query.len();
-    if points.is_empty() || points.iter().any(|p| p.coords.len() != dims) {
-        return None;
-    }
-    let mut axes: Vec<Vec<u64>> = (0..dims).map(|d| points.iter().map(|p| p.coords[d]).collect()).collect();
-    for axis in &mut axes {
-        axis.sort_unstable();
-        axis.dedup();
-    }
-    let by_coords: HashMap<&[u64], &Point> = points.iter().map(|p| (p.coords.as_slice(), p)).collect();
-    let throughput = |p: &Point| work(&p.coords) / p.cost.device_s;
-    let host_log = |p: &Point| p.cost.host_s.max(1e-15).ln();
+/// A table's measured points with what every query needs, built once:
+/// the grid's axes (the distinct measured values of each coordinate), the
+/// points by coordinates and the smallest measured time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Table {
+    points: Vec<Point>,
+    axes: Vec<Vec<u64>>,
+    index: HashMap<Vec<u64>, usize>,
+    floor: f64,
+}
 
-    // Bracketing indices and weights per dimension.
-    let mut brackets = Vec::with_capacity(dims);
-    for (d, axis) in axes.iter().enumerate() {
-        let q = log2(query[d]).clamp(log2(axis[0]), log2(axis[axis.len() - 1]));
-        let hi = axis.iter().position(|&v| log2(v) >= q).unwrap_or(axis.len() - 1);
-        let lo = if hi > 0 && log2(axis[hi]) > q { hi - 1 } else { hi };
-        let t = if lo == hi { 0.0 } else { (q - log2(axis[lo])) / (log2(axis[hi]) - log2(axis[lo])) };
-        brackets.push((axis[lo], axis[hi], t));
+impl Table {
+    /// `points` all have the same number of coordinates.
+    pub fn new(points: Vec<Point>) -> Self {
+        let dims = points.first().map_or(0, |p| p.coords.len());
+        let mut axes: Vec<Vec<u64>> = (0..dims).map(|d| points.iter().map(|p| p.coords[d]).collect()).collect();
+        for axis in &mut axes {
+            axis.sort_unstable();
+            axis.dedup();
+        }
+        let index = points.iter().enumerate().map(|(i, p)| (p.coords.clone(), i)).collect();
+        let floor = points.iter().map(|p| p.cost.device_s).fold(f64::INFINITY, f64::min);
+        Self { points, axes, index, floor }
     }
-    let (mut weight, mut log_tp, mut log_host) = (0.0, 0.0, 0.0);
-    let mut corner = vec![0u64; dims];
-    for mask in 0..(1usize << dims) {
-        let mut w = 1.0;
-        for (d, &(lo, hi, t)) in brackets.iter().enumerate() {
-            let upper = mask >> d & 1 == 1;
-            corner[d] = if upper { hi } else { lo };
-            w *= if upper { t } else { 1.0 - t };
-        }
-        if w <= 0.0 {
-            continue;
-        }
-        if let Some(p) = by_coords.get(corner.as_slice()) {
-            weight += w;
-            log_tp += w * throughput(p).ln();
-            log_host += w * host_log(p);
-        }
+
+    pub fn len(&self) -> usize {
+        self.points.len()
     }
-    let (tp, host) = if weight > 1e-9 {
-        ((log_tp / weight).exp(), (log_host / weight).exp())
-    } else {
-        let distance = |p: &Point| -> f64 { p.coords.iter().zip(query).map(|(&a, &b)| (log2(a) - log2(b)).powi(2)).sum() };
-        let nearest = points.iter().min_by(|a, b| distance(a).total_cmp(&distance(b)))?;
-        (throughput(nearest), nearest.cost.host_s)
-    };
-    let floor = points.iter().map(|p| p.cost.device_s).fold(f64::INFINITY, f64::min);
-    Some(Cost { device_s: (work(query) / tp).max(floor), host_s: host })
+
+    /// Prices `query` (see the module documentation); `work` gives a
+    /// shape's work in any unit proportional to what the kernel does. None
+    /// for an empty table or a query of another dimension.
+    pub fn price(&self, query: &[u64], work: impl Fn(&[u64]) -> f64) -> Option<Cost> {
+        let dims = query.len();
+        if self.points.is_empty() || self.axes.len() != dims {
+            return None;
+        }
+        let throughput = |p: &Point| work(&p.coords) / p.cost.device_s;
+        let host_log = |p: &Point| p.cost.host_s.max(1e-15).ln();
+
+        // Bracketing indices and weights per dimension.
+        let mut brackets = Vec::with_capacity(dims);
+        for (d, axis) in self.axes.iter().enumerate() {
+            let q = log2(query[d]).clamp(log2(axis[0]), log2(axis[axis.len() - 1]));
+            let hi = axis.iter().position(|&v| log2(v) >= q).unwrap_or(axis.len() - 1);
+            let lo = if hi > 0 && log2(axis[hi]) > q { hi - 1 } else { hi };
+            let t = if lo == hi { 0.0 } else { (q - log2(axis[lo])) / (log2(axis[hi]) - log2(axis[lo])) };
+            brackets.push((axis[lo], axis[hi], t));
+        }
+        let (mut weight, mut log_tp, mut log_host) = (0.0, 0.0, 0.0);
+        let mut corner = vec![0u64; dims];
+        for mask in 0..(1usize << dims) {
+            let mut w = 1.0;
+            for (d, &(lo, hi, t)) in brackets.iter().enumerate() {
+                let upper = mask >> d & 1 == 1;
+                corner[d] = if upper { hi } else { lo };
+                w *= if upper { t } else { 1.0 - t };
+            }
+            if w <= 0.0 {
+                continue;
+            }
+            if let Some(&i) = self.index.get(corner.as_slice()) {
+                let p = &self.points[i];
+                weight += w;
+                log_tp += w * throughput(p).ln();
+                log_host += w * host_log(p);
+            }
+        }
+        let (tp, host) = if weight > 1e-9 {
+            ((log_tp / weight).exp(), (log_host / weight).exp())
+        } else {
+            let distance = |p: &Point| -> f64 { p.coords.iter().zip(query).map(|(&a, &b)| (log2(a) - log2(b)).powi(2)).sum() };
+            let nearest = self.points.iter().min_by(|a, b| distance(a).total_cmp(&distance(b)))?;
+            (throughput(nearest), nearest.cost.host_s)
+        };
+        Some(Cost { device_s: (work(query) / tp).max(self.floor), host_s: host })
+    }
 }
 
 #[allow(clippy::cast_precision_loss)]
@@ -138,7 +163,7 @@ impl KernelProfile {
             .gemm
             .get(&(datatype, layout))
             .ok_or_else(|| LookupError::NoTable { what: format!("{} GEMMs of layout {}", datatype.name(), layout.name()) })?;
-        interpolate(points, &[m, n, k], product).ok_or_else(|| LookupError::NoTable { what: format!("{} GEMMs", datatype.name()) })
+        points.price(&[m, n, k], product).ok_or_else(|| LookupError::NoTable { what: format!("{} GEMMs", datatype.name()) })
     }
 
     /// A batched GEMM (`batch` products of the linear shape `(m, n, k)`).
@@ -150,8 +175,7 @@ impl KernelProfile {
             .bmm
             .get(&(datatype, layout))
             .ok_or_else(|| LookupError::NoTable { what: format!("{} batched GEMMs of layout {}", datatype.name(), layout.name()) })?;
-        interpolate(points, &[batch, m, n, k], product)
-            .ok_or_else(|| LookupError::NoTable { what: format!("{} batched GEMMs", datatype.name()) })
+        points.price(&[batch, m, n, k], product).ok_or_else(|| LookupError::NoTable { what: format!("{} batched GEMMs", datatype.name()) })
     }
 
     /// Fused attention's forward and backward.
@@ -171,8 +195,8 @@ impl KernelProfile {
         let (fwd, bwd) =
             self.attention.get(&(datatype, shape.causal, shape.dropout)).ok_or_else(|| LookupError::NoTable { what: what() })?;
         let query = [shape.seq, shape.batch * shape.heads, shape.head_dim];
-        let f = interpolate(fwd, &query, attention_work).ok_or_else(|| LookupError::NoTable { what: what() })?;
-        let b = interpolate(bwd, &query, attention_work).ok_or_else(|| LookupError::NoTable { what: format!("{} backward", what()) })?;
+        let f = fwd.price(&query, attention_work).ok_or_else(|| LookupError::NoTable { what: what() })?;
+        let b = bwd.price(&query, attention_work).ok_or_else(|| LookupError::NoTable { what: format!("{} backward", what()) })?;
         Ok((f, b))
     }
 
@@ -186,9 +210,10 @@ impl KernelProfile {
             .vector
             .get(&(datatype, op))
             .ok_or_else(|| LookupError::NoTable { what: format!("{} {} kernels", datatype.name(), op.name()) })?;
-        let f = interpolate(fwd, &[elems], product)
+        let f = fwd
+            .price(&[elems], product)
             .ok_or_else(|| LookupError::NoTable { what: format!("{} {} kernels", datatype.name(), op.name()) })?;
-        Ok((f, interpolate(bwd, &[elems], product)))
+        Ok((f, bwd.price(&[elems], product)))
     }
 
     /// One fused Adam step over `params` parameters.
@@ -196,7 +221,7 @@ impl KernelProfile {
     /// # Errors
     /// [`LookupError::NoTable`] when the profile measured no Adam step.
     pub fn adam(&self, params: u64) -> Result<Cost, LookupError> {
-        interpolate(&self.adam, &[params], product).ok_or_else(|| LookupError::NoTable { what: "Adam steps".into() })
+        self.adam.price(&[params], product).ok_or_else(|| LookupError::NoTable { what: "Adam steps".into() })
     }
 
     /// Seconds of one collective over `bytes` on the profile's ranks.
@@ -205,9 +230,7 @@ impl KernelProfile {
     /// [`LookupError::NoTable`] when the profile has no curve for `op`.
     pub fn collective(&self, op: CollectiveOp, bytes: u64) -> Result<f64, LookupError> {
         let points = self.collectives.get(&op).ok_or_else(|| LookupError::NoTable { what: format!("{} curve", op.name()) })?;
-        interpolate(points, &[bytes], product)
-            .map(|c| c.device_s)
-            .ok_or_else(|| LookupError::NoTable { what: format!("{} curve", op.name()) })
+        points.price(&[bytes], product).map(|c| c.device_s).ok_or_else(|| LookupError::NoTable { what: format!("{} curve", op.name()) })
     }
 }
 

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use thiserror::Error;
 
+use lookup::Table;
 pub use lookup::{issue_queue_time, AttentionShape, Cost, LookupError};
 
 use crate::analysis::workload::Datatype;
@@ -180,22 +181,24 @@ pub(crate) struct Point {
     pub cost: Cost,
 }
 
-/// Forward and backward points of one table.
-type Passes = (Vec<Point>, Vec<Point>);
+/// Forward and backward tables of one kernel.
+type Passes = (Table, Table);
+/// Forward and backward points, before their tables are built.
+type PassPoints = (Vec<Point>, Vec<Point>);
 
 /// A validated kernel profile.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelProfile {
     provenance: Provenance,
     dispatch: Cost,
-    gemm: BTreeMap<(Datatype, Layout), Vec<Point>>,
-    bmm: BTreeMap<(Datatype, Layout), Vec<Point>>,
+    gemm: BTreeMap<(Datatype, Layout), Table>,
+    bmm: BTreeMap<(Datatype, Layout), Table>,
     /// Per datatype, causal and whether dropout is applied: forward and
     /// backward points over `(seq, batch·heads, head_dim)`.
     attention: BTreeMap<(Datatype, bool, bool), Passes>,
     vector: BTreeMap<(Datatype, VectorOp), Passes>,
-    adam: Vec<Point>,
-    collectives: BTreeMap<CollectiveOp, Vec<Point>>,
+    adam: Table,
+    collectives: BTreeMap<CollectiveOp, Table>,
     collective_ranks: Option<u64>,
 }
 
@@ -398,7 +401,7 @@ fn layouts(
     sizes: usize,
     layout: &'static str,
     fp8: bool,
-) -> Result<BTreeMap<(Datatype, Layout), Vec<Point>>, ProfileError> {
+) -> Result<BTreeMap<(Datatype, Layout), Table>, ProfileError> {
     let mut out = BTreeMap::new();
     for (name, tables) in raw {
         let field = format!("kernels.{section}.{name}");
@@ -406,7 +409,7 @@ fn layouts(
         for (l, rowset) in [(Layout::Nt, &tables.nt), (Layout::Nn, &tables.nn), (Layout::Tn, &tables.tn)] {
             let points = rows(&format!("{field}.{}", l.name()), rowset, sizes, layout)?;
             if !points.is_empty() {
-                out.insert((dt, l), points);
+                out.insert((dt, l), Table::new(points));
             }
         }
     }
@@ -416,10 +419,10 @@ fn layouts(
 /// Attention rows of one `(seq, batch·heads, head_dim)` (batch and heads
 /// traded, or grouped KV heads) price the same coordinates: they become one
 /// point at the geometric mean of their times.
-fn merge_equal_coordinates(points: &mut Vec<Point>) {
+fn merge_equal_coordinates(mut points: Vec<Point>) -> Vec<Point> {
     points.sort_by(|a, b| a.coords.cmp(&b.coords));
     let mut merged: Vec<(Point, usize, f64, f64)> = Vec::with_capacity(points.len());
-    for p in points.drain(..) {
+    for p in points {
         match merged.last_mut() {
             Some((q, count, log_device, log_host)) if q.coords == p.coords => {
                 *count += 1;
@@ -433,10 +436,13 @@ fn merge_equal_coordinates(points: &mut Vec<Point>) {
         }
     }
     #[allow(clippy::cast_precision_loss)]
-    points.extend(merged.into_iter().map(|(mut p, count, d, h)| {
-        p.cost = Cost { device_s: (d / count as f64).exp(), host_s: (h / count as f64).exp() };
-        p
-    }));
+    merged
+        .into_iter()
+        .map(|(mut p, count, d, h)| {
+            p.cost = Cost { device_s: (d / count as f64).exp(), host_s: (h / count as f64).exp() };
+            p
+        })
+        .collect()
 }
 
 impl RawProfile {
@@ -461,7 +467,7 @@ impl RawProfile {
         let gemm = layouts("gemm", k.gemm, 3, "[m, n, k, device_s, host_s]", true)?;
         let bmm = layouts("bmm", k.bmm, 4, "[batch, m, n, k, device_s, host_s]", false)?;
 
-        let mut attention: BTreeMap<(Datatype, bool, bool), Passes> = BTreeMap::new();
+        let mut attention: BTreeMap<(Datatype, bool, bool), PassPoints> = BTreeMap::new();
         for (name, list) in k.attention {
             let field = format!("kernels.attention.{name}");
             let dt = datatype(&field, &name, false)?;
@@ -494,10 +500,10 @@ impl RawProfile {
             }
         }
 
-        for (fwd, bwd) in attention.values_mut() {
-            merge_equal_coordinates(fwd);
-            merge_equal_coordinates(bwd);
-        }
+        let attention: BTreeMap<(Datatype, bool, bool), Passes> = attention
+            .into_iter()
+            .map(|(key, (fwd, bwd))| (key, (Table::new(merge_equal_coordinates(fwd)), Table::new(merge_equal_coordinates(bwd)))))
+            .collect();
 
         let mut vector = BTreeMap::new();
         for (name, ops) in k.vector {
@@ -521,7 +527,7 @@ impl RawProfile {
                     }
                 }
                 if !fwd.is_empty() {
-                    vector.insert((dt, op), (fwd, bwd));
+                    vector.insert((dt, op), (Table::new(fwd), Table::new(bwd)));
                 }
             }
         }
@@ -560,10 +566,10 @@ impl RawProfile {
                     let s = seconds(|| format!("{f}[{i}][1]"), row[1])?;
                     points.push(Point { coords: vec![bytes], cost: Cost { device_s: s, host_s: 0.0 } });
                 }
-                collectives.insert(op, points);
+                collectives.insert(op, Table::new(points));
             }
         }
-        Ok(KernelProfile { provenance, dispatch, gemm, bmm, attention, vector, adam, collectives, collective_ranks })
+        Ok(KernelProfile { provenance, dispatch, gemm, bmm, attention, vector, adam: Table::new(adam), collectives, collective_ranks })
     }
 }
 
@@ -600,12 +606,12 @@ impl KernelProfile {
     #[must_use]
     pub fn counts(&self) -> ProfileCounts {
         ProfileCounts {
-            gemm: self.gemm.values().map(Vec::len).sum(),
-            bmm: self.bmm.values().map(Vec::len).sum(),
+            gemm: self.gemm.values().map(Table::len).sum(),
+            bmm: self.bmm.values().map(Table::len).sum(),
             attention: self.attention.values().map(|(f, b)| f.len() + b.len()).sum(),
             vector: self.vector.values().map(|(f, b)| f.len() + b.len()).sum(),
             adam: self.adam.len(),
-            collectives: self.collectives.values().map(Vec::len).sum(),
+            collectives: self.collectives.values().map(Table::len).sum(),
         }
     }
 }

@@ -1,4 +1,4 @@
-use super::lookup::{interpolate, issue_queue_time};
+use super::lookup::{issue_queue_time, Table};
 use super::*;
 
 const H200: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/systems/kernels/h200-sxm-141g.kernels.json");
@@ -57,7 +57,7 @@ fn interpolation_is_exact_for_a_constant_throughput_and_clamps_outside_the_grid(
         }
     }
     let work = |c: &[u64]| c.iter().map(|&v| v as f64).product::<f64>();
-    let at = |points: &[Point], m: u64, n: u64, k: u64| interpolate(points, &[m, n, k], work).expect("cost").device_s;
+    let at = |points: &[Point], m: u64, n: u64, k: u64| Table::new(points.to_vec()).price(&[m, n, k], work).expect("cost").device_s;
     assert!((at(&points, 100, 300, 200) - 2.0 * 100.0 * 300.0 * 200.0 / 1e12).abs() < 1e-18);
     assert!((at(&points, 4096, 4096, 4096) - 2.0 * 4096f64.powi(3) / 1e12).abs() < 1e-15);
     assert_eq!(at(&points, 1, 1, 1), 2.0 * 64.0 * 128.0 * 128.0 / 1e12);
@@ -71,7 +71,7 @@ fn interpolation_between_two_throughputs_is_geometric_in_log_size() {
     // 1e3 elements at 1e9 elems/s, 1e5 at 1e11: 1e4 sits halfway in log,
     // so 1e10 elems/s, 1 us.
     let points = [point(&[1000], 1e-6, 2e-5), point(&[100_000], 1e-6, 2e-5)];
-    let cost = interpolate(&points, &[10_000], |c| c[0] as f64).expect("cost");
+    let cost = Table::new(points.to_vec()).price(&[10_000], |c| c[0] as f64).expect("cost");
     assert!((cost.device_s - 1e-6).abs() < 1e-15, "{cost:?}");
     assert!((cost.host_s - 2e-5).abs() < 1e-15);
 }
